@@ -1,0 +1,1 @@
+"""One module per stream stage: ingest (validate + trigger + extract), dedup, progress."""

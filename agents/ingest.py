@@ -1,0 +1,134 @@
+"""Stage 1 — ingest: validate a turn, trigger, extract facts, apply the policy filter.
+
+Input `chat.turns` (raw bytes). Outputs: `memory.candidates` (one per fact),
+`memory.events` (kind=candidate), `memory.progress`, and `chat.turns.dlq` for bad records.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+from faust.types import EventT
+
+from streams import ids, metrics, policy
+from streams.app import app, settings, turns_topic
+from streams.errors import InvalidRecord
+from streams.extraction import RulesExtractor
+from streams.outputs import send_candidate, send_dead_letter, send_event, send_progress
+from streams.trigger import rules_trigger
+from streams.validation import parse_turn
+from topics.candidates import Candidate, Fact
+from topics.dlq import DeadLetter
+from topics.events import MemoryEvent
+from topics.progress import TurnProgress
+from topics.turns import Turn
+
+log = logging.getLogger(__name__)
+STAGE = "ingest"
+
+extractor = RulesExtractor(max_facts=settings.max_facts_per_turn, max_chars=settings.summary_max_chars)
+
+
+def allowed_types() -> set[str]:
+    """Memory types the toggles of seed 004 allow."""
+    allowed = {"procedural"}
+    if settings.semantic_enabled:
+        allowed.add("semantic")
+    if settings.episodic_enabled:
+        allowed.add("episodic")
+    return allowed
+
+
+def extract_facts(turn: Turn) -> tuple[list[Fact], float]:
+    """Facts worth storing from one turn (policy applied) and the trigger's confidence."""
+    decision = rules_trigger(turn)
+    if not decision.should_create or decision.confidence < settings.trigger_confidence_min:
+        return [], decision.confidence
+    if not policy.is_storable(turn.text)[0]:
+        # If unsure, don't store (seed 004 §2): a turn carrying a secret yields nothing.
+        reason = policy.is_storable(turn.text)[1] or "secret"
+        metrics.POLICY_BLOCKS.labels(reason=reason).inc()
+        return [], decision.confidence
+    kept = []
+    for fact in extractor.extract(turn):
+        storable, reason = policy.is_storable(fact.summary)
+        if not storable:
+            metrics.POLICY_BLOCKS.labels(reason=reason or "secret").inc()
+            continue
+        if fact.type in allowed_types():
+            kept.append(fact)
+    return kept, decision.confidence
+
+
+def _progress(turn: Turn, outcome: str) -> TurnProgress:
+    return TurnProgress(
+        user_id=turn.user_id, thread_id=turn.thread_id, turn_id=turn.turn_id, stage=STAGE,
+        outcome=outcome,  # type: ignore[arg-type]
+    )
+
+
+async def process_turn(turn: Turn) -> int:
+    """Run one valid turn through trigger, extraction and policy; return facts emitted."""
+    if not settings.memory_enabled:
+        await send_progress(_progress(turn, "disabled"))
+        return 0
+    facts, confidence = extract_facts(turn)
+    if not facts:
+        metrics.TURNS.labels(outcome="skipped").inc()
+        await send_progress(_progress(turn, "skipped"))
+        return 0
+    metrics.TURNS.labels(outcome="candidates").inc()
+    for index, fact in enumerate(facts):
+        candidate = Candidate(
+            turn=turn, fact=fact, fact_index=index, fact_count=len(facts), confidence=confidence
+        )
+        memory_id = ids.memory_id(turn.user_id, turn.ref, index)
+        metrics.CANDIDATES.labels(type=fact.type).inc()
+        await send_event(
+            MemoryEvent(
+                event_id=ids.event_id(memory_id, "candidate", 0), kind="candidate",
+                user_id=turn.user_id, thread_id=turn.thread_id, memory_id=memory_id, rev=0,
+                ts=turn.ts, summary=fact.summary, category=fact.category,
+                meta={"type": fact.type, "source_turn_id": turn.ref, "confidence": confidence},
+            )
+        )
+        await send_candidate(candidate)
+    return len(facts)
+
+
+async def handle_record(event: EventT) -> None:
+    """Process one raw record; any failure dead-letters it so the partition never blocks."""
+    message = event.message
+    started = time.perf_counter()
+    try:
+        turn = parse_turn(
+            event.value, message.key, max_bytes=settings.max_record_bytes,
+            max_chars=settings.max_turn_chars,
+        )
+    except InvalidRecord as exc:
+        await _dead_letter(event, exc.reason, exc.detail)
+        return
+    try:
+        await process_turn(turn)
+    except Exception as exc:  # noqa: BLE001 - a bug must not stop the partition
+        log.exception("ingest failed on %s", turn.ref)
+        await _dead_letter(event, "internal_error", type(exc).__name__)
+    finally:
+        metrics.STAGE_SECONDS.labels(stage=STAGE).observe(time.perf_counter() - started)
+
+
+async def _dead_letter(event: EventT, reason: str, detail: str) -> None:
+    message = event.message
+    metrics.TURNS.labels(outcome="dlq").inc()
+    letter = DeadLetter.wrap(
+        stage=STAGE, reason=reason, error=detail, topic=message.topic, partition=message.partition,
+        offset=message.offset, key=message.key, raw=event.value or b"",
+    )
+    await send_dead_letter(letter, message.key)
+
+
+@app.agent(turns_topic, name="ingest")
+async def ingest(stream):  # type: ignore[no-untyped-def]
+    """Consume `chat.turns`."""
+    async for event in stream.events():
+        await handle_record(event)

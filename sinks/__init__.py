@@ -1,0 +1,1 @@
+"""Destinations of memory events (S3 Vectors, OpenSearch) over one sink contract."""

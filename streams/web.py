@@ -1,0 +1,96 @@
+"""HTTP API of the worker (Faust web): health, metrics, and the per-user query.
+
+User routes are routed by Faust to the worker that owns the user's partition, so any worker
+can receive any request.
+"""
+from __future__ import annotations
+
+import time
+
+from faust.web import Request, Response, View
+
+from agents.dedup import index_cache
+from streams import metrics, ranking
+from streams.app import app, settings, users_table
+from streams.query import rank
+from streams.services import embed
+
+WEIGHTS = ranking.RankWeights(
+    similarity=settings.rank_w_similarity, importance=settings.rank_w_importance,
+    recency=settings.rank_w_recency, pinned=settings.rank_w_pinned,
+    related=settings.rank_w_related, half_life_days=settings.recency_half_life_days,
+)
+
+
+def _recovered() -> bool:
+    recovery = app.tables.recovery
+    return bool(recovery.completed.is_set()) and not app.rebalancing
+
+
+@app.page("/health")
+class Health(View):
+    """Liveness and readiness: `ready` once tables are recovered and partitions assigned."""
+
+    async def get(self, request: Request) -> Response:
+        ready = _recovered()
+        return self.json({"status": "ok", "ready": ready}, status=200 if ready else 503)
+
+
+@app.page("/metrics")
+class Metrics(View):
+    async def get(self, request: Request) -> Response:
+        return self.bytes(metrics.render(), content_type="text/plain; version=0.0.4")
+
+
+def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer") from None
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be between {low} and {high}")
+    return value
+
+
+@app.page("/v1/users/{user_id}/query")
+class UserQuery(View):
+    """GET ?q=text&top_k=n: the user's top-k memories for `q`, ranked, with provenance."""
+
+    @app.table_route(table=users_table, match_info="user_id")
+    async def get(self, request: Request, user_id: str) -> Response:
+        started = time.perf_counter()
+        text = request.query.get("q", "").strip()
+        if not text:
+            return self.json({"error": "q (the query text) is required"}, status=400)
+        if len(text) > settings.max_turn_chars:
+            return self.json({"error": "q is too long"}, status=400)
+        try:
+            top_k = _int_param(request, "top_k", settings.memory_k, 1, settings.query_max_top_k)
+        except ValueError as exc:
+            return self.json({"error": str(exc)}, status=400)
+        if not _recovered():
+            return self.json({"error": "recovering, retry shortly"}, status=503)
+        vector = (await embed([text]))[0]
+        index = index_cache.ensure().user(user_id)
+        hits = rank(index, vector, top_k=top_k, candidates=settings.memory_context_topk, weights=WEIGHTS)
+        metrics.QUERY_SECONDS.observe(time.perf_counter() - started)
+        return self.json({"user_id": user_id, "items": [h.as_item() for h in hits]})
+
+
+@app.page("/v1/users/{user_id}/memories")
+class UserMemories(View):
+    """GET: every memory of the user (any state), newest first, with provenance."""
+
+    @app.table_route(table=users_table, match_info="user_id")
+    async def get(self, request: Request, user_id: str) -> Response:
+        if not _recovered():
+            return self.json({"error": "recovering, retry shortly"}, status=503)
+        index = index_cache.ensure().user(user_id)
+        docs = sorted(index.docs.values(), key=lambda m: m.created_at, reverse=True)
+        return self.json(
+            {"user_id": user_id,
+             "items": [m.model_dump(mode="json", exclude={"embedding_b64"}) for m in docs]}
+        )

@@ -1,0 +1,1 @@
+"""Topic declarations and the pydantic wire schemas carried on them."""

@@ -1,0 +1,24 @@
+"""Names of every topic (SPEC §2). All are keyed by user_id and share one partition count."""
+from __future__ import annotations
+
+CHAT_TURNS = "chat.turns"
+CHAT_TURNS_DLQ = "chat.turns.dlq"
+MEMORY_COMMANDS = "memory.commands"
+MEMORY_COMMANDS_DLQ = "memory.commands.dlq"
+MEMORY_CANDIDATES = "memory.candidates"  # internal: extraction -> dedup
+MEMORY_CANDIDATES_DLQ = "memory.candidates.dlq"
+MEMORY_EVENTS = "memory.events"
+MEMORY_PROGRESS = "memory.progress"  # internal: one record per turn and stage outcome
+MEMORY_PROACTIVITY = "memory.proactivity"
+
+ALL_TOPICS: tuple[str, ...] = (
+    CHAT_TURNS,
+    CHAT_TURNS_DLQ,
+    MEMORY_COMMANDS,
+    MEMORY_COMMANDS_DLQ,
+    MEMORY_CANDIDATES,
+    MEMORY_CANDIDATES_DLQ,
+    MEMORY_EVENTS,
+    MEMORY_PROGRESS,
+    MEMORY_PROACTIVITY,
+)
