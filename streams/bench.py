@@ -76,7 +76,7 @@ def start_worker(broker_url: str, web_port: int, data_dir: Path, app_id: str, pa
 
     env = dict(os.environ, KAFKA_BROKER_URL=broker_url, WEB_PORT=str(web_port),
                DATA_DIR=str(data_dir), APP_ID=app_id, TOPIC_PARTITIONS=str(partitions),
-               WEB_HOST="127.0.0.1")
+               WEB_HOST="127.0.0.1", TABLE_STORE="rocksdb://")
     return subprocess.Popen(
         [sys.executable, "-m", "streams", "worker"], env=env, stdout=open(log_path, "ab"),
         stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,

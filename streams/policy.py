@@ -183,7 +183,7 @@ def _keyword_hits(text: str) -> Iterator[Hit]:
             value = m.group(group) or ""
             token = value.split()[0].rstrip(".,;") if value.strip() else ""
             keyword = (m.group(1) or "").lower()
-            if len(token) < 3 or token.lower() in _PASSWORD_NOT_VALUES:
+            if len(token) < 3 or token.lower() in _PASSWORD_NOT_VALUES or REDACTED in token:
                 continue
             if keyword in _GENERIC_KEYWORDS and not _looks_like_token(token):
                 continue  # "my secret: I hate mornings" is prose
@@ -194,7 +194,7 @@ def _keyword_hits(text: str) -> Iterator[Hit]:
 def _password_hits(text: str) -> Iterator[Hit]:
     for m in _PASSWORD.finditer(text):
         value = m.group("val").rstrip(".,;)")
-        if value.lower() in _PASSWORD_NOT_VALUES or len(value) < 3:
+        if value.lower() in _PASSWORD_NOT_VALUES or len(value) < 3 or REDACTED in value:
             continue
         if m.group("kw").lower().startswith("pin") and not value.isdigit():
             continue  # "the pin is in the drawer"

@@ -66,38 +66,38 @@ class Settings(BaseSettings):
     link_min: float = Field(0.6, description="Neighbours at or above this score become related_to edges.")
 
     # --- episodic capture (seed 003) -----------------------------------------------------------
-    episodic_cooldown_turns: int = Field(3)
-    episodic_cooldown_minutes: int = Field(10)
-    episodic_max_per_day: int = Field(5)
-    episodic_novelty_min: float = Field(0.3)
-    episodic_window_n: int = Field(10)
+    episodic_cooldown_turns: int = Field(3, description="Turns between episodic captures at least.")
+    episodic_cooldown_minutes: int = Field(10, description="Minutes between episodic captures at least.")
+    episodic_max_per_day: int = Field(5, description="Episodic memories per user and day at most.")
+    episodic_novelty_min: float = Field(0.3, description="Novelty (1 - best similarity) needed for a new episode.")
+    episodic_window_n: int = Field(10, description="Messages summarised into an episode.")
 
     # --- retrieval (SPEC §5) ----------------------------------------------------------------
     memory_context_topk: int = Field(24, description="Candidates considered before ranking.")
     memory_context_topn: int = Field(5, description="Items returned by default.")
-    rank_w_similarity: float = Field(0.55)
-    rank_w_importance: float = Field(0.20)
-    rank_w_recency: float = Field(0.15)
-    rank_w_pinned: float = Field(0.10)
-    rank_w_related: float = Field(0.05)
+    rank_w_similarity: float = Field(0.55, description="Ranking weight of cosine similarity.")
+    rank_w_importance: float = Field(0.20, description="Ranking weight of (importance - 1) / 4.")
+    rank_w_recency: float = Field(0.15, description="Ranking weight of the recency decay.")
+    rank_w_pinned: float = Field(0.10, description="Ranking weight of being pinned.")
+    rank_w_related: float = Field(0.05, description="Ranking weight of the strongest related edge.")
     recency_half_life_days: float = Field(90.0, description="Half-life of the recency term.")
     query_max_top_k: int = Field(100, description="Largest top_k a query may ask for.")
 
     # --- lifecycle (SPEC §4) ------------------------------------------------------------------
-    ttl_days: int = Field(60)
-    ttl_importance_max: int = Field(2)
-    purge_after_days: int = Field(30)
+    ttl_days: int = Field(60, description="Days without access before a TTL soft-delete.")
+    ttl_importance_max: int = Field(2, description="Only memories this unimportant are TTL-deleted.")
+    purge_after_days: int = Field(30, description="Days from soft-delete to purge.")
 
     # --- embeddings ------------------------------------------------------------------------------
     embedder: str = Field("local", description="local (all-MiniLM-L6-v2) or bedrock (Titan V2).")
     embed_batch_size: int = Field(32, description="Texts embedded per model call.")
 
     # --- AWS (seed 002) ---------------------------------------------------------------------------
-    aws_region: str = Field("us-east-1")
-    s3v_bucket: str = Field("memstream-vectors")
-    s3v_index_memory: str = Field("memory-search")
-    s3v_distance: str = Field("cosine")
-    bedrock_embed_model_id: str = Field("amazon.titan-embed-text-v2:0")
+    aws_region: str = Field("us-east-1", description="AWS region of S3 Vectors and Bedrock.")
+    s3v_bucket: str = Field("memstream-vectors", description="S3 Vectors bucket.")
+    s3v_index_memory: str = Field("memory-search", description="S3 Vectors index of all users.")
+    s3v_distance: str = Field("cosine", description="Distance metric of the index.")
+    bedrock_embed_model_id: str = Field("amazon.titan-embed-text-v2:0", description="Bedrock embedding model.")
 
     @property
     def broker_is_embedded(self) -> bool:

@@ -1,0 +1,13 @@
+"""Test-wide setup: in-process code uses in-memory tables; worker processes use RocksDB."""
+from __future__ import annotations
+
+import os
+import tempfile
+
+# Must run before streams.app is imported: the app reads its settings at import time.
+os.environ.setdefault("TABLE_STORE", "memory://")
+os.environ.setdefault("DATA_DIR", tempfile.mkdtemp(prefix="memstream-test-"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+for _name in ("KAFKA_BROKER_URL", "APP_ID", "WEB_PORT"):
+    os.environ.pop(_name, None)

@@ -1,0 +1,161 @@
+"""Fixtures that start the embedded broker and worker processes over real TCP."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import pytest
+from aiokafka import AIOKafkaConsumer
+
+from streams.bench import Completion, start_worker, wait_ready
+from streams.broker import EmbeddedBroker, create_topics, free_port
+from streams.client import ApiClient, TurnProducer
+from topics.names import ALL_TOPICS, MEMORY_PROGRESS
+from topics.turns import Turn
+
+PARTITIONS = 4
+
+
+@dataclass
+class Worker:
+    """One `memstream worker` child process."""
+
+    broker_url: str
+    data_dir: Path
+    app_id: str
+    log_path: Path
+    port: int = field(default_factory=free_port)
+    proc: subprocess.Popen | None = None
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "Worker":
+        self.proc = start_worker(self.broker_url, self.port, self.data_dir, self.app_id, PARTITIONS,
+                                 self.log_path)
+        try:
+            asyncio.run(wait_ready(self.api_url, self.proc, timeout=180))
+        except Exception:
+            print(self.log_path.read_text()[-5000:])
+            raise
+        return self
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory) -> Iterable[EmbeddedBroker]:
+    b = EmbeddedBroker(log_path=tmp_path_factory.mktemp("broker") / "broker.log").start()
+    asyncio.run(create_topics(b.url, ALL_TOPICS, PARTITIONS))
+    yield b
+    b.stop()
+
+
+@pytest.fixture(scope="session")
+def worker(broker, tmp_path_factory) -> Iterable[Worker]:
+    workdir = tmp_path_factory.mktemp("worker")
+    w = Worker(broker.url, workdir / "data", "memstream-it", workdir / "worker.log").start()
+    yield w
+    w.stop()
+
+
+def unique_user(prefix: str = "u") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def make_turn(user: str, turn_id: str, text: str, *, thread: str = "t1", speaker: str = "Ana",
+              ts: str = "2024-05-01T10:00:00+00:00") -> Turn:
+    return Turn(user_id=user, thread_id=thread, turn_id=turn_id, role="user", speaker=speaker,
+                text=text, ts=ts)  # type: ignore[arg-type]
+
+
+async def produce(broker_url: str, turns: list[Turn]) -> None:
+    async with TurnProducer(broker_url) as producer:
+        for turn in turns:
+            await producer.send_turn(turn)
+        await producer.flush()
+
+
+async def wait_processed(broker_url: str, turns: list[Turn], timeout: float = 120.0,
+                         stop_after: int | None = None) -> dict[tuple[str, str, str], list[dict]]:
+    """Read `memory.progress` until every turn is complete (or `stop_after` turns are)."""
+    wanted = {(t.user_id, t.thread_id, t.turn_id) for t in turns}
+    users = {t.user_id for t in turns}
+    done: set = set()
+    seen: dict[tuple[str, str, str], list[dict]] = {}
+    completion = Completion()
+    consumer = AIOKafkaConsumer(MEMORY_PROGRESS, bootstrap_servers=broker_url,
+                                auto_offset_reset="earliest", enable_auto_commit=False)
+    await consumer.start()
+    deadline = time.monotonic() + timeout
+    try:
+        target = stop_after or len(wanted)
+        while len(done) < target:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"only {len(done)}/{len(wanted)} turns processed in {timeout}s")
+            batch = await consumer.getmany(timeout_ms=500)
+            for records in batch.values():
+                for record in records:
+                    p = json.loads(record.value)
+                    key = (p["user_id"], p["thread_id"], p["turn_id"])
+                    if p["user_id"] not in users or key not in wanted:
+                        continue
+                    seen.setdefault(key, []).append(p)
+                    if completion.record(p):
+                        done.add(key)
+    finally:
+        await consumer.stop()
+    return seen
+
+
+async def read_all(broker_url: str, topic: str, match: Any, expected: int, timeout: float = 60.0) -> list[dict]:
+    """Read `topic` from the start until `expected` JSON records satisfy `match`."""
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=broker_url, auto_offset_reset="earliest",
+                                enable_auto_commit=False)
+    await consumer.start()
+    out: list[dict] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(out) < expected:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"got {len(out)}/{expected} matching records on {topic}")
+            batch = await consumer.getmany(timeout_ms=500)
+            for records in batch.values():
+                for record in records:
+                    value = json.loads(record.value)
+                    if match(value):
+                        out.append(value)
+    finally:
+        await consumer.stop()
+    return out
+
+
+async def query(api_url: str, user: str, text: str, top_k: int = 5) -> list[dict]:
+    async with ApiClient(api_url) as client:
+        return await client.query(user, text, top_k)
+
+
+async def memories(api_url: str, user: str) -> list[dict]:
+    async with ApiClient(api_url) as client:
+        return await client.memories(user)

@@ -1,0 +1,63 @@
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+
+from streams import ids
+from streams.memory import Memory
+from streams.query import rank
+from streams.ranking import RankWeights, importance_norm, recency_decay, score
+from streams.vector_index import UserIndex, VectorIndex, decode_vector, encode_vector
+
+T0 = datetime(2024, 5, 1, tzinfo=timezone.utc)
+
+
+def mem(i: str, importance=3, pinned=False, accessed=T0, state="active") -> Memory:
+    return Memory(id=i, user_id="u", type="semantic", summary=f"fact {i}", importance=importance,
+                  pinned=pinned, created_at=T0, updated_at=T0, last_accessed=accessed, state=state)
+
+
+def unit(*xs: float) -> np.ndarray:
+    v = np.asarray(xs, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_importance_norm_and_decay():
+    assert importance_norm(1) == 0 and importance_norm(5) == 1
+    assert recency_decay(T0 - timedelta(days=90), T0, 90) == 0.5
+    assert recency_decay(T0 + timedelta(days=1), T0, 90) == 1.0
+
+
+def test_score_formula_weights():
+    w = RankWeights()
+    m = mem("a", importance=5, pinned=True)
+    assert abs(score(m, 1.0, T0, w) - (0.55 + 0.20 + 0.15 + 0.10)) < 1e-9
+
+
+def test_pinned_and_important_memory_outranks_slightly_more_similar_one():
+    index = UserIndex(2)
+    index.upsert(mem("plain", importance=1), unit(1, 0))
+    index.upsert(mem("pinned", importance=5, pinned=True), unit(0.95, 0.31))
+    hits = rank(index, unit(1, 0), top_k=2, candidates=10, weights=RankWeights())
+    assert [h.memory.id for h in hits] == ["pinned", "plain"]
+
+
+def test_index_never_returns_invisible_memories():
+    index = UserIndex(2)
+    index.upsert(mem("gone", state="superseded"), unit(1, 0))
+    index.upsert(mem("here"), unit(0, 1))
+    assert [m.id for m, _ in index.search(unit(1, 0), 5)] == ["here"]
+
+
+def test_rebuild_from_documents_roundtrips_vectors():
+    v = unit(0.6, 0.8)
+    m = mem("x").model_copy(update={"embedding_b64": encode_vector(v)})
+    assert np.allclose(decode_vector(m.embedding_b64), v)
+    index = VectorIndex(2)
+    assert index.rebuild([m, mem("no-vector")]) == 1
+    assert index.user("u").search(v, 1)[0][0].id == "x"
+
+
+def test_ids_are_deterministic():
+    assert ids.memory_id("u", "t:1", 0) == ids.memory_id("u", "t:1", 0)
+    assert ids.memory_id("u", "t:1", 0) != ids.memory_id("u", "t:1", 1)
+    assert ids.event_id("m", "created", 1) != ids.event_id("m", "updated", 2)
