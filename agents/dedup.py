@@ -9,7 +9,6 @@ table remembers what each candidate did and the event it produced, so a replayed
 """
 from __future__ import annotations
 
-import json
 import logging
 import time
 from datetime import datetime, timedelta
@@ -60,12 +59,12 @@ async def _on_memories_recovered() -> None:
     index_cache.mark_stale()
 
 
-def load_memory(raw: bytes) -> Memory:
-    return Memory.model_validate_json(raw)
+def load_memory(value: dict) -> Memory:
+    return Memory.model_validate(value)
 
 
-def dump_memory(memory: Memory) -> bytes:
-    return memory.model_dump_json().encode()
+def dump_memory(memory: Memory) -> dict:
+    return memory.model_dump(mode="json")
 
 
 def profile() -> EmbedderProfile:
@@ -89,11 +88,10 @@ def next_rev(user_id: str, thread_id: str) -> int:
 
 
 def touch_user(user_id: str, clock: datetime, created: bool) -> None:
-    raw = users_table.get(user_id)
-    info = json.loads(raw) if raw else {"memories": 0, "clock": clock.isoformat()}
+    info = dict(users_table.get(user_id) or {"memories": 0, "clock": clock.isoformat()})
     info["memories"] += 1 if created else 0
     info["clock"] = max(datetime.fromisoformat(info["clock"]), clock).isoformat()
-    users_table[user_id] = json.dumps(info).encode()
+    users_table[user_id] = info
 
 
 def new_memory(candidate: Candidate, memory_id: str, vector_b64: str) -> Memory:
@@ -150,7 +148,7 @@ async def process_candidate(candidate: Candidate) -> str:
     candidate_id = ids.memory_id(turn.user_id, turn.ref, candidate.fact_index)
     prior = applied_table.get(candidate_id)
     if prior is not None:  # a replay: change nothing, re-send what it produced the first time
-        record = json.loads(prior)
+        record = prior
         if record.get("event"):
             await send_event(MemoryEvent.model_validate(record["event"]))
         await send_progress(_progress(candidate, record["outcome"], record["memory_id"]))
@@ -197,10 +195,10 @@ async def process_candidate(candidate: Candidate) -> str:
             )
     metrics.DECISIONS.labels(type=fact.type, decision=outcome).inc()
     touch_user(turn.user_id, turn.ts, created=outcome == "created")
-    applied_table[candidate_id] = json.dumps(
-        {"outcome": outcome, "memory_id": memory.id,
-         "event": event.model_dump(mode="json") if event else None}
-    ).encode()
+    applied_table[candidate_id] = {
+        "outcome": outcome, "memory_id": memory.id,
+        "event": event.model_dump(mode="json") if event else None,
+    }
     if event is not None:
         await send_event(event)
     await send_progress(_progress(candidate, outcome, memory.id))
@@ -219,27 +217,28 @@ async def _dead_letter(event: EventT, reason: str, detail: str) -> None:
     )
 
 
-async def handle_record(event: EventT) -> None:
-    """Process one candidate record; failures go to `memory.candidates.dlq`."""
+async def handle_record(event: EventT) -> str:
+    """Process one candidate record and return its outcome; failures go to `memory.candidates.dlq`."""
     started = time.perf_counter()
     try:
         candidate = Candidate.model_validate_json(event.value or b"")
     except ValueError:
         # Our own internal topic: a bad record here is a bug or a foreign producer.
         await _dead_letter(event, "invalid_candidate", "record is not a valid Candidate")
-        return
+        return "dlq"
     try:
-        await process_candidate(candidate)
+        return await process_candidate(candidate)
     except Exception as exc:  # noqa: BLE001 - never block the partition on one record
         log.exception("dedup failed on %s fact %d", candidate.turn.ref, candidate.fact_index)
         await _dead_letter(event, "internal_error", type(exc).__name__)
         await send_progress(_progress(candidate, "dlq", None))
+        return "dlq"
     finally:
         metrics.STAGE_SECONDS.labels(stage=STAGE).observe(time.perf_counter() - started)
 
 
 @app.agent(candidates_topic, name="dedup")
 async def dedup_agent(stream):  # type: ignore[no-untyped-def]
-    """Consume `memory.candidates`."""
+    """Consume `memory.candidates`; yields each outcome (lets `test_context().put` await it)."""
     async for event in stream.events():
-        await handle_record(event)
+        yield await handle_record(event)

@@ -96,8 +96,8 @@ async def process_turn(turn: Turn) -> int:
     return len(facts)
 
 
-async def handle_record(event: EventT) -> None:
-    """Process one raw record; any failure dead-letters it so the partition never blocks."""
+async def handle_record(event: EventT) -> int:
+    """Process one raw record; return facts emitted. Any failure dead-letters the record."""
     message = event.message
     started = time.perf_counter()
     try:
@@ -107,12 +107,13 @@ async def handle_record(event: EventT) -> None:
         )
     except InvalidRecord as exc:
         await _dead_letter(event, exc.reason, exc.detail)
-        return
+        return 0
     try:
-        await process_turn(turn)
+        return await process_turn(turn)
     except Exception as exc:  # noqa: BLE001 - a bug must not stop the partition
         log.exception("ingest failed on %s", turn.ref)
         await _dead_letter(event, "internal_error", type(exc).__name__)
+        return 0
     finally:
         metrics.STAGE_SECONDS.labels(stage=STAGE).observe(time.perf_counter() - started)
 
@@ -129,6 +130,6 @@ async def _dead_letter(event: EventT, reason: str, detail: str) -> None:
 
 @app.agent(turns_topic, name="ingest")
 async def ingest(stream):  # type: ignore[no-untyped-def]
-    """Consume `chat.turns`."""
+    """Consume `chat.turns`; yields facts emitted per record (lets `test_context().put` await it)."""
     async for event in stream.events():
-        await handle_record(event)
+        yield await handle_record(event)

@@ -56,25 +56,26 @@ candidates_dlq_topic = app.topic(
     names.MEMORY_CANDIDATES_DLQ, key_serializer="raw", value_serializer="raw"
 )
 
-# memory_id -> Memory (JSON). Changelogged, so it survives a lost worker.
-memories_table = app.Table(
-    "memories", key_type=str, value_type=bytes, key_serializer="raw", value_serializer="raw",
-    partitions=settings.topic_partitions,
+
+def _table(name: str, help: str, **kwargs: object) -> faust.Table:
+    """A table with raw UTF-8 keys and JSON values.
+
+    Faust serialises keys as JSON unless `key_type` is bytes. Raw keys hash like the producers'
+    user_id keys, so `table_route` sends a web request to the worker that holds the user.
+    Code indexes the tables with str keys (encoded as UTF-8); iteration yields bytes keys.
+    """
+    return app.Table(name, partitions=settings.topic_partitions, help=help, key_type=bytes, **kwargs)
+
+
+memories_table = _table("memories", "memory_id -> Memory document (JSON).")
+users_table = _table(
+    "users", "user_id -> {memories, clock}; keyed by user_id so web requests route to the owner."
 )
-# user_id -> {"memories": n, "clock": latest event time}. Keyed by user_id, so web requests can
-# be routed to the worker that owns the user's partition.
-users_table = app.Table(
-    "users", key_type=str, value_type=bytes, key_serializer="raw", value_serializer="raw",
-    partitions=settings.topic_partitions,
+applied_table = _table(
+    "applied",
+    "candidate id -> {outcome, memory_id, event}: a replayed candidate changes nothing and "
+    "re-sends the identical event.",
 )
-# candidate id -> outcome and the event it produced: makes a replayed candidate a no-op that
-# re-sends the same event (same event_id) instead of writing twice.
-applied_table = app.Table(
-    "applied", key_type=str, value_type=bytes, key_serializer="raw", value_serializer="raw",
-    partitions=settings.topic_partitions,
-)
-# user_id|thread_id -> per-thread revision (SPEC §4 delta header).
-thread_revs_table = app.Table(
-    "thread_revs", key_type=str, value_type=int, default=int, key_serializer="raw",
-    value_serializer="json", partitions=settings.topic_partitions,
+thread_revs_table = _table(
+    "thread_revs", "user_id|thread_id -> per-thread revision (delta header).", default=int
 )

@@ -159,6 +159,7 @@ def _extend_token(text: str, end: int) -> int:
 
 
 def _plugin_hits(plugin: BasePlugin, text: str) -> Iterator[Hit]:
+    """Spans of one detect-secrets plugin (its own validation, e.g. JWT, applies)."""
     values = {v for v in plugin.analyze_string(text) if v}
     if not values:
         return
@@ -171,6 +172,7 @@ def _plugin_hits(plugin: BasePlugin, text: str) -> Iterator[Hit]:
 
 
 def _provider_hits(text: str) -> Iterator[Hit]:
+    """Provider key formats: detect-secrets plugins plus the extra key formats."""
     for plugin in _plugins():
         yield from _plugin_hits(plugin, text)
     for m in _EXTRA_KEYS.finditer(text):
@@ -178,6 +180,7 @@ def _provider_hits(text: str) -> Iterator[Hit]:
 
 
 def _keyword_hits(text: str) -> Iterator[Hit]:
+    """Config-style assignments (`password: x`, `api_key = "x"`), prose excluded."""
     for pattern, group in _KEYWORD_PATTERNS:
         for m in pattern.finditer(text):
             value = m.group(group) or ""
@@ -192,6 +195,7 @@ def _keyword_hits(text: str) -> Iterator[Hit]:
 
 
 def _password_hits(text: str) -> Iterator[Hit]:
+    """Passwords, passcodes and PINs stated in chat ("my PIN is 4821")."""
     for m in _PASSWORD.finditer(text):
         value = m.group("val").rstrip(".,;)")
         if value.lower() in _PASSWORD_NOT_VALUES or len(value) < 3 or REDACTED in value:
@@ -202,6 +206,7 @@ def _password_hits(text: str) -> Iterator[Hit]:
 
 
 def _otp_hits(text: str) -> Iterator[Hit]:
+    """One-time and verification codes."""
     for m in _OTP_STRONG.finditer(text):
         yield PolicyViolation.one_time_code, m.start("val"), m.end("val")
     for m in _OTP_BARE.finditer(text):
@@ -211,6 +216,7 @@ def _otp_hits(text: str) -> Iterator[Hit]:
 
 
 def _card_hits(text: str) -> Iterator[Hit]:
+    """Card numbers (13-19 digits, Luhn-valid)."""
     for m in _CARD.finditer(text):
         digits = re.sub(r"\D", "", m.group(0))
         if 13 <= len(digits) <= 19 and digits[0] in "23456" and _luhn_ok(digits):
@@ -218,6 +224,7 @@ def _card_hits(text: str) -> Iterator[Hit]:
 
 
 def _private_key_hits(text: str) -> Iterator[Hit]:
+    """PEM / PuTTY private key blocks."""
     for m in _PEM_BLOCK.finditer(text):
         yield PolicyViolation.private_key, m.start(), m.end()
     for m in re.finditer(r"PuTTY-User-Key-File-\d.*", text, re.S):
@@ -225,6 +232,7 @@ def _private_key_hits(text: str) -> Iterator[Hit]:
 
 
 def _has_any(low: str, roots: tuple[str, ...]) -> bool:
+    """Whether any of `roots` occurs in `low`."""
     return any(root in low for root in roots)
 
 

@@ -1,0 +1,369 @@
+"""Rules extractor (SPEC §4 Extraction): up to `max_facts` third-person facts from one turn.
+
+No model: sentences are split, greetings/filler/questions dropped, the rest scored by cheap
+signals (first person, preferences, plans, life events, names, numbers, dates). The best ones are
+rewritten in the third person naming the speaker, relative dates are resolved against the turn's
+time ("yesterday" → "on 7 May 2023"), and each is classified (type, category, importance, tags,
+entities, entity key) to the writing constraints of seed 001 §9.
+"""
+from __future__ import annotations
+
+import re
+from datetime import date, timedelta
+from zoneinfo import ZoneInfo
+
+from streams.policy import find_secrets
+from streams.trigger import (
+    MIN_SCORE, STOPWORDS, CommandKind, Signals, clean_sentence, memory_type, parse_command,
+    scored_sentences, sentence_signals, signal_tags, split_sentences, strip_caption, words,
+)
+from topics.candidates import Fact
+from topics.turns import Role, Turn
+
+_NAME, _GROUP, _CO_NAME = "\x01", "\x02", "\x03"  # _CO_NAME: "my husband and I" (no agreement)
+_APOS = "['’]"
+_VISUAL_CUE = re.compile(r"\b(?:pic|pics|photo|picture|look|check|here(?:'|’)?s|snap|shot|made|"
+                         r"painted|drew|took|see)\b", re.I)
+_EMOJI = re.compile("[\U0001F000-\U0001FFFF\u2600-\u27BF\uFE0F]+")
+_FAMILY = re.compile(
+    r"\b(?:kids?|family|husband|wife|partner|children|son|daughter|mom|dad|parents|fam|"
+    r"spouse|boyfriend|girlfriend|hubby|pets?|dogs?|cats?|pup|puppy|kitty|kitten)\b", re.I,
+)
+_ADVERBS = (
+    r"also|just|really|never|always|still|even|usually|often|sometimes|recently|finally|only|"
+    r"already|actually|definitely|totally|kinda|sorta|truly|honestly|absolutely|mostly|rarely|"
+    r"generally|personally|literally|seriously|simply|especially|certainly|probably|basically|"
+    r"now|too|so|then|once|ever|all"
+)
+_NO_CONJ = frozenset((
+    "can could should would will shall might must may cannot can't couldn't wouldn't "
+    "shouldn't won't didn't did was were had am ain't went saw got made took ran came felt "
+    "found said told thought knew bought brought began became gave kept left lost met paid "
+    "put read sent set sat spent stood won wrote ate drove flew grew hit hurt let lit meant "
+    "quit rode rose sang shot shut slept sold spoke swam taught threw understood woke wore "
+    "caught chose dug drew drank fell fought forgot forgave froze hung heard held hid laid led "
+    "lent shook sought stole stuck struck swore tore wept cut cost built dreamt learnt fed "
+    "bent bit blew broke dealt fled lay rang sank slid spun stung beat bet cast shed split "
+    "spread upset wound and or but to a the of in on at for with as if when because gotta "
+    "gonna wanna used are"
+).split())
+_IRREGULAR = {"have": "has", "do": "does", "go": "goes", "be": "is", "am": "is"}
+_I = r"(?<![\w'’])[Ii]"
+_REWRITES = tuple((re.compile(_I + p), _NAME + r) for p, r in (
+    (_APOS + r"m\b|(?<![\w'’])[Ii] am\b", " is"), (r" was\b", " was"),
+    (r" haven" + _APOS + r"t\b", " hasn't"), (_APOS + r"ve\b|(?<![\w'’])[Ii] have\b", " has"),
+    (_APOS + r"ll\b", " will"), (_APOS + r"d (been|gone|had|seen|done|never|already|ever)\b", r" had \1"),
+    (_APOS + r"d\b", " would"), (r" don" + _APOS + r"t\b", " doesn't"),
+    (r" do not\b", " does not"), (r" do\b", " does"),
+))
+_COMPOUND_I = re.compile(
+    r"((?:^|[,;:–—-]\s*|\b(?:when|because|since|but|where)\s+)(?:[Mm]y\s+|[Oo]ur\s+|[Tt]he\s+)?"
+    r"[\w'’]+(?:\s+[\w'’]+)?\s+(?:and|&)\s+)[Ii]\b(?!['’])"
+)
+_I_VERB = re.compile(_I + r"((?:\s+(?:" + _ADVERBS + r"))*)\s+([a-z]+)\b")
+_PRONOUNS = tuple((re.compile(p), r) for p, r in (
+    (_I + r"\b", _NAME), (r"\b[Mm]yself\b", "themself"), (r"\b[Mm]y\b|\b[Mm]ine\b", _NAME + "'s"),
+    (r"\b[Mm]e\b", _NAME), (r"\b[Ww]e (?=(?:should|must|need|all)\b)", "people "),
+    (r"\b[Ww]e" + _APOS + r"re\b|\b[Ww]e are\b", _GROUP + " are"),
+    (r"\b[Ww]e" + _APOS + r"ve\b", _GROUP + " have"), (r"\b[Ww]e" + _APOS + r"ll\b", _GROUP + " will"),
+    (r"\b[Ww]e" + _APOS + r"d\b", _GROUP + " would"), (r"\b[Ww]e\b|\bus\b", _GROUP),
+    (r"\b[Oo]urselves\b", "themselves"), (r"\b[Oo]urs?\b", _NAME + "'s"),
+))
+_YOU = tuple((re.compile(p, re.I), r) for p, r in (
+    (r"\byou" + _APOS + r"re\b|\byou are\b", "the user is"), (r"\byou" + _APOS + r"ve\b", "the user has"),
+    (r"\byou" + _APOS + r"ll\b", "the user will"), (r"\byou" + _APOS + r"d\b", "the user would"),
+    (r"\byour\b", "the user's"), (r"\byou\b", "the user"),
+))
+_PET = r"((?i:dog|cat|puppy|pup|kitten|bird|parrot|rabbit|bunny|hamster|horse|turtle|fish))"
+_KEYS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\b(?:[Mm]y|[Oo]ur)\s+" + _PET + r",?\s+([A-Z][a-z]+),?\s+(?:is|" + _APOS +
+                r"s|turned|turns|just turned)\s+(?:now\s+)?(\d{1,2})\b"), "profile:pet:{1}:age"),
+    (re.compile(r"\b" + _PET + r"\s+(?:named|called)\s+([A-Z][a-z]+)\b.*?\b(?:[Ss]he|[Hh]e|[Ii]t|\2)"
+                r"(?:\s+is|" + _APOS + r"s|\s+turned|\s+turns)\s+(?:now\s+)?(\d{1,2})\b"),
+     "profile:pet:{1}:age"),
+    (re.compile(r"\bmy name is ([A-Z][a-z]+)|\bcall me ([A-Z][a-z]+)"), "profile:name"),
+    (re.compile(r"(?:" + _I + r"|\b[Ww]e)(?:\s+(?:finally|just|recently|now|still))?(?:\s+live|"
+                + _APOS + r"[mr]e? living|\s+a[mr]e? living|\s+moved|\s+relocated)\s+(?:in|to)\s+[A-Z]"),
+     "profile:home:city"),
+    (re.compile(_I + r"(?:" + _APOS + r"m| am)\s+(\d{1,3})(?:\s+years?\s+old|\s*[.,!]|$)"),
+     "profile:age"),
+    (re.compile(_I + r" work (?:at|for) [A-Z]"), "profile:job:employer"),
+)
+_NAMED = re.compile(r"\b(?:named|called)\s+([A-Z][a-z]+)|\bmy " + _PET[:-1] +
+                    r"|son|daughter|brother|sister|husband|wife|partner)\s+([A-Z][a-z]+)")
+_BIG_EVENT = re.compile(
+    r"\b(?:adopted|married|engaged|divorced|graduated|moved|born|passed away|died|hired|"
+    r"promoted|new job|pregnant|retired|important|goal|dream)\b", re.I,
+)
+_CATEGORIES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (name, re.compile(r"\b(?:" + kw + r")", re.I)) for name, kw in (
+        ("Budget", r"budget|spend|spending|afford|expenses?\b|saving(?:s)? up|cheap|expensive"),
+        ("Finance", r"money|salary|paid\b|pay\b|price|cost|bank|invest|stock|loan|mortgage|"
+                    r"debt|tax|dollars?|euros?|savings|income|credit|\$|€|£"),
+        ("Education", r"school|college|universit|degree|class(?:es)?\b|course|stud(?:y|ied|ying)|"
+                      r"exam|learn|teacher|student|education|edu\b|graduat|thesis|homework"),
+        ("Goals", r"goal|plan|dream|aim\b|hope to|want to|going to|gonna|career|aspir|"
+                  r"resolution|training for|working towards"),
+        ("Personal", r"famil|kids?\b|child|dog|cat\b|pet|friend|husband|wife|partner|love|like|"
+                     r"hobby|live|born|birthday|paint|music|book|hik|camp|travel|home|feel|"
+                     r"enjoy|art|sport|run|swim|garden|cook"),
+    )
+)
+_WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+_SHIFT, _WEEK_WORD = {"last": -1, "this": 0, "next": 1}, {-1: "before", 0: "of", 1: "after"}
+_NUM_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+              "seven": 7, "eight": 8, "nine": 9, "ten": 10, "a couple of": 2}
+_REL_DATE = re.compile(
+    r"(?P<prep>\b(?:since|from|until|till|by|before|after|of|on|in|during|over)\s+)?"
+    r"(?<!the )\b(?P<phrase>the day before yesterday|yesterday|today|tonight|tomorrow|"
+    r"this (?:morning|afternoon|evening)|last night|(?:last|this|next) (?:week|weekend|month|"
+    r"year)|last (?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?|(?P<n>\d+|a couple of|an?|one|two|three|four|"
+    r"five|six|seven|eight|nine|ten) (?P<unit>day|week|month|year)s? ago)\b(?!['’])",
+    re.I,
+)
+
+
+def _fmt(d: date) -> str:
+    """A date as "7 May 2023"."""
+    return f"{d.day} {d:%B} {d.year}"
+
+
+def _month(d: date, delta: int) -> str:
+    """"April 2023" for the month `delta` months from `d`."""
+    m = d.month - 1 + delta
+    return f"{date(d.year + m // 12, m % 12 + 1, 1):%B} {d.year + m // 12}"
+
+
+def _relative(phrase: str, n: str | None, unit: str | None, d: date) -> tuple[str, str]:
+    """(preposition, resolved text) for one relative date phrase."""
+    p = phrase.lower().rstrip(".")
+    first, _, rest = p.partition(" ")
+    if p in ("yesterday", "last night", "the day before yesterday", "tomorrow"):
+        days = {"tomorrow": 1, "the day before yesterday": -2}.get(p, -1)
+        return "on", _fmt(d + timedelta(days))
+    if first in _SHIFT and rest in ("week", "weekend"):
+        return "", f"the {rest} {_WEEK_WORD[_SHIFT[first]]} {_fmt(d)}"
+    if first in _SHIFT and rest in ("month", "year"):
+        k = _SHIFT[first]
+        return "in", _month(d, k) if rest == "month" else str(d.year + k)
+    if first == "last":  # a weekday
+        back = (d.weekday() - _WEEKDAYS.index(rest[:3])) % 7 or 7
+        return "on", _fmt(d - timedelta(back))
+    if unit:
+        k = int(n) if n and n.isdigit() else _NUM_WORDS.get((n or "").lower(), 1)
+        u = unit.lower()
+        if u in ("month", "year"):
+            return "in", _month(d, -k) if u == "month" else str(d.year - k)
+        return ("on" if u == "day" else "around"), _fmt(d - timedelta(k * (7 if u == "week" else 1)))
+    return "on", _fmt(d)  # today, tonight, this morning, ...
+
+
+def resolve_dates(text: str, day: date) -> str:
+    """Replace relative dates ("yesterday", "last week", "3 days ago") by dates from `day`."""
+    def sub(m: re.Match[str]) -> str:
+        """Replacement of one relative date match."""
+        prep, resolved = _relative(m.group("phrase"), m.group("n"), m.group("unit"), day)
+        given = (m.group("prep") or "").strip()
+        if given:
+            return f"{given} {resolved}" if prep in ("on", "in", "") else f"{given} {prep} {resolved}"
+        return f"{prep} {resolved}".strip()
+    return re.sub(r" +", " ", _REL_DATE.sub(sub, text)).replace(" ,", ",").replace(" .", ".")
+
+
+def _turn_day(turn: Turn) -> date:
+    """The turn's calendar day in its time zone (UTC when unknown)."""
+    try:
+        return turn.ts.astimezone(ZoneInfo(turn.timezone)).date() if turn.timezone else turn.ts.date()
+    except (KeyError, ValueError):
+        return turn.ts.date()
+
+
+def _third_singular(verb: str) -> str:
+    """"go" -> "goes", "try" -> "tries"; past forms and modals unchanged."""
+    if verb in _IRREGULAR:
+        return _IRREGULAR[verb]
+    if verb in _NO_CONJ or verb.endswith(("ed", "ing")) or (verb.endswith("s") and verb[-2:] != "ss"):
+        return verb
+    if verb.endswith(("sh", "ch", "ss", "x", "z", "o")):
+        return verb + "es"
+    if len(verb) > 2 and verb.endswith("y") and verb[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def _place(text: str, name: str, group: str) -> str:
+    """Fill the name/group placeholders; "The user" becomes "the user" inside a sentence."""
+    out: list[str] = []
+    for part in re.split(f"([{_NAME}{_GROUP}{_CO_NAME}])", text):
+        if part in (_NAME, _GROUP, _CO_NAME):
+            value = group if part == _GROUP else name
+            at_start = not "".join(out).strip(" \"'(")
+            out.append(value if at_start or not value.startswith("The ") else "t" + value[1:])
+        else:
+            out.append(part)
+    return "".join(out)
+
+
+def third_person(sentence: str, name: str, *, assistant: bool = False, family: bool = False) -> str:
+    """Rewrite first person into the third person naming the speaker."""
+    s = _COMPOUND_I.sub(lambda m: m.group(1) + _CO_NAME, sentence)
+    for pattern, repl in _REWRITES:
+        s = pattern.sub(repl, s)
+    s = _I_VERB.sub(lambda m: f"{_NAME}{m.group(1)} {_third_singular(m.group(2))}", s)
+    for pattern, repl in _PRONOUNS:
+        s = pattern.sub(repl, s)
+    if s.startswith(_NAME):  # "X lives in Y and X loves Z" -> "X lives in Y and loves Z"
+        s = re.sub(r"\band " + _NAME + r" (?=[a-z])(?!(?:are|were|have|do)\b)", "and ", s)
+    if assistant:
+        for pattern, repl in _YOU:
+            s = pattern.sub(repl, s)
+        group = "The user and the assistant"
+    else:
+        group = f"{name} and family" if family else f"{name} and companions"
+    return _place(s, name, group)
+
+
+def fit(text: str, max_chars: int) -> str:
+    """Tidy a summary: one line, capitalised, ends with a period, ≤ max_chars (word boundary)."""
+    s = _EMOJI.sub("", text)
+    s = re.sub(r"\s+", " ", s).strip().strip("-–—:;, ")
+    s = re.sub(r"\s+([,.!?;:])", r"\1", s)
+    s = re.sub(r"[!?.…]+$", "", s).rstrip(" ,;:")
+    if len(s) + 1 > max_chars:
+        s = s[: max_chars - 1].rsplit(" ", 1)[0]
+        s = re.sub(r"(?:[\s,;:–—-]+(?:and|but|or|so|because|which|that|to|with|the|a|an|of|"
+                   r"in|for|on|at|as|like|who))+\s*$", "", s).rstrip(" ,;:–—-")
+    return (s[:1].upper() + s[1:] + ".") if s else ""
+
+
+def _resolve_he_she(sentences: list[str]) -> list[str]:
+    """"… a dog named Luna. She is 3." → "… Luna is 3." (subject he/she only)."""
+    out, named = [], None
+    for s in sentences:
+        if named:
+            s = re.sub(r"\b([Ss]he|[Hh]e)\b(?!['’]ll)", named, s, count=1)
+        for m in _NAMED.finditer(s):
+            named = m.group(1) or m.group(3)
+            tail = s[m.end():]
+            s = s[: m.end()] + re.sub(r"\b(?:[Ss]he|[Hh]e)\b", named, tail, count=1)
+        out.append(s)
+    return out
+
+
+def _entity_key(sentence: str) -> str | None:
+    """Deterministic key such as `profile:pet:luna:age`, when a pattern matches."""
+    for pattern, template in _KEYS:
+        if m := pattern.search(sentence):
+            groups = [g.lower() if g else "" for g in m.groups()]
+            return template.format(*groups) if groups else template
+    return None
+
+
+def _category(text: str) -> str:
+    """Best-matching SPEC §8 default category, "Other" when none matches."""
+    counts = [(len(p.findall(text)), -i, name) for i, (name, p) in enumerate(_CATEGORIES)]
+    best = max(counts)
+    return best[2] if best[0] else "Other"
+
+
+def _importance(text: str, sig: Signals, key: str | None) -> int:
+    """2 for small talk, 3 for preferences/plans/events, 4 for big events or keys."""
+    imp = 3 if (sig.preference or sig.plan or sig.identity or sig.life_event) else 2
+    return 4 if (key or _BIG_EVENT.search(text)) else imp
+
+
+def _entities(sentence: str, sig: Signals, speaker: str) -> list[str]:
+    """Capitalised names and numbers of the sentence, speaker excluded."""
+    found = [re.sub(r"['’]s$", "", e) for e in sig.entities]
+    found += re.findall(r"[$€£]?\d+(?:[.,:]\d+)*%?", sentence)
+    return [e for e in dict.fromkeys(found) if e and e != speaker][:8]
+
+
+def _tags(sentence: str, sig: Signals, speaker: str) -> list[str]:
+    """Signal tags plus the longest content words, lowercase."""
+    tags = signal_tags(sig)
+    candidates = [w.lower() for w in words(sentence) if len(w) >= 3 and w.isalpha()]
+    for w in sorted(dict.fromkeys(candidates), key=len, reverse=True):
+        if len(tags) >= 5:
+            break
+        if w not in STOPWORDS and w != speaker.lower() and w not in tags:
+            tags.append(w)
+    return tags
+
+
+class RulesExtractor:
+    """Turn → up to `max_facts` facts, by rules only (an empty list means skip)."""
+
+    def __init__(self, max_facts: int = 3, max_chars: int = 280) -> None:
+        """At most `max_facts` facts per turn, summaries of at most `max_chars` (≤ 280)."""
+        self.max_facts = max_facts
+        self.max_chars = min(max_chars, 280)
+
+    def extract(self, turn: Turn) -> list[Fact]:
+        """Facts worth remembering from `turn`, best first in turn order."""
+        if turn.role not in (Role.user, Role.assistant):
+            return []
+        text, caption = strip_caption(turn.text)
+        if find_secrets(turn.text):
+            return []  # if unsure, don't store (seed 004 §2)
+        if turn.role == Role.user and (cmd := parse_command(text)):
+            return self._command_facts(turn, cmd.kind, cmd.payload)
+        picked = self._pick(turn, text)
+        facts = [f for s, sig in picked if (f := self._fact(turn, s, sig, text))]
+        if caption and turn.role == Role.user and len(facts) < self.max_facts \
+                and _VISUAL_CUE.search(text):
+            facts.append(self._caption_fact(turn, caption))
+        return self._dedup(facts)
+
+    def _pick(self, turn: Turn, text: str) -> list[tuple[str, Signals]]:
+        """The best-scoring storable sentences of the turn, in turn order."""
+        sentences = _resolve_he_she([clean_sentence(s) for s in split_sentences(text)])
+        scored = [c for c in scored_sentences(sentences, turn.role, (turn.speaker_name,))
+                  if c[0] >= MIN_SCORE]
+        best = sorted(scored, key=lambda t: (-t[0], t[1]))[: self.max_facts]
+        return [(s, sig) for _, _, s, sig in sorted(best, key=lambda t: t[1])]
+
+    def _fact(self, turn: Turn, sentence: str, sig: Signals, text: str, *,
+              importance: int | None = None, extra_tags: tuple[str, ...] = ()) -> Fact | None:
+        """One sentence written as a fact, or None when the summary fails validation."""
+        name = turn.speaker_name
+        key = _entity_key(sentence)
+        kind = "semantic" if key else memory_type(sentence, sig)
+        dated = resolve_dates(sentence, _turn_day(turn))
+        rewritten = third_person(dated, name, assistant=turn.role == Role.assistant,
+                                 family=bool(_FAMILY.search(text)))
+        summary = fit(rewritten, self.max_chars)
+        if len(words(summary)) < 3 or find_secrets(summary):
+            return None
+        return Fact(
+            type=kind, summary=summary, category=_category(sentence),
+            importance=importance or _importance(sentence, sig, key),
+            tags=list(dict.fromkeys([*extra_tags, *_tags(sentence, sig, name)]))[:6],
+            entities=_entities(sentence, sig, name), entity_key=key,
+        )
+
+    def _command_facts(self, turn: Turn, kind: CommandKind, payload: str) -> list[Fact]:
+        """"remember …" / "pin …": the payload as one high-importance fact."""
+        if kind not in (CommandKind.remember, CommandKind.pin) or not payload:
+            return []
+        importance = 5 if kind == CommandKind.pin else 4
+        fact = self._fact(turn, payload, sentence_signals(payload), payload,
+                          importance=importance, extra_tags=("explicit",))
+        return [fact] if fact else []
+
+    def _caption_fact(self, turn: Turn, caption: str) -> Fact:
+        """A shared image (LoCoMo caption) as a low-importance fact."""
+        photo = re.match(r"an?\s+(?:photo|photograph|photography|picture|image|screenshot)\b",
+                         caption, re.I)
+        what = caption if photo else f"an image of {caption}"
+        summary = fit(f"{turn.speaker_name} shared {what}", self.max_chars)
+        sig = sentence_signals(caption)
+        return Fact(type="semantic", summary=summary, category="Personal", importance=2,
+                    tags=["image", *_tags(caption, sig, turn.speaker_name)][:5],
+                    entities=_entities(caption, sig, turn.speaker_name))
+
+    @staticmethod
+    def _dedup(facts: list[Fact]) -> list[Fact]:
+        """Drop facts whose summary repeats an earlier one."""
+        seen: set[str] = set()
+        return [f for f in facts if not (f.summary.lower() in seen or seen.add(f.summary.lower()))]
