@@ -44,10 +44,10 @@ def extract_facts(turn: Turn) -> tuple[list[Fact], float]:
     decision = rules_trigger(turn)
     if not decision.should_create or decision.confidence < settings.trigger_confidence_min:
         return [], decision.confidence
-    if not policy.is_storable(turn.text)[0]:
+    storable, reason = policy.is_storable(turn.text)
+    if not storable:
         # If unsure, don't store (seed 004 §2): a turn carrying a secret yields nothing.
-        reason = policy.is_storable(turn.text)[1] or "secret"
-        metrics.POLICY_BLOCKS.labels(reason=reason).inc()
+        metrics.POLICY_BLOCKS.labels(reason=reason or "secret").inc()
         return [], decision.confidence
     kept = []
     for fact in extractor.extract(turn):

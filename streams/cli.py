@@ -4,7 +4,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -80,7 +79,8 @@ def run() -> None:
 def _reset_tables(data_dir: Path) -> None:
     import shutil
 
-    for child in data_dir.glob("*-data"):
+    # Faust keeps tables under DATA_DIR/v<app version>/tables.
+    for child in data_dir.glob("v*/tables"):
         shutil.rmtree(child, ignore_errors=True)
 
 

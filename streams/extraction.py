@@ -13,10 +13,11 @@ from datetime import date, timedelta
 from zoneinfo import ZoneInfo
 
 from streams.policy import find_secrets
-from streams.trigger import (
-    MIN_SCORE, STOPWORDS, CommandKind, Signals, clean_sentence, memory_type, parse_command,
-    scored_sentences, sentence_signals, signal_tags, split_sentences, strip_caption, words,
+from streams.text_rules import (
+    MIN_SCORE, STOPWORDS, Signals, clean_sentence, memory_type, scored_sentences,
+    sentence_signals, signal_tags, split_sentences, strip_caption, words,
 )
+from streams.trigger import CommandKind, parse_command
 from topics.candidates import Fact
 from topics.turns import Role, Turn
 

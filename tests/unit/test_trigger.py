@@ -5,10 +5,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from streams.trigger import (
-    CommandKind, TriggerDecision, is_filler, is_greeting, is_question, parse_command,
-    rules_trigger, split_sentences, strip_caption,
-)
+from streams.text_rules import is_filler, is_greeting, is_question, split_sentences, strip_caption
+from streams.trigger import CommandKind, TriggerDecision, parse_command, rules_trigger
 from topics.turns import Role, Turn
 
 TS = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)

@@ -1,0 +1,315 @@
+"""Sentence-level text rules shared by the trigger and the rules extractor.
+
+Sentence splitting; greeting, filler and question detection; cleaning (leading fillers,
+vocatives, hedges, slang); and the content signals a sentence is scored by.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from topics.turns import Role
+
+_CAPTION = re.compile(r"\s*\[shares an image:\s*(?P<caption>[^\]]*)\]\s*$")
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[!?])\s+|\s*\n+\s*|(?<=[.!?])\s+-\s+"
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’]*|\d+")
+_NORMALISE = re.compile(r"[^a-z0-9' ]+")
+
+GREETING_WORDS = frozenset(
+    "hi hello hey heya hiya yo howdy greetings morning evening afternoon good bye goodbye cya night "
+    "goodnight there all everyone guys folks welcome back again".split()
+)
+FILLER_WORDS = frozenset((
+    "ok okay k kk thanks thank thx ty you so much haha hahaha ha lol lmao rofl cool nice "
+    "great awesome sure yes yeah yep yup no nope nah wow oh ah aw aww hmm hm right alright "
+    "true indeed exactly totally agreed sounds good perfect amazing sweet np of course "
+    "definitely absolutely omg wowza neat fine gotcha got it see bye later care take ttyl "
+    "cheers welcome a lot really very too me that's thats is and love to hear glad happy for "
+    "congrats congratulations well done yay woohoo same here mine agree know i the wonderful "
+    "fantastic incredible beautiful just"
+).split())
+_PLEASANTRY = re.compile(
+    r"^(?:(?:it'?s\s+)?(?:so\s+|really\s+)?(?:good|great|nice|lovely)\s+to\s+(?:see|hear from|meet|"
+    r"talk to|chat with)\s+you|how\s+(?:are|have)\s+you|what'?s\s+up|talk\s+(?:to you\s+)?soon|"
+    r"see\s+you|take\s+care|have\s+a\s+(?:good|great|nice)|long\s+time\s+no\s+see)\b", re.I
+)
+_QUESTION_START = re.compile(
+    r"^(?:what|what's|whats|who|whom|whose|which|when|where|why|how|do|does|did|can|could|"
+    r"would|will|should|shall|is|are|was|were|have|has|had|may|might|am|any|anything)\b", re.I
+)
+_FIRST_PERSON = re.compile(
+    r"(?<![\w'’])[Ii](?![\w])|\b(?:[Mm]e|[Mm]y|[Mm]ine|[Mm]yself|[Ww]e|[Oo]urs?|us)\b"
+)
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|you're|you've|you'll|you'd|u|ur)\b", re.I)
+_PREFERENCE = re.compile(
+    r"\b(?:love|loved|like|liked|enjoy|enjoyed|hate|hated|prefer|preferred|adore|dislike|"
+    r"favou?rite|fan of|into|passionate|obsessed|can't stand|keen on)\b", re.I
+)
+_PLAN = re.compile(
+    r"\b(?:going to|gonna|planning|plan to|plans to|intend|will|'ll|hoping to|hope to|want to|"
+    r"wanna|aim to|goal|looking forward|thinking of|thinking about|about to|next (?:week|month|"
+    r"year|summer)|decided to|signing up|saving (?:up )?for)\b", re.I
+)
+_LIFE_EVENT = re.compile(
+    r"\b(?:adopted|married|engaged|divorced|graduated|moved|started|began|joined|quit|retired|"
+    r"born|passed away|died|hired|promoted|fired|bought|sold|won|lost|finished|completed|"
+    r"launched|opened|visited|travell?ed|attended|went|got|became|raised|published|signed up|"
+    r"ran|climbed|hiked|painted|wrote|built|made|took|received|celebrated|met|had)\b", re.I
+)
+_IDENTITY = re.compile(
+    r"\b(?:my name is|call me|I'?m from|I am from|I live|I'm living|I work|I'm a|I am a|"
+    r"I'm an|I am an|my (?:job|work|career|profession|username|handle|pronouns))\b", re.I
+)
+_TIME_ANCHOR = re.compile(
+    r"\b(?:yesterday|today|tonight|last (?:night|week|weekend|month|year|summer|winter|spring|"
+    r"fall|autumn|(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*)|this (?:morning|afternoon|evening|week|"
+    r"weekend|month|year)|ago|the other day|recently|earlier|(?:in|since) (?:19|20)\d\d|"
+    r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|over the weekend)\b", re.I
+)
+_NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twenty|hundred)\b", re.I)
+_ENTITY = re.compile(r"(?<=[\w,;:] )(?:[A-Z][\w'’&-]*)(?: (?:of |the |de )?[A-Z][\w'’&-]+)*")
+_NOT_ENTITIES = frozenset(
+    "I I'm I've I'd I'll Mon Tue Tues Wed Thu Thurs Fri Sat Sun Monday Tuesday Wednesday Thursday "
+    "Friday Saturday Sunday January February March April May June July August September October "
+    "November December Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec OMG LOL Haha Wow".split()
+)
+_STEPS = re.compile(
+    r"(?:\bstep \d|\bfirst(?:ly)?,? .+\bthen\b|(?:^|\n)\s*\d+[.)]\s|\bto \w+ .{0,40}\byou (?:need|"
+    r"have|should)\b)", re.I
+)
+_PAST_VERB = re.compile(
+    r"\b(?:went|visited|attended|saw|met|took|ran|finished|started|adopted|bought|got|had|did|"
+    r"joined|travell?ed|celebrated|watched|played|won|lost|hiked|painted|made|tried|gave|"
+    r"received|graduated|moved|began|came|left|spent|wrote|read|ate|flew|drove|climbed|"
+    r"signed|volunteered|organi[sz]ed|hosted|\w+ed)\b", re.I
+)
+_DECISION = re.compile(
+    r"\b(?:we(?:'ve| have)? decided|(?:I|we)(?:'ll| will) (?:go with|use|book|schedule|set up|"
+    r"remind)|let's go with|the plan is|(?:I've|I have) (?:booked|scheduled|set|created|added|"
+    r"saved)|decided to|agreed to|we agreed|going with)\b", re.I
+)
+
+MIN_SCORE = 2.0
+"""Sentences scoring this much (`fact_score`) become facts."""
+_LEADING = re.compile(
+    r"^(?:(?:oh|wow|yeah|yes|yep|haha+|lol|well|so|btw|by the way|also|and|but|honestly|"
+    r"actually|anyway|anyways|hey|hi|ok|okay|aw+|omg|ugh|hmm+|thanks|thank you|plus|man|yay|"
+    r"sure|true|totally|definitely|guess what|you know what|to be honest)\b[\s,!.:;-]*)+", re.I
+)
+_YOU_KNOW = re.compile(r"(?<!let )(?<!\bto )(?<!\bi )(?<!\bwe )\b,?\s*\byou know\b,?", re.I)
+_SINGULAR = re.compile(r"(?<![\w'’])[Ii](?![\w])|\b[Mm](?:e|y|ine|yself)\b")
+_SHOWING = (
+    (re.compile(r"^(?:here(?:'|’)?s|this is|check out|take a look at|look at)\s+(?:a |an |the )?"
+                r"(?:pic|photo|picture|snap|shot|photograph)\b", re.I), "I shared a photo"),
+    (re.compile(r"^(?:here(?:'|’)?s|check out|take a look at|look at)\s+(?=my\b|our\b)", re.I),
+     "I shared "),
+)
+_TRAILING_LOOK = re.compile(
+    r"\s*[,;–-]\s*(?:take a look|have a look|check it out|look|see)\s*[!.]*$", re.I
+)
+_VOCATIVE_HEAD = re.compile(  # "Mel, that sounds …"
+    r"^[A-Z][a-z]+,\s+(?=(?:i|you|we|that|this|it|those|these|thanks|so|glad|yes|yeah|no|my)\b)"
+)
+_VOCATIVE_TAIL = re.compile(r",\s+[A-Z][a-z]+\s*([.!]*)$")  # "… too, Mel." / "…, Mel!"
+_BEFORE_VOCATIVE = frozenset("too you it that this much lot so here there again now though anyway "
+                             "agree".split())
+_HEDGE = re.compile(  # "I think I …" -> "I …"
+    r"^[Ii] (?:think|guess|believe|suppose|reckon|feel like|mean)(?: that)?,?\s+(?=(?:[Ii]|[Mm]y|[Ww]e)\b)"
+)
+_SUBJECTLESS = (
+    (re.compile(r"^(?:gonna|going to|planning|hoping|trying|thinking|working|heading|looking "
+                r"forward|off to|super|so|really|pretty|glad|happy|excited|thrilled)\b", re.I), "I'm "),
+    (re.compile(r"^(?:been)\b", re.I), "I've "),
+    (re.compile(r"^(?:just|started|finished|went|got|had|can't wait|took|made|bought|"
+                r"visited|adopted|joined|signed up)\b", re.I), "I "),
+)
+_SLANG = tuple((re.compile(p, re.I), r) for p, r in (
+    (r"\bgonna\b", "going to"), (r"\bwanna\b", "want to"), (r"\bfam\b", "family"),
+    (r"\bedu\b", "education"), (r"(?<!\w)['’]cause\b", "because"), (r"\bkinda\b", "kind of"),
+))
+_NOT_A_FACT = re.compile(  # proposals, encouragement, reactions
+    r"^(?:let['’]?s|let us|let me|sounds|looks|seems|keep|stay|chase|don['’]?t|do not|make sure|"
+    r"go for|hang in|have faith|believe in|never give up|good luck|enjoy|tell|give it)\b", re.I
+)
+_SINCE_WE_SPOKE = re.compile(r"\b(?:since|when) we last (?:spoke|talked|chatted|caught up|met)\b,?\s*",
+                             re.I)
+_HABIT = re.compile(r"\b(?:every (?:day|week|morning|night|weekend|month|year)|daily|weekly|"
+                    r"usually|always|often|regularly|each (?:day|week))\b", re.I)
+_ANAPHORIC = re.compile(r"^(?:it|that|this|they|them|those|these|he|she|there|his|her)\b", re.I)
+STOPWORDS = frozenset((
+    "about after again also always another because been before being could does doing down "
+    "during each even ever every from going gonna have having here into just kind kinda know "
+    "last like made make many more most much never next only other over really said same "
+    "since some something still such sure than that their them then there these they thing "
+    "things this those though through time today very want wanna were what when where which "
+    "while will with would year years your yours lately pretty super great good awesome "
+    "amazing cool feel felt lots yesterday week month tonight morning weekend i me my mine we "
+    "us our it its them he she him her his you the and but was is are has had did not all too "
+    "named called got get lot one two new way check definitely let stuff soon out agree totally"
+).split())
+
+
+def strip_caption(text: str) -> tuple[str, str | None]:
+    """Split a LoCoMo-style `[shares an image: …]` suffix off the text."""
+    m = _CAPTION.search(text)
+    if not m:
+        return text, None
+    return text[: m.start()].rstrip(), m.group("caption").strip() or None
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split chat text into sentences (punctuation- and newline-based, no model)."""
+    parts = _SENTENCE_END.split(text.strip())
+    return [p.strip() for p in parts if p and p.strip()]
+
+
+def words(text: str) -> list[str]:
+    """Word tokens (letters with apostrophes, or digit runs)."""
+    return _WORD.findall(text)
+
+
+def _normalised(text: str) -> list[str]:
+    """Lowercase word tokens without punctuation."""
+    return _NORMALISE.sub(" ", text.lower().replace("’", "'")).split()
+
+
+def is_greeting(sentence: str, names: tuple[str, ...] = ()) -> bool:
+    """"Hi!", "Hey Mel!", "Good morning everyone", "Good to see you!"."""
+    if _PLEASANTRY.match(sentence.strip()):
+        return True
+    toks = _normalised(sentence)
+    lowered = {n.lower() for n in names}
+    if not toks or toks[0] not in GREETING_WORDS:
+        return False
+    rest = [t for t in toks if t not in GREETING_WORDS and t not in lowered]
+    return len(rest) <= 1 and all(t[:1].isalpha() for t in rest)
+
+
+def is_filler(sentence: str) -> bool:
+    """"ok", "thanks!", "haha", "lol", "That's so cool!": nothing worth storing."""
+    toks = _normalised(sentence)
+    return not toks or all(t in FILLER_WORDS for t in toks)
+
+
+def is_question(sentence: str) -> bool:
+    """A question: ends with `?`, or opens like one and has no statement punctuation."""
+    s = sentence.strip()
+    if s.endswith("?"):
+        return True
+    return bool(_QUESTION_START.match(s)) and not s.endswith((".", "!")) and len(words(s)) < 12
+
+
+@dataclass(frozen=True)
+class Signals:
+    """Cheap content signals of one sentence."""
+
+    first_person: bool
+    second_person: bool
+    preference: bool
+    plan: bool
+    life_event: bool
+    identity: bool
+    time_anchor: bool
+    number: bool
+    decision: bool
+    entities: tuple[str, ...]
+    n_words: int
+
+
+def sentence_signals(sentence: str) -> Signals:
+    """Compute the content signals of one sentence."""
+    return Signals(
+        first_person=bool(_FIRST_PERSON.search(sentence)),
+        second_person=bool(_SECOND_PERSON.search(sentence)),
+        preference=bool(_PREFERENCE.search(sentence)),
+        plan=bool(_PLAN.search(sentence)),
+        life_event=bool(_LIFE_EVENT.search(sentence)),
+        identity=bool(_IDENTITY.search(sentence)),
+        time_anchor=bool(_TIME_ANCHOR.search(sentence)),
+        number=bool(_NUMBER.search(sentence)),
+        decision=bool(_DECISION.search(sentence)),
+        entities=tuple(e for e in _ENTITY.findall(sentence) if e not in _NOT_ENTITIES),
+        n_words=len(words(sentence)),
+    )
+
+
+def memory_type(sentence: str, signals: Signals | None = None) -> str:
+    """semantic | episodic (past event with a time anchor) | procedural (step-by-step)."""
+    sig = signals or sentence_signals(sentence)
+    if _STEPS.search(sentence):
+        return "procedural"
+    if sig.time_anchor and _PAST_VERB.search(sentence) and not sig.plan:
+        return "episodic"
+    return "semantic"
+
+
+def clean_sentence(sentence: str) -> str:
+    """Drop interjections and hedges; give subjectless chat ("Gonna …") its subject back."""
+    s = _LEADING.sub("", _SINCE_WE_SPOKE.sub("", _YOU_KNOW.sub("", sentence))).strip()
+    s = _drop_vocative(s)
+    s = _HEDGE.sub("", s)
+    for pattern, repl in _SHOWING:
+        s = pattern.sub(repl, s)
+    for pattern, subject in _SUBJECTLESS:
+        if pattern.match(s):
+            s = subject + s[0].lower() + s[1:]
+            break
+    for pattern, repl in _SLANG:
+        s = pattern.sub(repl, s)
+    return _TRAILING_LOOK.sub("", s)
+
+
+def _drop_vocative(s: str) -> str:
+    """Remove a listener's name used as an address ("Mel, …", "… too, Mel!")."""
+    s = _VOCATIVE_HEAD.sub("", s)
+    if m := _VOCATIVE_TAIL.search(s):
+        before = s[: m.start()].rsplit(" ", 1)[-1].lower()
+        if m.group(1).startswith("!") or before in _BEFORE_VOCATIVE:
+            s = s[: m.start()] + m.group(1)
+    return s
+
+
+def content_words(sentence: str) -> int:
+    """Number of words that carry content (no stopwords, pronouns, fillers)."""
+    return sum(1 for w in words(sentence) if len(w) > 2 and w.lower() not in STOPWORDS)
+
+
+def fact_score(sentence: str, sig: Signals) -> float:
+    """Content score of a cleaned sentence; `MIN_SCORE` and up is worth a fact."""
+    s = 1.5 if _SINGULAR.search(sentence) else 1.0 * sig.first_person
+    s += 2 * sig.preference + 1.5 * sig.plan + 2 * sig.life_event + 2 * sig.identity
+    s += 0.5 * (min(len(sig.entities), 3) + sig.number + sig.time_anchor)
+    s += 1.0 * bool(_HABIT.search(sentence))
+    s += 0.5 if sig.n_words >= 6 else (-1.0 if sig.n_words < 4 else 0.0)
+    if _ANAPHORIC.match(sentence):  # "It was great" / "They're my rock": not self-contained
+        s -= 1.0 if sig.first_person else 2.0
+    return s
+
+
+def signal_tags(sig: Signals) -> list[str]:
+    """Names of the signals that fired, as tags."""
+    return [t for t, on in (("preference", sig.preference), ("plan", sig.plan),
+            ("life_event", sig.life_event), ("identity", sig.identity)) if on]
+
+
+def scored_sentences(sentences: list[str], role: Role,
+                     names: tuple[str, ...] = ()) -> list[tuple[float, int, str, Signals]]:
+    """(score, index, sentence, signals) of every sentence that may hold a fact.
+
+    `sentences` are cleaned (`clean_sentence`). User sentences must be about the speaker (first
+    person), not about the listener, and not empty; assistant sentences count only when they
+    state a decision (scored `MIN_SCORE`). The caller keeps those scoring `MIN_SCORE` and up.
+    """
+    out: list[tuple[float, int, str, Signals]] = []
+    for i, s in enumerate(sentences):
+        if not s or is_greeting(s, names) or is_filler(s) or is_question(s) or _NOT_A_FACT.match(s):
+            continue
+        sig = sentence_signals(s)
+        if role == Role.assistant:
+            if sig.decision:
+                out.append((MIN_SCORE, i, s, sig))
+        elif not sig.second_person and sig.first_person and content_words(s) >= 2:
+            out.append((fact_score(s, sig), i, s, sig))
+    return out
