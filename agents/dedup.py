@@ -12,14 +12,23 @@ from __future__ import annotations
 import logging
 import time
 from datetime import datetime, timedelta
+from typing import Sequence
 
+import numpy as np
 from faust.types import EventT
 
 from streams import dedup, ids, metrics
 from streams.app import (
-    app, applied_table, candidates_topic, memories_table, settings, thread_revs_table, users_table,
+    app,
+    applied_table,
+    candidates_topic,
+    memories_table,
+    settings,
+    thread_revs_table,
+    users_table,
 )
 from streams.embedder import EmbedderProfile
+from streams.faust_compat import event_scope
 from streams.memory import Memory
 from streams.outputs import send_dead_letter, send_event, send_progress
 from streams.services import embed, get_embedder, get_index
@@ -142,8 +151,16 @@ def _progress(candidate: Candidate, outcome: str, memory_id: str | None) -> Turn
     )
 
 
-async def process_candidate(candidate: Candidate) -> str:
-    """Apply one candidate; return the outcome (created, updated, duplicate)."""
+def already_applied(candidate: Candidate) -> bool:
+    turn = candidate.turn
+    return ids.memory_id(turn.user_id, turn.ref, candidate.fact_index) in applied_table
+
+
+async def process_candidate(candidate: Candidate, vector: np.ndarray | None = None) -> str:
+    """Apply one candidate; return the outcome (created, updated, duplicate).
+
+    `vector` is the candidate's embedding when the caller embedded a batch at once.
+    """
     turn, fact = candidate.turn, candidate.fact
     candidate_id = ids.memory_id(turn.user_id, turn.ref, candidate.fact_index)
     prior = applied_table.get(candidate_id)
@@ -154,7 +171,8 @@ async def process_candidate(candidate: Candidate) -> str:
         await send_progress(_progress(candidate, record["outcome"], record["memory_id"]))
         return record["outcome"]
 
-    vector = (await embed([fact.summary]))[0]
+    if vector is None:
+        vector = (await embed([fact.summary]))[0]
     index = index_cache.ensure().user(turn.user_id)
     neighbours = index.search(
         vector, settings.memory_neighbors_k, accept=lambda m: m.is_visible and m.type == fact.type
@@ -217,28 +235,51 @@ async def _dead_letter(event: EventT, reason: str, detail: str) -> None:
     )
 
 
-async def handle_record(event: EventT) -> str:
-    """Process one candidate record and return its outcome; failures go to `memory.candidates.dlq`."""
-    started = time.perf_counter()
+def parse_candidate(event: EventT) -> Candidate | None:
     try:
-        candidate = Candidate.model_validate_json(event.value or b"")
+        return Candidate.model_validate_json(event.value or b"")
     except ValueError:
+        return None
+
+
+async def handle_batch(events: Sequence[EventT]) -> list[str]:
+    """Process candidate records in order, embedding all new summaries in one model call.
+
+    Failures go to `memory.candidates.dlq`; the partition never blocks.
+    """
+    started = time.perf_counter()
+    parsed = [(event, parse_candidate(event)) for event in events]
+    fresh = [c for _, c in parsed if c is not None and not already_applied(c)]
+    vectors = dict(zip(map(id, fresh), await embed([c.fact.summary for c in fresh]))) if fresh else {}
+    outcomes = []
+    for event, candidate in parsed:
+        with event_scope(event):
+            outcomes.append(await _handle_one(event, candidate, vectors.get(id(candidate))))
+    metrics.STAGE_SECONDS.labels(stage=STAGE).observe((time.perf_counter() - started) / max(len(events), 1))
+    return outcomes
+
+
+async def _handle_one(event: EventT, candidate: Candidate | None, vector: np.ndarray | None) -> str:
+    if candidate is None:
         # Our own internal topic: a bad record here is a bug or a foreign producer.
         await _dead_letter(event, "invalid_candidate", "record is not a valid Candidate")
         return "dlq"
     try:
-        return await process_candidate(candidate)
+        return await process_candidate(candidate, vector)
     except Exception as exc:  # noqa: BLE001 - never block the partition on one record
         log.exception("dedup failed on %s fact %d", candidate.turn.ref, candidate.fact_index)
         await _dead_letter(event, "internal_error", type(exc).__name__)
         await send_progress(_progress(candidate, "dlq", None))
         return "dlq"
-    finally:
-        metrics.STAGE_SECONDS.labels(stage=STAGE).observe(time.perf_counter() - started)
 
 
 @app.agent(candidates_topic, name="dedup")
 async def dedup_agent(stream):  # type: ignore[no-untyped-def]
-    """Consume `memory.candidates`; yields each outcome (lets `test_context().put` await it)."""
-    async for event in stream.events():
-        yield await handle_record(event)
+    """Consume `memory.candidates` in small batches; yields each outcome.
+
+    (Yielding lets `test_context().put` await the processing of what it put.)
+    """
+    within = settings.dedup_batch_within_ms / 1000
+    async for events in stream.take_events(settings.dedup_batch_size, within=within):
+        for outcome in await handle_batch(events):
+            yield outcome

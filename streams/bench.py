@@ -237,7 +237,13 @@ def baseline_recall(conversations: list[LocomoConversation]) -> RecallReport:
 def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, partitions: int,
                      console: Console) -> dict[str, Any]:
     """Run the whole benchmark and return the report (see module doc)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     run_id = uuid.uuid4().hex[:6]
     conversations = []

@@ -11,7 +11,13 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+)
 
 from streams.settings import get_settings
 
@@ -270,7 +276,7 @@ def bench_locomo(
     latency p50/p95/p99, query latency p50/p95, recall_any/all@5/10/20 with context size, and
     the same recall for a raw-turn baseline with the same embedder.
     """
-    from streams.bench import run_locomo_bench, render_report
+    from streams.bench import render_report, run_locomo_bench
 
     report = run_locomo_bench(files, broker=broker, api=api, partitions=partitions, console=console)
     if as_json:

@@ -14,8 +14,17 @@ from zoneinfo import ZoneInfo
 
 from streams.policy import find_secrets
 from streams.text_rules import (
-    MIN_SCORE, STOPWORDS, Signals, clean_sentence, memory_type, scored_sentences,
-    sentence_signals, signal_tags, split_sentences, strip_caption, words,
+    MIN_SCORE,
+    STOPWORDS,
+    Signals,
+    clean_sentence,
+    memory_type,
+    scored_sentences,
+    sentence_signals,
+    signal_tags,
+    split_sentences,
+    strip_caption,
+    words,
 )
 from streams.trigger import CommandKind, parse_command
 from topics.candidates import Fact

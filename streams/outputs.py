@@ -5,7 +5,11 @@ import logging
 
 from streams import metrics
 from streams.app import (
-    candidates_dlq_topic, candidates_topic, events_topic, progress_topic, turns_dlq_topic,
+    candidates_dlq_topic,
+    candidates_topic,
+    events_topic,
+    progress_topic,
+    turns_dlq_topic,
 )
 from topics.candidates import Candidate
 from topics.dlq import DeadLetter

@@ -91,6 +91,8 @@ class Settings(BaseSettings):
     # --- embeddings ------------------------------------------------------------------------------
     embedder: str = Field("local", description="local (all-MiniLM-L6-v2) or bedrock (Titan V2).")
     embed_batch_size: int = Field(32, description="Texts embedded per model call.")
+    dedup_batch_size: int = Field(64, ge=1, description="Candidates dedup takes (and embeds) at once.")
+    dedup_batch_within_ms: int = Field(20, ge=1, description="Longest wait to fill a dedup batch.")
 
     # --- AWS (seed 002) ---------------------------------------------------------------------------
     aws_region: str = Field("us-east-1", description="AWS region of S3 Vectors and Bedrock.")

@@ -6,7 +6,11 @@ from dataclasses import dataclass
 from enum import Enum
 
 from streams.text_rules import (
-    clean_sentence, memory_type, scored_sentences, signal_tags, split_sentences,
+    clean_sentence,
+    memory_type,
+    scored_sentences,
+    signal_tags,
+    split_sentences,
     strip_caption,
 )
 from topics.turns import Role, Turn
