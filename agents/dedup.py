@@ -1,23 +1,24 @@
-"""Stage 2 — dedup/merge: embed a candidate, search the user's own memories, create or update.
+"""Stage 2 — dedup/merge: embed candidates, search the user's own memories, create or update.
 
-Input `memory.candidates`. State: `memories`, `applied`, `users`, `thread_revs` tables.
-Outputs: `memory.events` (created/updated), `memory.progress`.
+Input `memory.candidates`. State: the `memories`, `applied`, `users` and `thread_revs` tables,
+worked on by `streams.memory_state.MemoryState`. Outputs: `memory.events` (created/updated),
+`memory.progress`, `memory.candidates.dlq`.
 
-Idempotency: the candidate id is deterministic (user, source turn, fact index). The `applied`
-table remembers what each candidate did and the event it produced, so a replayed candidate
-(after a crash or a re-sent turn) changes nothing and re-sends the identical event.
+Idempotency: a candidate's id is deterministic (user, source turn, fact index). The `applied`
+table remembers what each candidate did and the events it produced, so a replayed candidate
+(after a crash or a re-sent turn) changes nothing and re-sends the identical events.
 """
 from __future__ import annotations
 
 import logging
 import time
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Sequence
 
 import numpy as np
 from faust.types import EventT
 
-from streams import dedup, ids, metrics
+from streams import metrics
 from streams.app import (
     app,
     applied_table,
@@ -30,12 +31,12 @@ from streams.app import (
 from streams.embedder import EmbedderProfile
 from streams.faust_compat import event_scope
 from streams.memory import Memory
+from streams.memory_state import DedupConfig, MemoryState
 from streams.outputs import send_dead_letter, send_event, send_progress
 from streams.services import embed, get_embedder, get_index
-from streams.vector_index import VectorIndex, encode_vector
+from streams.vector_index import VectorIndex
 from topics.candidates import Candidate
 from topics.dlq import DeadLetter
-from topics.events import MemoryEvent
 from topics.progress import TurnProgress
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,7 @@ class IndexCache:
     def ensure(self) -> VectorIndex:
         index = get_index()
         if self.stale:
-            count = index.rebuild(load_memory(raw) for raw in memories_table.values())
+            count = index.rebuild(Memory.model_validate(raw) for raw in memories_table.values())
             log.info("vector index rebuilt from the memories table: %d memories", count)
             self.stale = False
         return index
@@ -66,14 +67,6 @@ index_cache = IndexCache()
 @memories_table.on_recover
 async def _on_memories_recovered() -> None:
     index_cache.mark_stale()
-
-
-def load_memory(value: dict) -> Memory:
-    return Memory.model_validate(value)
-
-
-def dump_memory(memory: Memory) -> dict:
-    return memory.model_dump(mode="json")
 
 
 def profile() -> EmbedderProfile:
@@ -88,57 +81,16 @@ def profile() -> EmbedderProfile:
     )
 
 
-def next_rev(user_id: str, thread_id: str) -> int:
-    """Increment and return the thread's revision (one writer per partition: atomic)."""
-    key = f"{user_id}|{thread_id}"
-    rev = thread_revs_table[key] + 1
-    thread_revs_table[key] = rev
-    return rev
-
-
-def touch_user(user_id: str, clock: datetime, created: bool) -> None:
-    info = dict(users_table.get(user_id) or {"memories": 0, "clock": clock.isoformat()})
-    info["memories"] += 1 if created else 0
-    info["clock"] = max(datetime.fromisoformat(info["clock"]), clock).isoformat()
-    users_table[user_id] = info
-
-
-def new_memory(candidate: Candidate, memory_id: str, vector_b64: str) -> Memory:
-    turn, fact = candidate.turn, candidate.fact
-    return Memory(
-        id=memory_id, user_id=turn.user_id, type=fact.type, category=fact.category,
-        summary=fact.summary, tags=fact.tags, entities=fact.entities, entity_key=fact.entity_key,
-        source=turn.source, importance=fact.importance, created_at=turn.ts, updated_at=turn.ts,
-        last_accessed=turn.ts, valid_from=turn.ts, source_turn_ids=[turn.ref],
-        agent_id=turn.agent_id, run_id=turn.run_id, actor_id=turn.actor_id, role=turn.role.value,
-        thread_id=turn.thread_id, embedding_b64=vector_b64,
-    )
-
-
-def merged_memory(target: Memory, candidate: Candidate) -> Memory:
-    """Seed 002 merge: union tags, max importance, extend provenance, refresh last_accessed."""
-    turn, fact = candidate.turn, candidate.fact
-    return target.model_copy(
-        update={
-            "tags": sorted(set(target.tags) | set(fact.tags)),
-            "entities": sorted(set(target.entities) | set(fact.entities)),
-            "importance": max(target.importance, fact.importance),
-            "source_turn_ids": [*target.source_turn_ids, turn.ref],
-            "last_accessed": max(target.last_accessed, turn.ts),
-            "updated_at": max(target.updated_at, turn.ts),
-            "last_verified_at": turn.ts,
-            "version": target.version + 1,
-        }
-    )
-
-
-def make_event(kind: str, memory: Memory, candidate: Candidate, rev: int, meta: dict) -> MemoryEvent:
-    turn = candidate.turn
-    return MemoryEvent(
-        event_id=ids.event_id(memory.id, kind, memory.version), kind=kind,  # type: ignore[arg-type]
-        user_id=memory.user_id, thread_id=turn.thread_id, memory_id=memory.id, rev=rev,
-        ts=turn.ts, summary=memory.summary, category=memory.category,
-        meta={"type": memory.type, "source_turn_id": turn.ref, **meta},
+def state() -> MemoryState:
+    """The worker's memory state over its Faust tables."""
+    return MemoryState(
+        memories=memories_table, applied=applied_table, users=users_table,
+        thread_revs=thread_revs_table, index=index_cache.ensure(),
+        config=DedupConfig(
+            profile=profile(), neighbours_k=settings.memory_neighbors_k,
+            episodic_merge_window=timedelta(hours=settings.episodic_merge_window_hours),
+            use_heuristics=settings.memory_enable_entity_heuristics,
+        ),
     )
 
 
@@ -151,88 +103,22 @@ def _progress(candidate: Candidate, outcome: str, memory_id: str | None) -> Turn
     )
 
 
-def already_applied(candidate: Candidate) -> bool:
-    turn = candidate.turn
-    return ids.memory_id(turn.user_id, turn.ref, candidate.fact_index) in applied_table
-
-
 async def process_candidate(candidate: Candidate, vector: np.ndarray | None = None) -> str:
-    """Apply one candidate; return the outcome (created, updated, duplicate).
+    """Apply one candidate and send what it produced; return the outcome.
 
     `vector` is the candidate's embedding when the caller embedded a batch at once.
     """
-    turn, fact = candidate.turn, candidate.fact
-    candidate_id = ids.memory_id(turn.user_id, turn.ref, candidate.fact_index)
-    prior = applied_table.get(candidate_id)
-    if prior is not None:  # a replay: change nothing, re-send what it produced the first time
-        record = prior
-        if record.get("event"):
-            await send_event(MemoryEvent.model_validate(record["event"]))
-        await send_progress(_progress(candidate, record["outcome"], record["memory_id"]))
-        return record["outcome"]
-
     if vector is None:
-        vector = (await embed([fact.summary]))[0]
-    index = index_cache.ensure().user(turn.user_id)
-    neighbours = index.search(
-        vector, settings.memory_neighbors_k, accept=lambda m: m.is_visible and m.type == fact.type
-    )
-    if neighbours:
-        metrics.SIMILARITY.observe(neighbours[0][1])
-    decision = dedup.decide(
-        memory_type=fact.type, summary=fact.summary, entities=fact.entities, event_time=turn.ts,
-        neighbours=neighbours, profile=profile(),
-        merge_window=timedelta(hours=settings.episodic_merge_window_hours),
-        use_heuristics=settings.memory_enable_entity_heuristics,
-    )
-    event: MemoryEvent | None = None
-    if decision.action is dedup.Action.update and decision.target is not None:
-        target = decision.target
-        if turn.ref in target.source_turn_ids:
-            outcome, memory = "duplicate", target
-        else:
-            outcome, memory = "updated", merged_memory(target, candidate)
-            memories_table[memory.id] = dump_memory(memory)
-            index.update_doc(memory)
-            event = make_event(
-                "updated", memory, candidate, next_rev(turn.user_id, turn.thread_id),
-                {"similarity": round(decision.score, 4), "reason": decision.reason},
-            )
-    else:
-        existing = memories_table.get(candidate_id)
-        if existing is not None:  # written before a crash, `applied` not yet: keep it
-            outcome, memory = "duplicate", load_memory(existing)
-        else:
-            outcome = "created"
-            memory = new_memory(candidate, candidate_id, encode_vector(vector))
-            memories_table[memory.id] = dump_memory(memory)
-            index.upsert(memory, vector)
-            event = make_event(
-                "created", memory, candidate, next_rev(turn.user_id, turn.thread_id),
-                {"similarity": round(decision.score, 4), "reason": decision.reason},
-            )
-    metrics.DECISIONS.labels(type=fact.type, decision=outcome).inc()
-    touch_user(turn.user_id, turn.ts, created=outcome == "created")
-    applied_table[candidate_id] = {
-        "outcome": outcome, "memory_id": memory.id,
-        "event": event.model_dump(mode="json") if event else None,
-    }
-    if event is not None:
+        vector = (await embed([candidate.fact.summary]))[0]
+    applied = state().apply(candidate, vector)
+    if not applied.replayed:
+        metrics.DECISIONS.labels(type=candidate.fact.type, decision=applied.outcome).inc()
+        if applied.similarity is not None:
+            metrics.SIMILARITY.observe(applied.similarity)
+    for event in applied.events:
         await send_event(event)
-    await send_progress(_progress(candidate, outcome, memory.id))
-    return outcome
-
-
-async def _dead_letter(event: EventT, reason: str, detail: str) -> None:
-    message = event.message
-    await send_dead_letter(
-        DeadLetter.wrap(
-            stage=STAGE, reason=reason, error=detail, topic=message.topic,
-            partition=message.partition, offset=message.offset, key=message.key,
-            raw=event.value or b"",
-        ),
-        message.key,
-    )
+    await send_progress(_progress(candidate, applied.outcome, applied.memory_id))
+    return applied.outcome
 
 
 def parse_candidate(event: EventT) -> Candidate | None:
@@ -249,7 +135,8 @@ async def handle_batch(events: Sequence[EventT]) -> list[str]:
     """
     started = time.perf_counter()
     parsed = [(event, parse_candidate(event)) for event in events]
-    fresh = [c for _, c in parsed if c is not None and not already_applied(c)]
+    current = state()
+    fresh = [c for _, c in parsed if c is not None and not current.is_applied(c)]
     vectors = dict(zip(map(id, fresh), await embed([c.fact.summary for c in fresh]))) if fresh else {}
     outcomes = []
     for event, candidate in parsed:
@@ -271,6 +158,18 @@ async def _handle_one(event: EventT, candidate: Candidate | None, vector: np.nda
         await _dead_letter(event, "internal_error", type(exc).__name__)
         await send_progress(_progress(candidate, "dlq", None))
         return "dlq"
+
+
+async def _dead_letter(event: EventT, reason: str, detail: str) -> None:
+    message = event.message
+    await send_dead_letter(
+        DeadLetter.wrap(
+            stage=STAGE, reason=reason, error=detail, topic=message.topic,
+            partition=message.partition, offset=message.offset, key=message.key,
+            raw=event.value or b"",
+        ),
+        message.key,
+    )
 
 
 @app.agent(candidates_topic, name="dedup")

@@ -10,12 +10,11 @@ import time
 
 from faust.types import EventT
 
-from streams import ids, metrics, policy
+from streams import ids, metrics
 from streams.app import app, settings, turns_topic
 from streams.errors import InvalidRecord
-from streams.extraction import RulesExtractor
+from streams.facts import FactPipeline
 from streams.outputs import send_candidate, send_dead_letter, send_event, send_progress
-from streams.trigger import rules_trigger
 from streams.validation import parse_turn
 from topics.candidates import Candidate, Fact
 from topics.dlq import DeadLetter
@@ -26,38 +25,15 @@ from topics.turns import Turn
 log = logging.getLogger(__name__)
 STAGE = "ingest"
 
-extractor = RulesExtractor(max_facts=settings.max_facts_per_turn, max_chars=settings.summary_max_chars)
-
-
-def allowed_types() -> set[str]:
-    """Memory types the toggles of seed 004 allow."""
-    allowed = {"procedural"}
-    if settings.semantic_enabled:
-        allowed.add("semantic")
-    if settings.episodic_enabled:
-        allowed.add("episodic")
-    return allowed
+fact_pipeline = FactPipeline(settings)
 
 
 def extract_facts(turn: Turn) -> tuple[list[Fact], float]:
     """Facts worth storing from one turn (policy applied) and the trigger's confidence."""
-    decision = rules_trigger(turn)
-    if not decision.should_create or decision.confidence < settings.trigger_confidence_min:
-        return [], decision.confidence
-    storable, reason = policy.is_storable(turn.text)
-    if not storable:
-        # If unsure, don't store (seed 004 §2): a turn carrying a secret yields nothing.
-        metrics.POLICY_BLOCKS.labels(reason=reason or "secret").inc()
-        return [], decision.confidence
-    kept = []
-    for fact in extractor.extract(turn):
-        storable, reason = policy.is_storable(fact.summary)
-        if not storable:
-            metrics.POLICY_BLOCKS.labels(reason=reason or "secret").inc()
-            continue
-        if fact.type in allowed_types():
-            kept.append(fact)
-    return kept, decision.confidence
+    result = fact_pipeline.facts(turn)
+    for reason in result.blocked:
+        metrics.POLICY_BLOCKS.labels(reason=reason).inc()
+    return result.facts, result.confidence
 
 
 def _progress(turn: Turn, outcome: str) -> TurnProgress:

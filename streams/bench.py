@@ -142,7 +142,8 @@ class Completion:
 
 
 async def ingest(broker_url: str, turns: list[Turn], one_record: bool, idle_timeout: float,
-                 on_done: Callable[[], None]) -> IngestResult:
+                 on_done: Callable[[], None], rate: float = 0.0) -> IngestResult:
+    """Produce `turns` (at `rate` turns/s, or as fast as possible when 0) and wait for each."""
     result = IngestResult()
     users = {t.user_id for t in turns}
     consumer = AIOKafkaConsumer(MEMORY_PROGRESS, bootstrap_servers=broker_url,
@@ -152,7 +153,11 @@ async def ingest(broker_url: str, turns: list[Turn], one_record: bool, idle_time
     try:
         async with TurnProducer(broker_url, one_record) as producer:
             result.started = time.perf_counter()
-            for turn in turns:
+            for i, turn in enumerate(turns):
+                if rate > 0:  # pace against the schedule, not the previous send
+                    delay = result.started + i / rate - time.perf_counter()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
                 result.produced_at[(turn.user_id, turn.thread_id, turn.turn_id)] = time.perf_counter()
                 await producer.send_turn(turn)
             await producer.flush()
@@ -235,7 +240,7 @@ def baseline_recall(conversations: list[LocomoConversation]) -> RecallReport:
 
 
 def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, partitions: int,
-                     console: Console) -> dict[str, Any]:
+                     console: Console, rate: float = 0.0) -> dict[str, Any]:
     """Run the whole benchmark and return the report (see module doc)."""
     from rich.progress import (
         BarColumn,
@@ -272,7 +277,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
                       TimeElapsedColumn(), console=console) as bar:
             task = bar.add_task("ingesting turns", total=len(turns))
             result = asyncio.run(ingest(stack.broker_url, turns, stack.one_record_batches, 120.0,
-                                        lambda: bar.advance(task)))
+                                        lambda: bar.advance(task), rate))
         console.print("measuring the broker's raw produce->consume rate ...")
         raw_rate = asyncio.run(broker_raw_rate(stack.broker_url, turns, partitions, stack.one_record_batches))
         console.print("querying ...")
@@ -288,6 +293,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
     return {
         "files": [str(p) for p in files],
         "turns": len(turns),
+        "produce_rate_turns_per_s": rate or "unlimited",
         "memories_written": created,
         "memories_updated": result.outcomes.get("updated", 0),
         "memories_per_turn": round(created / max(len(turns), 1), 4),

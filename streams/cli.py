@@ -269,6 +269,7 @@ def bench_locomo(
     broker: Annotated[Optional[str], typer.Option(help="Use this broker and a running worker instead of starting a fresh embedded stack.")] = None,
     api: ApiOpt = None,
     partitions: Annotated[int, typer.Option(help="Partitions of the fresh stack's topics.")] = 4,
+    rate: Annotated[float, typer.Option(help="Produce turns at this rate (turns/s); 0 = all at once, which measures backlog drain rather than per-turn latency.")] = 0.0,
 ) -> None:
     """Replay LoCoMo conversations through the pipeline and report throughput, latency and recall.
 
@@ -278,7 +279,8 @@ def bench_locomo(
     """
     from streams.bench import render_report, run_locomo_bench
 
-    report = run_locomo_bench(files, broker=broker, api=api, partitions=partitions, console=console)
+    report = run_locomo_bench(files, broker=broker, api=api, partitions=partitions, console=console,
+                              rate=rate)
     if as_json:
         print(json.dumps(report, indent=2))
     else:
