@@ -270,6 +270,7 @@ def bench_locomo(
     api: ApiOpt = None,
     partitions: Annotated[int, typer.Option(help="Partitions of the fresh stack's topics.")] = 4,
     rate: Annotated[float, typer.Option(help="Produce turns at this rate (turns/s); 0 = all at once, which measures backlog drain rather than per-turn latency.")] = 0.0,
+    offline: Annotated[bool, typer.Option(help="Run the stages in this process without Kafka: recall only, in seconds (for tuning extraction).")] = False,
 ) -> None:
     """Replay LoCoMo conversations through the pipeline and report throughput, latency and recall.
 

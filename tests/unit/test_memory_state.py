@@ -1,0 +1,56 @@
+from datetime import timedelta
+
+import numpy as np
+
+from streams.embedder import MINILM_PROFILE
+from streams.memory_state import DedupConfig, MemoryState, candidate_id
+from streams.vector_index import VectorIndex
+from topics.candidates import Candidate, Fact
+from topics.turns import Turn
+
+
+def state() -> MemoryState:
+    return MemoryState(memories={}, applied={}, users={}, thread_revs={}, index=VectorIndex(2),
+                       config=DedupConfig(MINILM_PROFILE, 10, timedelta(hours=72)))
+
+
+def cand(turn_id: str, summary: str, index: int = 0, thread: str = "t1") -> Candidate:
+    turn = Turn(user_id="u", thread_id=thread, turn_id=turn_id, role="user", speaker="Ana", text="x",
+                ts="2024-05-01T10:00:00+00:00")  # type: ignore[arg-type]
+    return Candidate(turn=turn, fact=Fact(type="semantic", summary=summary, tags=[turn_id]),
+                     fact_index=index, fact_count=index + 1, confidence=0.9)
+
+
+def vec(*xs: float) -> np.ndarray:
+    v = np.asarray(xs, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_create_then_update_extends_provenance_and_bumps_revision():
+    s = state()
+    first = s.apply(cand("1", "Ana has a dog named Luna."), vec(1, 0))
+    assert first.outcome == "created" and first.memory_id == candidate_id(cand("1", "x"))
+    second = s.apply(cand("2", "Ana has a dog called Luna."), vec(0.99, 0.05))
+    assert second.outcome == "updated" and second.memory_id == first.memory_id
+    memory = s.memory(first.memory_id)
+    assert memory.source_turn_ids == ["t1:1", "t1:2"] and memory.tags == ["1", "2"]
+    assert memory.version == 2
+    assert [e.rev for e in first.events + second.events] == [1, 2]
+
+
+def test_replay_changes_nothing_and_returns_the_same_events():
+    s = state()
+    first = s.apply(cand("1", "Ana has a dog named Luna."), vec(1, 0))
+    snapshot = dict(s.memories), dict(s.thread_revs)
+    again = s.apply(cand("1", "Ana has a dog named Luna."), vec(1, 0))
+    assert again.replayed and again.events == first.events
+    assert (dict(s.memories), dict(s.thread_revs)) == snapshot
+
+
+def test_distinct_facts_become_distinct_memories_with_per_thread_revisions():
+    s = state()
+    a = s.apply(cand("1", "Ana has a dog named Luna."), vec(1, 0))
+    b = s.apply(cand("2", "Ana works in Lisbon.", thread="t2"), vec(0, 1))
+    assert a.memory_id != b.memory_id
+    assert [e.rev for e in a.events] == [1] and [e.rev for e in b.events] == [1]
+    assert s.users["u"]["memories"] == 2
