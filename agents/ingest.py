@@ -11,12 +11,20 @@ import time
 from faust.types import EventT
 
 from streams import ids, metrics
-from streams.app import app, settings, turns_topic
+from streams.app import app, settings, turns_topic, users_table
 from streams.errors import InvalidRecord
 from streams.facts import FactPipeline
-from streams.outputs import send_candidate, send_dead_letter, send_event, send_progress
+from streams.outputs import (
+    send_candidate,
+    send_command,
+    send_dead_letter,
+    send_event,
+    send_progress,
+)
+from streams.trigger import CommandKind, ExplicitCommand
 from streams.validation import parse_turn
-from topics.candidates import Candidate, Fact
+from topics.candidates import Candidate
+from topics.commands import Command
 from topics.dlq import DeadLetter
 from topics.events import MemoryEvent
 from topics.progress import TurnProgress
@@ -28,19 +36,30 @@ STAGE = "ingest"
 fact_pipeline = FactPipeline(settings)
 
 
-def extract_facts(turn: Turn) -> tuple[list[Fact], float]:
-    """Facts worth storing from one turn (policy applied) and the trigger's confidence."""
-    result = fact_pipeline.facts(turn)
-    for reason in result.blocked:
-        metrics.POLICY_BLOCKS.labels(reason=reason).inc()
-    return result.facts, result.confidence
+def blocked_topics(user_id: str) -> list[str]:
+    """The user's blocked topics (written by the commands stage; same partition)."""
+    return list((users_table.get(user_id) or {}).get("blocked_topics", []))
 
 
-def _progress(turn: Turn, outcome: str) -> TurnProgress:
+def _progress(turn: Turn, outcome: str, fact_count: int = 0) -> TurnProgress:
     return TurnProgress(
         user_id=turn.user_id, thread_id=turn.thread_id, turn_id=turn.turn_id, stage=STAGE,
-        outcome=outcome,  # type: ignore[arg-type]
+        outcome=outcome, fact_count=fact_count,  # type: ignore[arg-type]
     )
+
+
+async def send_hot_command(turn: Turn, command: ExplicitCommand) -> None:
+    """An explicit forget / "don't remember this" goes to the commands stage at once.
+
+    The turn counts as done when that stage reports it applied (its progress record), so its
+    events are out before the turn is finished.
+    """
+    await send_command(Command(
+        command_id=f"{turn.ref}:{command.kind.value}", kind=command.kind.value,
+        user_id=turn.user_id, ts=turn.ts, thread_id=turn.thread_id, turn_id=turn.turn_id,
+        query=command.payload or None, actor=turn.actor_id or turn.speaker or "user",
+    ))
+    await send_progress(_progress(turn, "command", fact_count=1))
 
 
 async def process_turn(turn: Turn) -> int:
@@ -48,7 +67,14 @@ async def process_turn(turn: Turn) -> int:
     if not settings.memory_enabled:
         await send_progress(_progress(turn, "disabled"))
         return 0
-    facts, confidence = extract_facts(turn)
+    result = fact_pipeline.facts(turn, blocked_topics(turn.user_id))
+    for reason in result.blocked:
+        metrics.POLICY_BLOCKS.labels(reason=reason).inc()
+    if result.command is not None and result.command.kind in (CommandKind.forget, CommandKind.dont_remember):
+        metrics.TURNS.labels(outcome="command").inc()
+        await send_hot_command(turn, result.command)
+        return 0
+    facts, confidence = result.facts, result.confidence
     if not facts:
         metrics.TURNS.labels(outcome="skipped").inc()
         await send_progress(_progress(turn, "skipped"))

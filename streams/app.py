@@ -51,6 +51,11 @@ turns_topic = app.topic(
 candidates_topic = app.topic(names.MEMORY_CANDIDATES, key_serializer="raw", value_serializer="raw")
 events_topic = app.topic(names.MEMORY_EVENTS, key_serializer="raw", value_serializer="raw")
 progress_topic = app.topic(names.MEMORY_PROGRESS, key_serializer="raw", value_serializer="raw")
+commands_topic = app.topic(
+    names.MEMORY_COMMANDS, key_type=bytes, value_type=bytes, key_serializer="raw",
+    value_serializer="raw",
+)
+commands_dlq_topic = app.topic(names.MEMORY_COMMANDS_DLQ, key_serializer="raw", value_serializer="raw")
 turns_dlq_topic = app.topic(names.CHAT_TURNS_DLQ, key_serializer="raw", value_serializer="raw")
 candidates_dlq_topic = app.topic(
     names.MEMORY_CANDIDATES_DLQ, key_serializer="raw", value_serializer="raw"
@@ -77,5 +82,7 @@ applied_table = _table(
     "re-sends the identical event.",
 )
 thread_revs_table = _table(
-    "thread_revs", "user_id|thread_id -> per-thread revision (delta header).", default=int
+    "thread_revs",
+    "user_id|thread_id -> {rev, turn, memories}: the per-thread revision (delta header) and "
+    "the memories its latest turn wrote (for \"don't remember this\").",
 )

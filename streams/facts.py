@@ -1,23 +1,32 @@
 """From a turn to the facts worth storing: trigger, extraction, then the safety policy."""
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from streams import policy
 from streams.extraction import RulesExtractor
 from streams.settings import Settings
-from streams.trigger import rules_trigger
+from streams.trigger import CommandKind, ExplicitCommand, rules_trigger
 from topics.candidates import Fact
 from topics.turns import Turn
 
 
 @dataclass
 class TurnFacts:
-    """The facts to store, the trigger's confidence, and why anything was dropped."""
+    """The facts to store, the trigger's confidence, why anything was dropped, and an explicit
+    command that must be applied on the hot path (forget, "don't remember this")."""
 
     facts: list[Fact]
     confidence: float
     blocked: list[str] = field(default_factory=list)
+    command: ExplicitCommand | None = None
+
+
+def mentions_topic(text: str, topics: Iterable[str]) -> bool:
+    """Whether `text` mentions any blocked topic (whole words, any case)."""
+    return any(re.search(rf"\b{re.escape(t)}\b", text, re.I) for t in topics if t)
 
 
 class FactPipeline:
@@ -34,8 +43,12 @@ class FactPipeline:
         if settings.episodic_enabled:
             self.allowed_types.add("episodic")
 
-    def facts(self, turn: Turn) -> TurnFacts:
+    def facts(self, turn: Turn, blocked_topics: Sequence[str] = ()) -> TurnFacts:
+        """What to store from `turn`; facts about a topic in `blocked_topics` are dropped."""
         decision = rules_trigger(turn)
+        command = decision.command
+        if command is not None and command.kind in (CommandKind.forget, CommandKind.dont_remember):
+            return TurnFacts([], decision.confidence, command=command)
         if not decision.should_create or decision.confidence < self.settings.trigger_confidence_min:
             return TurnFacts([], decision.confidence)
         storable, reason = policy.is_storable(turn.text)
@@ -47,6 +60,9 @@ class FactPipeline:
             storable, reason = policy.is_storable(fact.summary)
             if not storable:
                 blocked.append(reason or "secret")
+            elif mentions_topic(fact.summary, blocked_topics):
+                blocked.append("blocked_topic")
             elif fact.type in self.allowed_types:
-                kept.append(fact)
-        return TurnFacts(kept, decision.confidence, blocked)
+                pinned = command is not None and command.kind == CommandKind.pin
+                kept.append(fact.model_copy(update={"pinned": True}) if pinned else fact)
+        return TurnFacts(kept, decision.confidence, blocked, command)

@@ -26,6 +26,9 @@ SIMILARITY = Histogram(
     "memstream_dedup_similarity", "Best-neighbour cosine similarity seen by dedup.",
     buckets=(0.3, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.92, 0.95, 0.98, 1.0), registry=REGISTRY,
 )
+COMMANDS = Counter(
+    "memstream_commands_total", "Commands applied.", ["kind"], registry=REGISTRY
+)
 STAGE_SECONDS = Histogram(
     "memstream_stage_duration_seconds", "Processing time of one record per stage.", ["stage"],
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5), registry=REGISTRY,

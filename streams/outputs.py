@@ -7,16 +7,27 @@ from streams import metrics
 from streams.app import (
     candidates_dlq_topic,
     candidates_topic,
+    commands_dlq_topic,
+    commands_topic,
     events_topic,
     progress_topic,
     turns_dlq_topic,
 )
+from topics import names
 from topics.candidates import Candidate
+from topics.commands import Command
 from topics.dlq import DeadLetter
 from topics.events import MemoryEvent
 from topics.progress import TurnProgress
 
 log = logging.getLogger(__name__)
+
+# The dead-letter topic of each input topic.
+DLQ_OF = {
+    names.CHAT_TURNS: turns_dlq_topic,
+    names.MEMORY_CANDIDATES: candidates_dlq_topic,
+    names.MEMORY_COMMANDS: commands_dlq_topic,
+}
 
 
 async def send_event(event: MemoryEvent) -> None:
@@ -40,5 +51,8 @@ async def send_dead_letter(letter: DeadLetter, key: bytes | None) -> None:
         "dead-lettered record from %s[%d]@%d at stage %s: %s",
         letter.topic, letter.partition, letter.offset, letter.stage, letter.reason,
     )
-    topic = candidates_dlq_topic if letter.topic == candidates_topic.get_topic_name() else turns_dlq_topic
-    await topic.send(key=key, value=letter.model_dump_json().encode())
+    await DLQ_OF.get(letter.topic, turns_dlq_topic).send(key=key, value=letter.model_dump_json().encode())
+
+
+async def send_command(command: Command) -> None:
+    await commands_topic.send(key=command.user_id.encode(), value=command.model_dump_json().encode())

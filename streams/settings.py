@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -100,6 +101,26 @@ class Settings(BaseSettings):
     s3v_index_memory: str = Field("memory-search", description="S3 Vectors index of all users.")
     s3v_distance: str = Field("cosine", description="Distance metric of the index.")
     bedrock_embed_model_id: str = Field("amazon.titan-embed-text-v2:0", description="Bedrock embedding model.")
+
+    # --- tiny LLM (SPEC §4, §6): trigger, classifier, same-fact; rules when none -----------------
+    llm_provider: Literal["auto", "anthropic", "bedrock", "none"] = Field(
+        "auto",
+        description="auto: Anthropic when ANTHROPIC_API_KEY is set, else rules; anthropic, bedrock "
+        "or none (rules) to choose explicitly.",
+    )
+    anthropic_api_key: SecretStr | None = Field(None, description="Anthropic API key; never logged.")
+    anthropic_base_url: str | None = Field(None, description="Anthropic API base URL (proxies, tests).")
+    anthropic_model: str = Field(
+        "claude-haiku-4-5",
+        description="Anthropic model. Not claude-3-5-haiku-latest: it reached end-of-life on 19 Feb 2026.",
+    )
+    bedrock_model_id: str = Field("amazon.nova-micro-v1:0", description="Bedrock Converse model id.")
+    llm_extract_budget_ms: int = Field(2000, ge=1, description="Time budget of an LLM classifier call.")
+    llm_same_fact_budget_ms: int = Field(1500, ge=1, description="Time budget of an LLM same-fact call.")
+    llm_max_retries: int = Field(
+        2, ge=0, description="Retries of classifier and same-fact calls within their budget; the "
+        "trigger never retries.",
+    )
 
     @property
     def broker_is_embedded(self) -> bool:

@@ -85,6 +85,9 @@ class VectorIndex:
     def clear(self) -> None:
         self._users.clear()
 
+    def drop_user(self, user_id: str) -> None:
+        self._users.pop(user_id, None)
+
     def rebuild(self, memories: Iterable[Memory]) -> int:
         """Replace the whole index with `memories` (those with an embedding); return the count."""
         self.clear()

@@ -19,6 +19,7 @@ def run_worker(settings: Settings) -> None:
     if created:
         log.info("created topics: %s", ", ".join(created))
     # Importing the stage modules registers their agents, tables and views on the app.
+    import agents.commands  # noqa: F401
     import agents.dedup  # noqa: F401
     import agents.ingest  # noqa: F401
     import streams.web  # noqa: F401

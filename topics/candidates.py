@@ -20,6 +20,7 @@ class Fact(BaseModel):
     tags: list[str] = Field(default_factory=list)
     entities: list[str] = Field(default_factory=list)
     entity_key: str | None = None
+    pinned: bool = Field(False, description="The user asked to pin it.")
 
 
 class Candidate(BaseModel):

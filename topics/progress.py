@@ -5,7 +5,9 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-Outcome = Literal["skipped", "created", "updated", "duplicate", "blocked", "dlq", "disabled"]
+Outcome = Literal[
+    "skipped", "created", "updated", "duplicate", "blocked", "dlq", "disabled", "command", "applied",
+]
 
 
 class TurnProgress(BaseModel):

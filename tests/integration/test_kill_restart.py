@@ -14,7 +14,13 @@ import pytest
 
 from streams.broker import EmbeddedBroker, create_topics
 from tests.integration.conftest import (
-    PARTITIONS, Worker, make_turn, memories, produce, unique_user, wait_processed,
+    PARTITIONS,
+    Worker,
+    make_turn,
+    memories,
+    produce,
+    unique_user,
+    wait_processed,
 )
 from topics.names import ALL_TOPICS
 from topics.turns import Turn

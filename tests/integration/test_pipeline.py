@@ -8,7 +8,13 @@ import aiohttp
 import pytest
 
 from tests.integration.conftest import (
-    make_turn, memories, produce, query, read_all, unique_user, wait_processed,
+    make_turn,
+    memories,
+    produce,
+    query,
+    read_all,
+    unique_user,
+    wait_processed,
 )
 from topics.names import CHAT_TURNS_DLQ, MEMORY_EVENTS
 

@@ -5,7 +5,13 @@ from datetime import datetime, timezone
 
 import pytest
 
-from streams.text_rules import is_filler, is_greeting, is_question, split_sentences, strip_caption
+from streams.text_rules import (
+    is_filler,
+    is_greeting,
+    is_question,
+    split_sentences,
+    strip_caption,
+)
 from streams.trigger import CommandKind, TriggerDecision, parse_command, rules_trigger
 from topics.turns import Role, Turn
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from streams.app import applied_table, memories_table
+from streams.app import applied_table, memories_table, thread_revs_table, users_table
 from topics.turns import Turn
 
 
@@ -13,6 +13,7 @@ class Captured:
         self.progress: list = []
         self.candidates: list = []
         self.dead: list = []
+        self.commands: list = []
 
     async def event(self, e) -> None:
         self.events.append(e)
@@ -26,20 +27,25 @@ class Captured:
     async def dead_letter(self, letter, key) -> None:
         self.dead.append(letter)
 
+    async def command(self, c) -> None:
+        self.commands.append(c)
+
 
 @pytest.fixture
 def captured(monkeypatch) -> Captured:
     cap = Captured()
+    import agents.commands as commands_stage
     import agents.dedup as dedup_stage
     import agents.ingest as ingest_stage
 
-    for module in (ingest_stage, dedup_stage):
+    for module in (ingest_stage, dedup_stage, commands_stage):
         monkeypatch.setattr(module, "send_event", cap.event)
         monkeypatch.setattr(module, "send_progress", cap.progress_)
         monkeypatch.setattr(module, "send_dead_letter", cap.dead_letter)
     monkeypatch.setattr(ingest_stage, "send_candidate", cap.candidate)
-    memories_table.data.clear()
-    applied_table.data.clear()
+    monkeypatch.setattr(ingest_stage, "send_command", cap.command)
+    for table in (memories_table, applied_table, users_table, thread_revs_table):
+        table.data.clear()
     dedup_stage.index_cache.mark_stale()
     return cap
 

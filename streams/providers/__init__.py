@@ -1,0 +1,28 @@
+"""Tiny-LLM providers (SPEC §4, §6): Anthropic or Bedrock behind one interface, rules behind both.
+
+The pipeline uses `GuardedLLM` (built with `GuardedLLM.from_settings`); its methods always answer,
+from the model within the time budget or from the rules.
+"""
+from __future__ import annotations
+
+from streams.providers.anthropic_provider import AnthropicProvider
+from streams.providers.base import LLMProvider, Task
+from streams.providers.bedrock_provider import BedrockProvider
+from streams.providers.errors import (
+    LLMConfigError,
+    LLMError,
+    LLMInvalidOutput,
+    LLMRateLimited,
+    LLMRequestError,
+    LLMServerError,
+    LLMTimeout,
+    LLMUnavailable,
+)
+from streams.providers.factory import NO_LLM_MESSAGE, create_provider
+from streams.providers.guarded import GuardedLLM
+
+__all__ = [
+    "AnthropicProvider", "BedrockProvider", "GuardedLLM", "LLMConfigError", "LLMError",
+    "LLMInvalidOutput", "LLMProvider", "LLMRateLimited", "LLMRequestError", "LLMServerError",
+    "LLMTimeout", "LLMUnavailable", "NO_LLM_MESSAGE", "Task", "create_provider",
+]

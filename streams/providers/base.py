@@ -1,0 +1,40 @@
+"""The provider contract: one raw completion per task; prompts, parsing and fallback live above it."""
+from __future__ import annotations
+
+from enum import Enum
+from typing import Protocol, runtime_checkable
+
+
+class Task(str, Enum):
+    """The three questions memstream asks a tiny LLM (SPEC §4)."""
+
+    trigger = "trigger"
+    extract = "extract"
+    same_fact = "same_fact"
+
+
+MAX_TOKENS: dict[Task, int] = {Task.trigger: 150, Task.extract: 900, Task.same_fact: 30}
+"""Output token caps: small answers keep latency low; extraction needs room for 3 facts."""
+
+
+@runtime_checkable
+class LLMProvider(Protocol):
+    """A model behind one call. Implementations map their SDK's errors to `LLMError` subclasses.
+
+    `complete` never retries for `Task.trigger` (its budget is too small); for the other tasks it
+    may retry with backoff, within `timeout_s`.
+    """
+
+    name: str
+    """Short label used in metrics ("anthropic", "bedrock")."""
+
+    model: str
+    """The model (or Bedrock model id) asked."""
+
+    async def complete(self, task: Task, system: str, user: str, *, timeout_s: float) -> str:
+        """The model's text answer to `user` under the instructions `system`."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections and threads."""
+        ...

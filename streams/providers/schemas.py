@@ -1,0 +1,103 @@
+"""Pydantic models of what each task must answer; anything else is invalid output (→ rules).
+
+Lists are trimmed rather than rejected ("reject or trim", seed 001 §9); a summary that breaks the
+writing constraints is rejected.
+"""
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+
+Kind = Literal["semantic", "episodic", "procedural"]
+Category = Literal["Finance", "Budget", "Goals", "Personal", "Education", "Conversation_Summary", "Other"]
+Tag = Annotated[str, StringConstraints(strip_whitespace=True, to_lower=True, min_length=1, max_length=40)]
+Entity = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=80)]
+
+MAX_FACTS, MAX_TAGS, MAX_ENTITIES, MAX_TRIGGER_TAGS = 3, 6, 8, 5
+SUMMARY_MAX_CHARS = 280
+
+_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself)\b", re.I)
+# A sentence break, not after an initial or a short title ("J. Smith", "Dr. Lee", "Mrs. Ray").
+_SENTENCE_BREAK = re.compile(r"(?<!\b[A-Z])(?<!\b[A-Z][a-z])(?<!\b[A-Z][a-z]{2})[.!?]+\s+(?=\S)")
+_ENTITY_KEY = re.compile(r"^[a-z][a-z0-9_]*(?::[a-z0-9_.\-]+){1,5}$")
+
+
+def _first(limit: int) -> BeforeValidator:
+    """Keep the first `limit` items of a list (trim, don't reject)."""
+    return BeforeValidator(lambda value: value[:limit] if isinstance(value, list) else value)
+
+
+class _Output(BaseModel):
+    """Unknown extra keys (a "reason" the model adds) are ignored, wrong types are not."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class TriggerOutput(_Output):
+    should_create: bool
+    type_hint: Kind | None = None
+    tags_hint: Annotated[list[Tag], _first(MAX_TRIGGER_TAGS)] = Field(default_factory=list)
+    confidence: float = Field(ge=0.0, le=1.0)
+
+
+class FactOutput(_Output):
+    type: Kind | None = None
+    summary: str
+    category: Category
+    tags: Annotated[list[Tag], _first(MAX_TAGS)] = Field(default_factory=list)
+    entities: Annotated[list[Entity], _first(MAX_ENTITIES)] = Field(default_factory=list)
+    importance: int = Field(ge=1, le=5)
+    entity_key: str | None = None
+
+    @field_validator("summary")
+    @classmethod
+    def _writing_constraints(cls, value: str) -> str:
+        """Seed 001 §9: 1–2 sentences, ≤ 280 chars, third person."""
+        text = re.sub(r"\s+", " ", value).strip()
+        if not text:
+            raise ValueError("empty summary")
+        if len(text) > SUMMARY_MAX_CHARS:
+            raise ValueError("summary longer than 280 characters")
+        if len(_SENTENCE_BREAK.findall(text)) > 1:
+            raise ValueError("summary has more than 2 sentences")
+        if _FIRST_PERSON.search(text):
+            raise ValueError("summary is not in the third person")
+        return text
+
+    @field_validator("entity_key", mode="before")
+    @classmethod
+    def _key(cls, value: Any) -> Any:
+        """Lowercase, spaces to underscores, then it must look like `profile:pet:luna:age`."""
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        if not isinstance(value, str):
+            raise ValueError("entity_key must be a string")
+        key = re.sub(r"\s+", "_", value.strip().lower())
+        if not _ENTITY_KEY.match(key):
+            raise ValueError("entity_key is not of the form a:b[:c…]")
+        return key
+
+
+class ExtractionOutput(_Output):
+    decision: Literal["skip", "semantic", "episodic", "procedural"]
+    facts: Annotated[list[FactOutput], _first(MAX_FACTS)] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _facts_unless_skip(self) -> ExtractionOutput:
+        if self.decision != "skip" and not self.facts:
+            raise ValueError(f"decision {self.decision!r} without facts")
+        return self
+
+
+class SameFactOutput(_Output):
+    same_fact: bool

@@ -1,0 +1,48 @@
+"""`memory.commands`: explicit changes asked for by a user, an agent, an admin or the backend."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+
+CommandKind = Literal[
+    "forget", "dont_remember", "pin", "unpin", "edit", "delete", "restore", "purge_user",
+    "block_topic", "unblock_topic",
+]
+_NEEDS = {
+    "edit": ("memory_id", "text"),
+    "restore": ("memory_id",),
+    "block_topic": ("topic",),
+    "unblock_topic": ("topic",),
+}
+
+
+class Command(BaseModel):
+    """One command. `command_id` makes it idempotent: a command seen twice applies once.
+
+    A memory is named by `memory_id`, or (forget, pin, unpin, delete) described by `query`,
+    which matches the user's closest active memories.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    command_id: str = Field(min_length=1, max_length=200)
+    kind: CommandKind
+    user_id: str = Field(min_length=1, max_length=200, pattern=r"^[^\s/]+$")
+    ts: AwareDatetime
+    thread_id: str = Field("commands", min_length=1, max_length=200)
+    turn_id: str | None = Field(None, description="The chat turn that said it, if any.")
+    memory_id: str | None = None
+    query: str | None = Field(None, max_length=2000)
+    text: str | None = Field(None, max_length=280)
+    topic: str | None = Field(None, max_length=200)
+    actor: str = Field("user", max_length=200)
+
+    @model_validator(mode="after")
+    def _has_its_arguments(self) -> "Command":
+        for name in _NEEDS.get(self.kind, ()):
+            if not getattr(self, name):
+                raise ValueError(f"{self.kind} needs {name}")
+        if self.kind in ("forget", "pin", "unpin", "delete") and not (self.memory_id or self.query):
+            raise ValueError(f"{self.kind} needs memory_id or query")
+        return self
