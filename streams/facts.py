@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from streams import policy
 from streams.extraction import RulesExtractor
+from streams.sensitivity import sensitive_categories
 from streams.settings import Settings
 from streams.trigger import CommandKind, ExplicitCommand, rules_trigger
 from topics.candidates import Fact
@@ -37,6 +38,7 @@ class FactPipeline:
         self.extractor = extractor or RulesExtractor(
             max_facts=settings.max_facts_per_turn, max_chars=settings.summary_max_chars
         )
+        self.sensitive = [c.strip() for c in settings.sensitive_categories.split(",") if c.strip()]
         self.allowed_types = {"procedural"}
         if settings.semantic_enabled:
             self.allowed_types.add("semantic")
@@ -55,6 +57,8 @@ class FactPipeline:
         if not storable:
             # If unsure, don't store (seed 004 §2): a turn carrying a secret yields nothing.
             return TurnFacts([], decision.confidence, [reason or "secret"])
+        # Sensitive facts are stored only when the user asked for it in so many words.
+        explicit = command is not None and command.kind in (CommandKind.remember, CommandKind.pin)
         kept, blocked = [], []
         for fact in self.extractor.extract(turn):
             storable, reason = policy.is_storable(fact.summary)
@@ -62,6 +66,8 @@ class FactPipeline:
                 blocked.append(reason or "secret")
             elif mentions_topic(fact.summary, blocked_topics):
                 blocked.append("blocked_topic")
+            elif not explicit and (kinds := sensitive_categories(fact.summary, self.sensitive)):
+                blocked.append(f"sensitive_{kinds[0]}")
             elif fact.type in self.allowed_types:
                 pinned = command is not None and command.kind == CommandKind.pin
                 kept.append(fact.model_copy(update={"pinned": True}) if pinned else fact)

@@ -53,6 +53,10 @@ class Settings(BaseSettings):
     trigger_budget_ms: int = Field(250, description="Time budget of an LLM trigger call.")
     max_facts_per_turn: int = Field(3, ge=1, le=5, description="Facts extracted per turn at most.")
     summary_max_chars: int = Field(280, description="Longest memory summary.")
+    sensitive_categories: str = Field(
+        "health,religion,politics,address",
+        description="Sensitive data kinds not stored unless the user explicitly asks (seed 004).",
+    )
     memory_tiny_llm_model_id: str | None = Field(None, description="Tiny LLM model id; unset: rules.")
 
     # --- dedup bands (seed 002; per embedder profile, see streams/embedder.py) ----------------

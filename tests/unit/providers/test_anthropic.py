@@ -26,7 +26,7 @@ EXTRACT_OK = {"decision": "semantic", "facts": [
     {"summary": "Caroline's dog Luna is 3 years old and loves the beach.", "category": "Personal",
      "tags": ["pet"], "entities": ["Luna", "3"], "importance": 3, "entity_key": "profile:pet:luna:age"},
 ]}
-A, B = "Caroline has a dog named Luna.", "Caroline owns Luna, her beagle."
+A, B = "Caroline has a dog named Luna.", "Luna is the name of Caroline's Beagle."
 BAD_REPLIES = {
     "malformed_json": (Reply(text='{"should_create": true, "confidence": 0.9'), "invalid_output"),
     "prose": (Reply(text="Sure! I think this is worth remembering."), "invalid_output"),
