@@ -33,7 +33,9 @@ class Health(View):
 
     async def get(self, request: Request) -> Response:
         ready = _recovered()
-        return self.json({"status": "ok", "ready": ready}, status=200 if ready else 503)
+        partitions = len(app.consumer.assignment()) if ready else 0
+        return self.json({"status": "ok", "ready": ready, "partitions": partitions},
+                         status=200 if ready else 503)
 
 
 @app.page("/metrics")
@@ -78,6 +80,15 @@ class UserQuery(View):
         hits = rank(index, vector, top_k=top_k, candidates=settings.memory_context_topk, weights=WEIGHTS)
         metrics.QUERY_SECONDS.observe(time.perf_counter() - started)
         return self.json({"user_id": user_id, "items": [h.as_item() for h in hits]})
+
+
+@app.page("/v1/users/{user_id}/owner")
+class UserOwner(View):
+    """GET: which worker holds the user's partition (answered by that worker)."""
+
+    @app.table_route(table=users_table, match_info="user_id")
+    async def get(self, request: Request, user_id: str) -> Response:
+        return self.json({"user_id": user_id, "host": settings.web_host, "port": settings.web_port})
 
 
 @app.page("/v1/users/{user_id}/memories")

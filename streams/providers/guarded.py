@@ -20,7 +20,12 @@ from streams.policy import find_secrets
 from streams.providers.base import LLMProvider, Task
 from streams.providers.errors import LLMError, LLMInvalidOutput, LLMTimeout
 from streams.providers.factory import create_provider
-from streams.providers.inputs import extract_input, same_fact_input, trigger_input, turn_day
+from streams.providers.inputs import (
+    extract_input,
+    same_fact_input,
+    trigger_input,
+    turn_day,
+)
 from streams.providers.metrics import LLM_CALLS, LLM_FALLBACKS, LLM_SECONDS
 from streams.providers.parsing import parse_output
 from streams.providers.prompts import system_prompt

@@ -13,7 +13,14 @@ from streams.extraction import RulesExtractor
 from streams.providers import AnthropicProvider, GuardedLLM, Task
 from streams.providers.prompts import system_prompt
 from streams.trigger import TriggerDecision, rules_trigger
-from tests.unit.providers.conftest import FakeMessagesAPI, Reply, fallbacks, sample, settings, turn
+from tests.unit.providers.conftest import (
+    FakeMessagesAPI,
+    Reply,
+    fallbacks,
+    sample,
+    settings,
+    turn,
+)
 
 TEXT = "I adopted a dog named Luna yesterday. She is 3 years old and loves the beach!"
 CONTEXT = [turn("Hey Mel, how are you?", turn_id="1"),
