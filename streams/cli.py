@@ -262,6 +262,28 @@ def query(
         )
 
 
+@app.command()
+def settings(
+    markdown: Annotated[bool, typer.Option(help="Print the README table of every setting instead.")] = False,
+) -> None:
+    """Show the effective settings (from the environment; secrets masked)."""
+    from pydantic import SecretStr
+
+    from streams.settings import Settings
+
+    if markdown:
+        print("| variable | default | meaning |\n|---|---|---|")
+        for name, field in Settings.model_fields.items():
+            default = "(unset)" if field.default is None else str(field.default)
+            print(f"| `{name.upper()}` | `{default}` | {field.description or ''} |")
+        return
+    current = get_settings()
+    for name in Settings.model_fields:
+        value = getattr(current, name)
+        shown = "****" if isinstance(value, SecretStr) and value.get_secret_value() else value
+        print(f"{name.upper()}={'' if shown is None else shown}")
+
+
 @bench_app.command("locomo")
 def bench_locomo(
     files: Annotated[list[Path], typer.Argument(help="LoCoMo conversation files (any, by path).", exists=True, dir_okay=False)],
@@ -286,6 +308,17 @@ def bench_locomo(
         print(json.dumps(report, indent=2))
     else:
         render_report(report, Console())
+
+
+@bench_app.command("policy")
+def bench_policy(
+    files: Annotated[list[Path], typer.Argument(help="LoCoMo conversation files: real turns that must pass.", exists=True, dir_okay=False)],
+    corpus: Annotated[Path, typer.Option(help="JSON lines {text, kind} of chat lines carrying secrets.", exists=True, dir_okay=False)] = Path("tests/data/secrets_corpus.jsonl"),
+) -> None:
+    """Safety policy: block rate on a secrets corpus and false-positive rate on real turns."""
+    from streams.policy_report import policy_report
+
+    print(json.dumps(policy_report(corpus, files, get_settings()), indent=2))
 
 
 def main() -> None:
