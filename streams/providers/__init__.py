@@ -22,7 +22,19 @@ from streams.providers.factory import NO_LLM_MESSAGE, create_provider
 from streams.providers.guarded import GuardedLLM
 
 __all__ = [
-    "AnthropicProvider", "BedrockProvider", "GuardedLLM", "LLMConfigError", "LLMError",
-    "LLMInvalidOutput", "LLMProvider", "LLMRateLimited", "LLMRequestError", "LLMServerError",
-    "LLMTimeout", "LLMUnavailable", "NO_LLM_MESSAGE", "Task", "create_provider",
+    "NO_LLM_MESSAGE",
+    "AnthropicProvider",
+    "BedrockProvider",
+    "GuardedLLM",
+    "LLMConfigError",
+    "LLMError",
+    "LLMInvalidOutput",
+    "LLMProvider",
+    "LLMRateLimited",
+    "LLMRequestError",
+    "LLMServerError",
+    "LLMTimeout",
+    "LLMUnavailable",
+    "Task",
+    "create_provider",
 ]

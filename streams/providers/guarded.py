@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Callable, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from pydantic import BaseModel
 
@@ -161,7 +162,7 @@ class GuardedLLM:
             reason = LLMTimeout.reason
         except LLMError as exc:
             reason = exc.reason
-        except Exception as exc:  # a provider bug must not stall the stream either
+        except Exception as exc:  # noqa: BLE001 - a provider bug must not stall the stream either
             log.warning("LLM %s %s failed unexpectedly (%s); using rules",
                         provider.name, task.value, type(exc).__name__)
             reason = LLMError.reason

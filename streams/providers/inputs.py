@@ -6,8 +6,9 @@ instructions, and lets the prompts tell the model to treat it as data only.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import date
-from typing import Any, Sequence
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from streams.policy import redact

@@ -26,7 +26,7 @@ Entity = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, m
 MAX_FACTS, MAX_TAGS, MAX_ENTITIES, MAX_TRIGGER_TAGS = 3, 6, 8, 5
 SUMMARY_MAX_CHARS = 280
 
-_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself)\b", re.I)
+_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself)\b", re.IGNORECASE)
 # A sentence break, not after an initial or a short title ("J. Smith", "Dr. Lee", "Mrs. Ray").
 _SENTENCE_BREAK = re.compile(r"(?<!\b[A-Z])(?<!\b[A-Z][a-z])(?<!\b[A-Z][a-z]{2})[.!?]+\s+(?=\S)")
 _ENTITY_KEY = re.compile(r"^[a-z][a-z0-9_]*(?::[a-z0-9_.\-]+){1,5}$")
@@ -81,7 +81,7 @@ class FactOutput(_Output):
         if value is None or (isinstance(value, str) and not value.strip()):
             return None
         if not isinstance(value, str):
-            raise ValueError("entity_key must be a string")
+            raise ValueError("entity_key must be a string")  # noqa: TRY004 - pydantic reports ValueError
         key = re.sub(r"\s+", "_", value.strip().lower())
         if not _ENTITY_KEY.match(key):
             raise ValueError("entity_key is not of the form a:b[:c…]")

@@ -102,3 +102,27 @@ def test_replay_and_bench_on_a_locomo_file_never_seen(worker, tmp_path):
     assert set(report["recall_any"]) == {"5", "10", "20"}
     assert set(report["baseline_raw_turns"]["recall_all"]) == {"5", "10", "20"}
     assert report["memories_written"] > 0
+
+
+def test_watch_prints_a_users_events_live(worker):
+    import asyncio
+
+    from tests.integration.conftest import make_turn, produce, unique_user
+
+    user = unique_user("watch")
+    env = dict(os.environ, KAFKA_BROKER_URL=worker.broker_url)
+    proc = subprocess.Popen([sys.executable, "-m", "streams", "watch", "--json", "--from-beginning",
+                             "--user", user], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    try:
+        asyncio.run(produce(worker.broker_url, [make_turn(user, "1", "I adopted a dog named Luna.")]))
+        import select
+
+        ready, _, _ = select.select([proc.stdout], [], [], 120)
+        assert ready, "watch printed nothing within 120 s"
+        line = proc.stdout.readline()
+        event = json.loads(line)
+        assert event["user_id"] == user and event["kind"] in ("candidate", "created")
+    finally:
+        proc.kill()
+        proc.wait()

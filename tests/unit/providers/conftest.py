@@ -8,9 +8,10 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import deque
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -19,7 +20,7 @@ from streams.metrics import REGISTRY
 from streams.settings import Settings
 from topics.turns import Role, Turn
 
-TS = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+TS = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
                 500: "api_error", 529: "overloaded_error"}
 

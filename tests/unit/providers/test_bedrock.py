@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import boto3
 import pytest
