@@ -22,6 +22,7 @@ from streams import metrics
 from streams.app import (
     app,
     applied_table,
+    audit_table,
     candidates_topic,
     memories_table,
     settings,
@@ -85,7 +86,7 @@ def state() -> MemoryState:
     """The worker's memory state over its Faust tables."""
     return MemoryState(
         memories=memories_table, applied=applied_table, users=users_table,
-        thread_revs=thread_revs_table, index=index_cache.ensure(),
+        thread_revs=thread_revs_table, index=index_cache.ensure(), audit=audit_table,
         config=DedupConfig(
             profile=profile(), neighbours_k=settings.memory_neighbors_k,
             episodic_merge_window=timedelta(hours=settings.episodic_merge_window_hours),

@@ -81,6 +81,11 @@ applied_table = _table(
     "candidate id -> {outcome, memory_id, event}: a replayed candidate changes nothing and "
     "re-sends the identical event.",
 )
+audit_table = _table(
+    "audit",
+    "memory_id -> audit entries (SPEC §3 verbs, actor, time, old and new value); a purge leaves "
+    "a content-free tombstone.",
+)
 thread_revs_table = _table(
     "thread_revs",
     "user_id|thread_id -> {rev, turn, memories}: the per-thread revision (delta header) and "

@@ -14,6 +14,7 @@ from streams.memory import Memory
 class Action(str, Enum):
     create = "create"
     update = "update"
+    supersede = "supersede"  # same fact, changed value: new memory current, old one superseded
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,18 @@ def _entities(summary: str, entities: Sequence[str]) -> set[str]:
     return {w.lower() for w in words[1:] if w[0].isupper()}
 
 
+def conflicting_values(a_summary: str, b_summary: str) -> bool:
+    """Both state numbers (ages, amounts, years, dates) and they differ."""
+    na, nb = _numbers(a_summary), _numbers(b_summary)
+    return bool(na and nb and na != nb)
+
+
+def same_subject(a_summary: str, a_entities: Sequence[str], b_summary: str, b_entities: Sequence[str]) -> bool:
+    """Entity overlap >= 70 % (seed 002's threshold)."""
+    ea, eb = _entities(a_summary, a_entities), _entities(b_summary, b_entities)
+    return bool(ea or eb) and len(ea & eb) / max(len(ea | eb), 1) >= 0.7
+
+
 def same_fact_heuristic(
     a_summary: str, a_entities: Sequence[str], b_summary: str, b_entities: Sequence[str]
 ) -> bool:
@@ -86,6 +99,12 @@ def decide(
     for memory, score in neighbours:
         if memory_type == "episodic" and abs(event_time - memory.created_at) > merge_window:
             continue  # episodic merges only within the window
+        if score >= bands.check_low and memory_type == "semantic" and conflicting_values(
+            summary, memory.summary
+        ):
+            if score >= bands.auto or same_subject(summary, entities, memory.summary, memory.entities):
+                return DedupDecision(Action.supersede, memory, score, "changed_value")
+            return DedupDecision(Action.create, None, score, "check_band_different_fact")
         if score >= bands.auto:
             return DedupDecision(Action.update, memory, score, "auto_update_band")
         if score >= bands.check_low:

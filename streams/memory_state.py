@@ -86,6 +86,29 @@ class CommandConfig:
     match_max: int = 3
 
 
+# (event kind, reason) -> audit verb of SPEC §3; reason "" is the kind's default.
+AUDIT_VERBS = {
+    ("created", ""): "ADD", ("updated", ""): "UPDATE", ("merged", ""): "MERGE",
+    ("updated", "auto_update_band"): "MERGE", ("updated", "check_band_same_fact"): "MERGE",
+    ("superseded", ""): "SUPERSEDE", ("linked", ""): "LINK", ("soft_deleted", ""): "SOFT_DELETE",
+    ("restored", ""): "RESTORE", ("deleted", ""): "DELETE", ("purged", ""): "PURGE",
+}
+
+
+def _text(key: Any) -> str:
+    """Table keys come back as bytes from Faust tables, as str from dicts."""
+    return key.decode() if isinstance(key, bytes) else str(key)
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.lower().split()).rstrip(".")
+
+
+def _audit_value(memory: Memory) -> dict[str, Any]:
+    return {"summary": memory.summary, "state": memory.state, "pinned": memory.pinned,
+            "importance": memory.importance, "category": memory.category}
+
+
 class CommandError(ValueError):
     """A command that names a memory the user does not have, or is otherwise inapplicable."""
 
@@ -95,7 +118,10 @@ class MemoryState:
 
     def __init__(self, *, memories: Table, applied: Table, users: Table, thread_revs: Table,
                  index: VectorIndex, config: DedupConfig,
-                 commands: CommandConfig = CommandConfig()) -> None:
+                 commands: CommandConfig = CommandConfig(), audit: Table | None = None,
+                 change_log_size: int = 20) -> None:
+        self.audit = audit if audit is not None else {}
+        self.change_log_size = change_log_size
         self.memories = memories
         self.applied = applied
         self.users = users
@@ -120,7 +146,20 @@ class MemoryState:
         self.memories[memory.id] = memory.model_dump(mode="json")
 
     def _thread(self, user_id: str, thread_id: str) -> dict[str, Any]:
-        return dict(self.thread_revs.get(f"{user_id}|{thread_id}") or {"rev": 0, "turn": None, "memories": []})
+        return dict(self.thread_revs.get(f"{user_id}|{thread_id}")
+                    or {"rev": 0, "turn": None, "memories": [], "changes": []})
+
+    def changes_since(self, user_id: str, thread_id: str, rev: int) -> list[dict[str, Any]]:
+        """The thread's logged changes after revision `rev`, newest first."""
+        changes = self._thread(user_id, thread_id).get("changes", [])
+        return sorted((c for c in changes if c["rev"] > rev), key=lambda c: -c["rev"])
+
+    def current_rev(self, user_id: str, thread_id: str) -> int:
+        return int(self._thread(user_id, thread_id)["rev"])
+
+    def history(self, memory_id: str) -> list[dict[str, Any]]:
+        """Audit entries of one memory, oldest first."""
+        return list(self.audit.get(memory_id) or [])
 
     def next_rev(self, user_id: str, thread_id: str) -> int:
         """Increment and return the thread's revision (one writer per partition: atomic)."""
@@ -150,13 +189,39 @@ class MemoryState:
         info["clock"] = max(datetime.fromisoformat(info["clock"]), clock).isoformat()
         self.users[user_id] = info
 
-    def _event(self, kind: str, memory: Memory, thread_id: str, ts: datetime, meta: dict) -> MemoryEvent:
-        return MemoryEvent(
+    def _event(self, kind: str, memory: Memory, thread_id: str, ts: datetime, meta: dict,
+               old: Memory | None = None, actor: str = "system") -> MemoryEvent:
+        """Announce a change: the event, its audit entry, and its line in the thread's change log."""
+        rev = self.next_rev(memory.user_id, thread_id)
+        event = MemoryEvent(
             event_id=ids.event_id(memory.id, kind, memory.version), kind=kind,  # type: ignore[arg-type]
-            user_id=memory.user_id, thread_id=thread_id, memory_id=memory.id,
-            rev=self.next_rev(memory.user_id, thread_id), ts=ts, summary=memory.summary,
-            category=memory.category, meta={"type": memory.type, **meta},
+            user_id=memory.user_id, thread_id=thread_id, memory_id=memory.id, rev=rev, ts=ts,
+            summary=memory.summary, category=memory.category, meta={"type": memory.type, **meta},
         )
+        self._audit(event, memory, old, actor)
+        thread = self._thread(memory.user_id, thread_id)
+        thread["changes"] = [*thread.get("changes", []), {
+            "rev": rev, "kind": kind, "memory_id": memory.id, "summary": memory.summary,
+            "category": memory.category, "importance": memory.importance,
+        }][-self.change_log_size:]
+        self.thread_revs[f"{memory.user_id}|{thread_id}"] = thread
+        return event
+
+    def _audit(self, event: MemoryEvent, memory: Memory, old: Memory | None, actor: str) -> None:
+        verb = AUDIT_VERBS.get((event.kind, event.meta.get("reason", "")), AUDIT_VERBS.get(
+            (event.kind, ""), event.kind.upper()))
+        purge = event.kind == "purged"
+        entry = {
+            "id": event.event_id, "memory_id": memory.id, "user_id": memory.user_id, "verb": verb,
+            "actor": actor, "ts": event.ts.isoformat(), "rev": event.rev,
+            "thread_id": event.thread_id,
+            # A purge keeps a content-free tombstone only.
+            "old": None if purge or old is None else _audit_value(old),
+            "new": None if purge else _audit_value(memory),
+            "meta": {} if purge else {k: v for k, v in event.meta.items() if k != "type"},
+        }
+        history = [] if purge else list(self.audit.get(memory.id) or [])
+        self.audit[memory.id] = [*history, entry]
 
     def apply(self, candidate: Candidate, vector: np.ndarray) -> Applied:
         """Create or update a memory from `candidate` (embedding `vector`).
@@ -175,7 +240,7 @@ class MemoryState:
         neighbours = user_index.search(
             vector, self.config.neighbours_k, accept=lambda m: m.is_visible and m.type == fact.type
         )
-        decision = dedup.decide(
+        decision = self._keyed_decision(candidate, user_index) or dedup.decide(
             memory_type=fact.type, summary=fact.summary, entities=fact.entities,
             event_time=turn.ts, neighbours=neighbours, profile=self.config.profile,
             merge_window=self.config.episodic_merge_window, use_heuristics=self.config.use_heuristics,
@@ -191,16 +256,21 @@ class MemoryState:
                 outcome, memory = "updated", merged_memory(target, candidate)
                 self._store(memory)
                 user_index.update_doc(memory)
-                events.append(self._event("updated", memory, turn.thread_id, turn.ts, meta))
+                events.append(self._event("updated", memory, turn.thread_id, turn.ts, meta, old=target))
         else:
             existing = self.memory(cid)
             if existing is not None:  # written before a crash, `applied` not yet: keep it
                 outcome, memory = "duplicate", existing
             else:
                 outcome, memory = "created", new_memory(candidate, cid, vector)
+                if decision.action is dedup.Action.supersede and decision.target is not None:
+                    outcome = "superseded"
+                    memory = memory.model_copy(update={"related_ids": [decision.target.id]})
                 self._store(memory)
                 user_index.upsert(memory, vector)
                 events.append(self._event("created", memory, turn.thread_id, turn.ts, meta))
+                if decision.action is dedup.Action.supersede and decision.target is not None:
+                    events.append(self._supersede(decision.target, memory, turn.thread_id, turn.ts))
         self._touch_user(turn.user_id, turn.ts, created=outcome == "created")
         if events:
             self._note_turn_memory(candidate, memory.id)
@@ -211,6 +281,29 @@ class MemoryState:
         best = neighbours[0][1] if neighbours else None
         return Applied(outcome, memory.id, events, similarity=best)
 
+
+    def _keyed_decision(self, candidate: Candidate, user_index: Any) -> dedup.DedupDecision | None:
+        """A fact with a deterministic entity key (`profile:pet:luna:age`) is the same fact as the
+        active memory with that key: unchanged -> update, changed -> supersede."""
+        fact = candidate.fact
+        if not fact.entity_key:
+            return None
+        for memory in user_index.docs.values():
+            if memory.is_visible and memory.entity_key == fact.entity_key:
+                if _normal(memory.summary) == _normal(fact.summary):
+                    return dedup.DedupDecision(dedup.Action.update, memory, 1.0, "same_entity_key")
+                return dedup.DedupDecision(dedup.Action.supersede, memory, 1.0, "entity_key_changed")
+        return None
+
+    def _supersede(self, old: Memory, new: Memory, thread_id: str, ts: datetime) -> MemoryEvent:
+        """Never overwrite silently: the old memory stays, superseded, with `valid_to`, linked."""
+        changed = old.model_copy(update={
+            "state": "superseded", "valid_to": ts, "superseded_by": new.id, "updated_at": ts,
+            "related_ids": sorted({*old.related_ids, new.id}), "version": old.version + 1,
+        })
+        self._store(changed)
+        self.index.user(old.user_id).update_doc(changed)
+        return self._event("superseded", changed, thread_id, ts, {"superseded_by": new.id}, old=old)
 
     # --- commands ----------------------------------------------------------------------
     def apply_command(self, cmd: Command, vector: np.ndarray | None) -> Applied:
@@ -243,7 +336,8 @@ class MemoryState:
                 update={**update, "version": memory.version + 1, "updated_at": cmd.ts})
             self._store(changed)
             self.index.user(memory.user_id).update_doc(changed)
-            events.append(self._event(kind, changed, cmd.thread_id, cmd.ts, meta))
+            events.append(self._event(kind, changed, cmd.thread_id, cmd.ts, meta, old=memory,
+                                      actor=cmd.actor))
             return changed
 
         targets = self.targets(cmd, vector)
@@ -287,14 +381,31 @@ class MemoryState:
         events = []
         for memory in list(self.index.user(user_id).docs.values()):
             self.memories.pop(memory.id, None)
-            events.append(MemoryEvent(
+            event = MemoryEvent(
                 event_id=ids.event_id(memory.id, "purged", memory.version + 1), kind="purged",
                 user_id=user_id, thread_id=thread_id, memory_id=memory.id,
                 rev=self.next_rev(user_id, thread_id), ts=ts, summary="", category="", meta={},
-            ))
+            )
+            self._audit(event, memory, None, "user")
+            events.append(event)
         self.index.drop_user(user_id)
         self.users.pop(user_id, None)
+        self._scrub_user(user_id)
         return events
+
+    def _scrub_user(self, user_id: str) -> None:
+        """Drop the content a purged user left in the thread logs and applied records.
+
+        Revisions stay (they are content-free), and applied records stay as content-free
+        markers, so a replay of the user's old turns does not bring the memories back.
+        """
+        for key in [k for k in self.thread_revs.keys() if _text(k).startswith(f"{user_id}|")]:
+            thread = dict(self.thread_revs[key])
+            thread.update(memories=[], changes=[])
+            self.thread_revs[key] = thread
+        for key, record in list(self.applied.items()):
+            if any(e.get("user_id") == user_id for e in record.get("events", [])):
+                self.applied[key] = {"outcome": "purged", "memory_id": record["memory_id"], "events": []}
 
     def set_topic_blocked(self, user_id: str, topic: str, blocked: bool, ts: datetime) -> None:
         info = dict(self.users.get(user_id) or {"memories": 0, "clock": ts.isoformat()})

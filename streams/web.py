@@ -9,9 +9,10 @@ import time
 
 from faust.web import Request, Response, View
 
-from agents.dedup import index_cache
+from agents.dedup import index_cache, state
 from streams import metrics, ranking
 from streams.app import app, settings, users_table
+from streams.delta import render_delta
 from streams.query import rank
 from streams.services import embed
 
@@ -75,11 +76,24 @@ class UserQuery(View):
             return self.json({"error": str(exc)}, status=400)
         if not _recovered():
             return self.json({"error": "recovering, retry shortly"}, status=503)
+        thread_id = request.query.get("thread_id")
+        try:
+            since_rev = _int_param(request, "since_rev", -1, 0, 2**62)
+        except ValueError as exc:
+            return self.json({"error": str(exc)}, status=400)
+        if since_rev >= 0 and not thread_id:
+            return self.json({"error": "since_rev needs thread_id"}, status=400)
         vector = (await embed([text]))[0]
         index = index_cache.ensure().user(user_id)
         hits = rank(index, vector, top_k=top_k, candidates=settings.memory_context_topk, weights=WEIGHTS)
+        body: dict = {"user_id": user_id, "items": [h.as_item() for h in hits]}
+        if since_rev >= 0 and thread_id:
+            current = state()
+            changes = current.changes_since(user_id, thread_id, since_rev)
+            body["delta"] = {"rev": current.current_rev(user_id, thread_id),
+                             "header": render_delta(since_rev, changes)}
         metrics.QUERY_SECONDS.observe(time.perf_counter() - started)
-        return self.json({"user_id": user_id, "items": [h.as_item() for h in hits]})
+        return self.json(body)
 
 
 @app.page("/v1/users/{user_id}/owner")
@@ -89,6 +103,18 @@ class UserOwner(View):
     @app.table_route(table=users_table, match_info="user_id")
     async def get(self, request: Request, user_id: str) -> Response:
         return self.json({"user_id": user_id, "host": settings.web_host, "port": settings.web_port})
+
+
+@app.page("/v1/users/{user_id}/memories/{memory_id}/history")
+class MemoryHistory(View):
+    """GET: the audit trail of one memory of the user, oldest first."""
+
+    @app.table_route(table=users_table, match_info="user_id")
+    async def get(self, request: Request, user_id: str, memory_id: str) -> Response:
+        entries = state().history(memory_id)
+        if not entries or entries[0]["user_id"] != user_id:
+            return self.json({"error": "no such memory"}, status=404)
+        return self.json({"memory_id": memory_id, "history": entries})
 
 
 @app.page("/v1/users/{user_id}/memories")

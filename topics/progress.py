@@ -6,7 +6,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 Outcome = Literal[
-    "skipped", "created", "updated", "duplicate", "blocked", "dlq", "disabled", "command", "applied",
+    "skipped", "created", "updated", "superseded", "duplicate", "blocked", "dlq", "disabled", "command", "applied",
 ]
 
 

@@ -107,6 +107,8 @@ class BedrockProvider:
                    cold_client=client(max_retries + 1, timeout_s))
 
     async def complete(self, task: Task, system: str, user: str, *, timeout_s: float) -> str:
+        """The Converse answer. `timeout_s` is enforced by the caller; the clients' socket
+        timeouts (set in `build`) only bound how long an abandoned thread stays busy."""
         client = self._hot if task is Task.trigger else self._cold
         call = functools.partial(
             client.converse, modelId=self.model, system=[{"text": system}],

@@ -35,7 +35,15 @@ def test_check_band_uses_heuristics():
     same = memory("Ana's dog Luna is 3 years old.", entities=["Luna"])
     assert run([(same, 0.85)], entities=["Luna"]).action is Action.update
     changed = memory("Ana's dog Luna is 4 years old.", entities=["Luna"])
-    assert run([(changed, 0.85)], entities=["Luna"]).action is Action.create
+    assert run([(changed, 0.85)], entities=["Luna"]).action is Action.supersede
+    other_subject = memory("Ana's cat Miso is 4 years old.", entities=["Miso"])
+    assert run([(other_subject, 0.85)], entities=["Luna"]).action is Action.create
+
+
+def test_a_changed_value_supersedes_even_in_the_auto_band():
+    old = memory("Ana's dog Luna is 3 years old.", entities=["Luna"])
+    decision = run([(old, 0.96)], summary="Ana's dog Luna is 4 years old.", entities=["Luna"])
+    assert decision.action is Action.supersede and decision.target is old
 
 
 def test_episodic_merges_only_inside_window():

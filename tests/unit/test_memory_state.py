@@ -54,3 +54,48 @@ def test_distinct_facts_become_distinct_memories_with_per_thread_revisions():
     assert a.memory_id != b.memory_id
     assert [e.rev for e in a.events] == [1] and [e.rev for e in b.events] == [1]
     assert s.users["u"]["memories"] == 2
+
+
+def keyed(turn_id: str, summary: str, key: str) -> Candidate:
+    c = cand(turn_id, summary)
+    return c.model_copy(update={"fact": c.fact.model_copy(update={"entity_key": key})})
+
+
+def test_a_changed_fact_supersedes_never_overwrites():
+    s = state()
+    old = s.apply(keyed("1", "Ana's dog Luna is 3 years old.", "profile:pet:luna:age"), vec(1, 0))
+    new = s.apply(keyed("2", "Ana's dog Luna is 4 years old.", "profile:pet:luna:age"), vec(0.9, 0.1))
+    assert new.outcome == "superseded"
+    assert [e.kind for e in new.events] == ["created", "superseded"]
+    before, after = s.memory(old.memory_id), s.memory(new.memory_id)
+    assert before.state == "superseded" and before.superseded_by == after.id
+    assert before.valid_to == after.valid_from
+    assert after.state == "active" and before.id in after.related_ids
+    active = [m for m in s.index.user("u").docs.values() if m.is_visible]
+    assert [m.summary for m in active] == ["Ana's dog Luna is 4 years old."]
+    assert [h["verb"] for h in s.history(old.memory_id)] == ["ADD", "SUPERSEDE"]
+    assert s.history(old.memory_id)[1]["old"]["state"] == "active"
+
+
+def test_changes_since_a_revision_are_logged_newest_first():
+    s = state()
+    s.apply(cand("1", "Ana has a dog named Luna."), vec(1, 0))
+    s.apply(cand("2", "Ana works in Lisbon."), vec(0, 1))
+    assert [c["summary"] for c in s.changes_since("u", "t1", 0)] == [
+        "Ana works in Lisbon.", "Ana has a dog named Luna."]
+    assert [c["summary"] for c in s.changes_since("u", "t1", 1)] == ["Ana works in Lisbon."]
+    assert s.current_rev("u", "t1") == 2
+
+
+def test_purge_leaves_only_content_free_tombstones():
+    from datetime import datetime, timezone
+
+    s = state()
+    a = s.apply(cand("1", "Ana has a dog named Luna."), vec(1, 0))
+    events = s.purge_user("u", "t1", datetime(2024, 6, 1, tzinfo=timezone.utc))
+    assert [e.kind for e in events] == ["purged"] and events[0].summary == ""
+    assert not s.memories and "u" not in s.users
+    assert "Luna" not in repr(dict(s.thread_revs)) + repr(dict(s.applied)) + repr(dict(s.audit))
+    assert [h["verb"] for h in s.history(a.memory_id)] == ["PURGE"]
+    replay = s.apply(cand("1", "Ana has a dog named Luna."), vec(1, 0))
+    assert replay.replayed and not s.memories, "a replayed old turn does not resurrect it"

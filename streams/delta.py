@@ -1,0 +1,21 @@
+"""The memory delta header (seed 001 §1): what changed since a revision, in at most 3 bullets."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+MAX_BULLETS = 3
+_SIGNS = {
+    "created": "+created", "updated": "↑updated", "merged": "↔merged", "superseded": "↻superseded",
+    "soft_deleted": "-deleted", "deleted": "-deleted", "restored": "↺restored", "linked": "~linked",
+}
+
+
+def render_delta(since_rev: int, changes: Sequence[dict[str, Any]]) -> str:
+    """`changes` newest first (as `MemoryState.changes_since` returns them); "" when none."""
+    if not changes:
+        return ""
+    lines = [f"Memory updates since rev {since_rev}:"]
+    for change in changes[:MAX_BULLETS]:
+        sign = _SIGNS.get(change["kind"], change["kind"])
+        lines.append(f"- {sign}: [{change['category']}] {change['summary']} (imp={change['importance']})")
+    return "\n".join(lines)
