@@ -34,7 +34,7 @@ from streams.faust_compat import event_scope
 from streams.memory import Memory
 from streams.memory_state import DedupConfig, MemoryState
 from streams.outputs import send_dead_letter, send_event, send_progress
-from streams.services import embed, get_embedder, get_index
+from streams.services import embed, get_embedder, get_index, get_llm
 from streams.vector_index import VectorIndex
 from topics.candidates import Candidate
 from topics.dlq import DeadLetter
@@ -42,6 +42,7 @@ from topics.progress import TurnProgress
 
 log = logging.getLogger(__name__)
 STAGE = "dedup"
+
 
 
 class IndexCache:
@@ -111,7 +112,19 @@ async def process_candidate(candidate: Candidate, vector: np.ndarray | None = No
     """
     if vector is None:
         vector = (await embed([candidate.fact.summary]))[0]
-    applied = state().apply(candidate, vector)
+    current = state()
+    same_fact = None
+    llm = get_llm()
+    if llm.provider is not None and not current.is_applied(candidate):
+        # The check band is decided by the LLM when one is configured (it falls back to the
+        # heuristics itself on timeout or error).
+        fact = candidate.fact
+        same_fact = {
+            m.id: await llm.same_fact(fact.summary, m.summary, a_entities=fact.entities,
+                                      b_entities=m.entities)
+            for m in current.check_band(candidate, vector)[:2]
+        }
+    applied = current.apply(candidate, vector, same_fact)
     if not applied.replayed:
         metrics.DECISIONS.labels(type=candidate.fact.type, decision=applied.outcome).inc()
         if applied.similarity is not None:

@@ -10,8 +10,8 @@ import time
 
 from faust.types import EventT
 
-from streams import ids, metrics
-from streams.app import app, settings, turns_topic, users_table
+from streams import ids, metrics, policy
+from streams.app import app, buffers_table, settings, turns_topic, users_table
 from streams.errors import InvalidRecord
 from streams.facts import FactPipeline
 from streams.outputs import (
@@ -21,6 +21,7 @@ from streams.outputs import (
     send_event,
     send_progress,
 )
+from streams.services import get_llm
 from streams.trigger import CommandKind, ExplicitCommand
 from streams.validation import parse_turn
 from topics.candidates import Candidate
@@ -34,6 +35,18 @@ log = logging.getLogger(__name__)
 STAGE = "ingest"
 
 fact_pipeline = FactPipeline(settings)
+llm = get_llm()  # logs once when no LLM is configured: rules
+
+
+def remember_turn(turn: Turn) -> list[Turn]:
+    """Append `turn` to its thread's buffer of the last BUFFER_TURNS turns; return the buffer."""
+    key = f"{turn.user_id}|{turn.thread_id}"
+    kept = [Turn.model_validate(t) for t in buffers_table.get(key) or []]
+    if not any(t.turn_id == turn.turn_id for t in kept):  # a replayed turn is not added twice
+        kept = [*kept, turn.model_copy(update={"text": policy.redact(turn.text), "metadata": {}})]
+    kept = kept[-settings.buffer_turns:]
+    buffers_table[key] = [t.model_dump(mode="json") for t in kept]
+    return kept
 
 
 def blocked_topics(user_id: str) -> list[str]:
@@ -67,7 +80,11 @@ async def process_turn(turn: Turn) -> int:
     if not settings.memory_enabled:
         await send_progress(_progress(turn, "disabled"))
         return 0
-    result = fact_pipeline.facts(turn, blocked_topics(turn.user_id))
+    topics = blocked_topics(turn.user_id)
+    if llm.provider is None:
+        result = fact_pipeline.facts(turn, topics)
+    else:
+        result = await fact_pipeline.afacts(turn, topics, llm, remember_turn(turn))
     for reason in result.blocked:
         metrics.POLICY_BLOCKS.labels(reason=reason).inc()
     if result.command is not None and result.command.kind in (CommandKind.forget, CommandKind.dont_remember):

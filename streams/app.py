@@ -81,6 +81,11 @@ applied_table = _table(
     "candidate id -> {outcome, memory_id, event}: a replayed candidate changes nothing and "
     "re-sends the identical event.",
 )
+buffers_table = _table(
+    "buffers",
+    "user_id|thread_id -> the thread's last BUFFER_TURNS turns (secrets redacted): the context "
+    "an LLM trigger and classifier see (seed 004 buffer).",
+)
 audit_table = _table(
     "audit",
     "memory_id -> audit entries (SPEC §3 verbs, actor, time, old and new value); a purge leaves "

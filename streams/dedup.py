@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from streams.embedder import EmbedderProfile
 from streams.memory import Memory
@@ -90,10 +90,13 @@ def decide(
     profile: EmbedderProfile,
     merge_window: timedelta,
     use_heuristics: bool = True,
+    same_fact: Mapping[str, bool] | None = None,
 ) -> DedupDecision:
     """Decide whether a candidate updates its best neighbour or becomes a new memory.
 
-    `neighbours` are active memories of the same user and type, best first.
+    `neighbours` are active memories of the same user and type, best first. `same_fact` holds
+    the LLM's same-fact answers by memory id for check-band neighbours, when one was asked;
+    otherwise the entity/number heuristics decide.
     """
     bands = bands_for(memory_type, profile)
     for memory, score in neighbours:
@@ -108,7 +111,12 @@ def decide(
         if score >= bands.auto:
             return DedupDecision(Action.update, memory, score, "auto_update_band")
         if score >= bands.check_low:
-            if use_heuristics and same_fact_heuristic(summary, entities, memory.summary, memory.entities):
+            if same_fact is not None and memory.id in same_fact:
+                same = same_fact[memory.id]
+            else:
+                same = use_heuristics and same_fact_heuristic(summary, entities, memory.summary,
+                                                              memory.entities)
+            if same:
                 return DedupDecision(Action.update, memory, score, "check_band_same_fact")
             return DedupDecision(Action.create, None, score, "check_band_different_fact")
         break  # neighbours are sorted: nothing further can reach the bands

@@ -4,14 +4,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from streams import policy
 from streams.extraction import RulesExtractor
 from streams.sensitivity import sensitive_categories
 from streams.settings import Settings
-from streams.trigger import CommandKind, ExplicitCommand, rules_trigger
+from streams.trigger import CommandKind, ExplicitCommand, TriggerDecision, rules_trigger
 from topics.candidates import Fact
 from topics.turns import Turn
+
+if TYPE_CHECKING:
+    from streams.providers import GuardedLLM
 
 
 @dataclass
@@ -46,8 +50,24 @@ class FactPipeline:
             self.allowed_types.add("episodic")
 
     def facts(self, turn: Turn, blocked_topics: Sequence[str] = ()) -> TurnFacts:
-        """What to store from `turn`; facts about a topic in `blocked_topics` are dropped."""
+        """What to store from `turn`, by rules; facts about a blocked topic are dropped."""
         decision = rules_trigger(turn)
+        early = self._gate(turn, decision)
+        if early is not None:
+            return early
+        return self._filter(decision, self.extractor.extract(turn), blocked_topics)
+
+    async def afacts(self, turn: Turn, blocked_topics: Sequence[str], llm: GuardedLLM,
+                     context: Sequence[Turn] = ()) -> TurnFacts:
+        """The same, with the LLM trigger and classifier (each falls back to the rules)."""
+        decision = await llm.trigger(turn, context)
+        early = self._gate(turn, decision)
+        if early is not None:
+            return early
+        return self._filter(decision, await llm.extract(turn, context), blocked_topics)
+
+    def _gate(self, turn: Turn, decision: TriggerDecision) -> TurnFacts | None:
+        """An early answer: a hot-path command, nothing worth storing, or a secret in the turn."""
         command = decision.command
         if command is not None and command.kind in (CommandKind.forget, CommandKind.dont_remember):
             return TurnFacts([], decision.confidence, command=command)
@@ -57,10 +77,16 @@ class FactPipeline:
         if not storable:
             # If unsure, don't store (seed 004 §2): a turn carrying a secret yields nothing.
             return TurnFacts([], decision.confidence, [reason or "secret"])
+        return None
+
+    def _filter(self, decision: TriggerDecision, facts: Sequence[Fact],
+                blocked_topics: Sequence[str]) -> TurnFacts:
+        """The policy over extracted facts: secrets, blocked topics, sensitive data, toggles."""
+        command = decision.command
         # Sensitive facts are stored only when the user asked for it in so many words.
         explicit = command is not None and command.kind in (CommandKind.remember, CommandKind.pin)
         kept, blocked = [], []
-        for fact in self.extractor.extract(turn):
+        for fact in facts:
             storable, reason = policy.is_storable(fact.summary)
             if not storable:
                 blocked.append(reason or "secret")

@@ -6,7 +6,7 @@ they are plain dicts. Sending the resulting events is the caller's job.
 """
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -223,8 +223,19 @@ class MemoryState:
         history = [] if purge else list(self.audit.get(memory.id) or [])
         self.audit[memory.id] = [*history, entry]
 
-    def apply(self, candidate: Candidate, vector: np.ndarray) -> Applied:
+    def check_band(self, candidate: Candidate, vector: np.ndarray) -> list[Memory]:
+        """Neighbours in the check band of the dedup bands: those a same-fact check decides."""
+        fact = candidate.fact
+        bands = dedup.bands_for(fact.type, self.config.profile)
+        hits = self.index.user(candidate.turn.user_id).search(
+            vector, self.config.neighbours_k, accept=lambda m: m.is_visible and m.type == fact.type)
+        return [m for m, score in hits if bands.check_low <= score < bands.auto]
+
+    def apply(self, candidate: Candidate, vector: np.ndarray,
+              same_fact: Mapping[str, bool] | None = None) -> Applied:
         """Create or update a memory from `candidate` (embedding `vector`).
+
+        `same_fact`: an LLM's same-fact answers for check-band neighbours, by memory id.
 
         A candidate seen before changes nothing and returns the events it produced then, so a
         replay re-sends identical events (same event_id).
@@ -244,6 +255,7 @@ class MemoryState:
             memory_type=fact.type, summary=fact.summary, entities=fact.entities,
             event_time=turn.ts, neighbours=neighbours, profile=self.config.profile,
             merge_window=self.config.episodic_merge_window, use_heuristics=self.config.use_heuristics,
+            same_fact=same_fact,
         )
         meta = {"similarity": round(decision.score, 4), "reason": decision.reason,
                 "source_turn_id": turn.ref}

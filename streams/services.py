@@ -9,6 +9,7 @@ from typing import Sequence
 import numpy as np
 
 from streams.embedder import Embedder, create_embedder
+from streams.providers import GuardedLLM
 from streams.settings import get_settings
 from streams.vector_index import VectorIndex
 
@@ -17,6 +18,7 @@ log = logging.getLogger(__name__)
 _embedder: Embedder | None = None
 _embedder_lock = threading.Lock()
 _index: VectorIndex | None = None
+_llm: GuardedLLM | None = None
 
 
 def get_embedder() -> Embedder:
@@ -34,6 +36,14 @@ async def embed(texts: Sequence[str]) -> np.ndarray:
     """Embed off the event loop, so heartbeats and the web server keep running."""
     embedder = await asyncio.to_thread(get_embedder)
     return await asyncio.to_thread(embedder.embed, list(texts))
+
+
+def get_llm() -> GuardedLLM:
+    """The LLM facade (provider from the settings, or none: rules), created once per process."""
+    global _llm
+    if _llm is None:
+        _llm = GuardedLLM.from_settings(get_settings())
+    return _llm
 
 
 def get_index() -> VectorIndex:

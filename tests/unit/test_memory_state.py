@@ -99,3 +99,13 @@ def test_purge_leaves_only_content_free_tombstones():
     assert [h["verb"] for h in s.history(a.memory_id)] == ["PURGE"]
     replay = s.apply(cand("1", "Ana has a dog named Luna."), vec(1, 0))
     assert replay.replayed and not s.memories, "a replayed old turn does not resurrect it"
+
+
+def test_an_llm_same_fact_answer_decides_the_check_band():
+    s = state()
+    first = s.apply(cand("1", "Ana's favourite band is Radiohead."), vec(1, 0))
+    # cosine 0.85: check band; the heuristics alone would call these different facts
+    said = cand("2", "Ana loves listening to Thom Yorke's group the most.")
+    assert s.check_band(said, vec(0.85, 0.527))[0].id == first.memory_id
+    merged = s.apply(said, vec(0.85, 0.527), same_fact={first.memory_id: True})
+    assert merged.outcome == "updated" and merged.memory_id == first.memory_id
