@@ -57,7 +57,9 @@ class Settings(BaseSettings):
         "health,religion,politics,address",
         description="Sensitive data kinds not stored unless the user explicitly asks (seed 004).",
     )
-    memory_tiny_llm_model_id: str | None = Field(None, description="Tiny LLM model id; unset: rules.")
+    memory_tiny_llm_model_id: str | None = Field(
+        None, description="Overrides the LLM provider's model id (seed 002 name); unset: provider default."
+    )
 
     # --- dedup bands (seed 002; per embedder profile, see streams/embedder.py) ----------------
     semantic_auto_update: float | None = Field(None, description="Override of the profile's auto band.")
