@@ -89,7 +89,7 @@ def state() -> MemoryState:
         memories=memories_table, applied=applied_table, users=users_table,
         thread_revs=thread_revs_table, index=index_cache.ensure(), audit=audit_table,
         config=DedupConfig(
-            profile=profile(), neighbours_k=settings.memory_neighbors_k,
+            profile=profile(), neighbours_k=settings.memory_neighbors_k, link_min=settings.link_min,
             episodic_merge_window=timedelta(hours=settings.episodic_merge_window_hours),
             use_heuristics=settings.memory_enable_entity_heuristics,
         ),

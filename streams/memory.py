@@ -39,6 +39,9 @@ class Memory(BaseModel):
     valid_to: datetime | None = None
     superseded_by: str | None = None
     related_ids: list[str] = Field(default_factory=list)
+    relations: dict[str, float] = Field(
+        default_factory=dict, description="related_to edges: memory id -> strength (cosine)."
+    )
     consolidated_from: list[str] = Field(default_factory=list)
     source_turn_ids: list[str] = Field(default_factory=list)
     agent_id: str | None = None

@@ -6,7 +6,7 @@ they are plain dicts. Sending the resulting events is the caller's job.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -30,6 +30,7 @@ class DedupConfig:
     neighbours_k: int = 10
     episodic_merge_window: timedelta = timedelta(hours=72)
     use_heuristics: bool = True
+    link_min: float = 0.6
 
 
 @dataclass
@@ -283,9 +284,11 @@ class MemoryState:
                 events.append(self._event("created", memory, turn.thread_id, turn.ts, meta))
                 if decision.action is dedup.Action.supersede and decision.target is not None:
                     events.append(self._supersede(decision.target, memory, turn.thread_id, turn.ts))
-        self._touch_user(turn.user_id, turn.ts, created=outcome == "created")
+        self._touch_user(turn.user_id, turn.ts, created=outcome in ("created", "superseded"))
         if events:
             self._note_turn_memory(candidate, memory.id)
+            if memory.type == "semantic":
+                self._link(memory, neighbours, turn.ts)
         self.applied[cid] = {
             "outcome": outcome, "memory_id": memory.id,
             "events": [e.model_dump(mode="json") for e in events],
@@ -293,6 +296,37 @@ class MemoryState:
         best = neighbours[0][1] if neighbours else None
         return Applied(outcome, memory.id, events, similarity=best)
 
+
+    def _link(self, memory: Memory, neighbours: Sequence[tuple[Memory, float]], ts: datetime) -> None:
+        """`related_to` edges to neighbours scoring at least `link_min`, on both ends, strength =
+        score. Edges are keyed by memory id, so a link is never stored twice."""
+        fresh = {m.id: round(score, 4) for m, score in neighbours
+                 if m.id != memory.id and score >= self.config.link_min
+                 and memory.relations.get(m.id) != round(score, 4)}
+        if not fresh:
+            return
+        current = {i: self.memory(i) for i in fresh}
+        fresh = {i: v for i, v in fresh.items() if (doc := current[i]) is not None and doc.is_visible}
+        if not fresh:
+            return
+        for other_id, strength in [(memory.id, None), *fresh.items()]:
+            doc = self.memory(other_id)
+            if doc is None:
+                continue
+            relations = ({**doc.relations, **fresh} if strength is None
+                         else {**doc.relations, memory.id: strength})
+            linked = doc.model_copy(update={
+                "relations": relations, "related_ids": sorted({*doc.related_ids, *relations})})
+            self._store(linked)
+            self.index.user(doc.user_id).update_doc(linked)
+            self._audit_link(linked, ts, fresh if strength is None else {memory.id: strength})
+
+    def _audit_link(self, memory: Memory, ts: datetime, edges: dict[str, float]) -> None:
+        entry = {"id": ids.event_id(memory.id, "linked", len(memory.relations)), "memory_id": memory.id,
+                 "user_id": memory.user_id, "verb": "LINK", "actor": "system", "ts": ts.isoformat(),
+                 "rev": None, "thread_id": memory.thread_id, "old": None, "new": None,
+                 "meta": {"edges": edges}}
+        self.audit[memory.id] = [*(self.audit.get(memory.id) or []), entry]
 
     def _keyed_decision(self, candidate: Candidate, user_index: Any) -> dedup.DedupDecision | None:
         """A fact with a deterministic entity key (`profile:pet:luna:age`) is the same fact as the

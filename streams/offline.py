@@ -39,6 +39,7 @@ class OfflinePipeline:
             index=VectorIndex(embedder.profile.dim),
             config=DedupConfig(
                 profile=embedder.profile, neighbours_k=settings.memory_neighbors_k,
+                link_min=settings.link_min,
                 episodic_merge_window=timedelta(hours=settings.episodic_merge_window_hours),
                 use_heuristics=settings.memory_enable_entity_heuristics,
             ),

@@ -41,6 +41,7 @@ def rank(
     if not pool:
         return []
     now = now or user_clock(index) or max(m.updated_at for m, _ in pool)
-    hits = [QueryHit(m, sim, ranking.score(m, sim, now, weights)) for m, sim in pool]
+    hits = [QueryHit(m, sim, ranking.score(m, sim, now, weights, max(m.relations.values(), default=0.0)))
+            for m, sim in pool]
     hits.sort(key=lambda h: h.score, reverse=True)
     return hits[:top_k]

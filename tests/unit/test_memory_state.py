@@ -1,6 +1,7 @@
 from datetime import timedelta
 
 import numpy as np
+import pytest
 
 from streams.embedder import MINILM_PROFILE
 from streams.memory_state import DedupConfig, MemoryState, candidate_id
@@ -109,3 +110,17 @@ def test_an_llm_same_fact_answer_decides_the_check_band():
     assert s.check_band(said, vec(0.85, 0.527))[0].id == first.memory_id
     merged = s.apply(said, vec(0.85, 0.527), same_fact={first.memory_id: True})
     assert merged.outcome == "updated" and merged.memory_id == first.memory_id
+
+
+def test_related_memories_are_linked_both_ways_once():
+    s = state()
+    a = s.apply(cand("1", "Ana has a dog named Luna."), vec(1, 0))
+    b = s.apply(cand("2", "Ana walks Luna on the beach every morning."), vec(0.7, 0.714))
+    s.apply(cand("2", "Ana walks Luna on the beach every morning."), vec(0.7, 0.714))  # replay
+    first, second = s.memory(a.memory_id), s.memory(b.memory_id)
+    strength = pytest.approx(0.7, abs=1e-3)
+    assert first.relations == {second.id: strength} and second.relations == {first.id: strength}
+    assert first.related_ids == [second.id]
+    assert [h["verb"] for h in s.history(first.id)] == ["ADD", "LINK"]
+    far = s.apply(cand("3", "Ana works as a nurse."), vec(0, 1))
+    assert s.memory(far.memory_id).relations == {second.id: pytest.approx(0.714, abs=1e-3)}
