@@ -30,7 +30,7 @@ from streams.broker import EmbeddedBroker, create_topics, free_port
 from streams.client import ApiClient, TurnProducer, make_producer
 from streams.errors import BrokerError
 from streams.locomo import LocomoConversation, load_conversation
-from streams.recall import KS, RawTurnBaseline, RecallReport
+from streams.recall import KS, RawTurnBaseline, RecallReport, duplicate_rate
 from topics.names import ALL_TOPICS, MEMORY_PROGRESS
 from topics.turns import Turn
 
@@ -212,6 +212,12 @@ async def broker_raw_rate(broker_url: str, turns: list[Turn], partitions: int, o
         await consumer.stop()
 
 
+async def active_summaries(api_url: str, conversations: list[LocomoConversation]) -> dict[str, list[str]]:
+    async with ApiClient(api_url) as client:
+        return {c.user_id: [m["summary"] for m in await client.memories(c.user_id) if m["state"] == "active"]
+                for c in conversations}
+
+
 async def query_all(api_url: str, conversations: list[LocomoConversation]) -> tuple[RecallReport, list[float]]:
     report, latencies = RecallReport(), []
     async with ApiClient(api_url) as client:
@@ -258,7 +264,12 @@ def run_offline_bench(files: list[Path], console: Console) -> dict[str, Any]:
             hits = pipeline.query(conv.user_id, question.question, max(KS))
             report.add(question.evidence, [(h.memory.summary, h.memory.source_turn_ids) for h in hits])
     created = outcomes.get("created", 0)
+    vectors = {}
+    for conv in conversations:
+        docs = [m for m in pipeline.state.index.user(conv.user_id).docs.values() if m.is_visible]
+        vectors[conv.user_id] = embedder.embed([m.summary for m in docs])
     return {
+        "duplicate_rate": round(duplicate_rate(vectors, embedder.profile.semantic_auto), 4),
         "mode": "offline", "files": [str(p) for p in files], "turns": len(turns),
         "memories_written": created, "memories_updated": outcomes.get("updated", 0),
         "memories_per_turn": round(created / max(len(turns), 1), 4), **report.as_dict(),
@@ -309,10 +320,16 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         raw_rate = asyncio.run(broker_raw_rate(stack.broker_url, turns, partitions, stack.one_record_batches))
         console.print("querying ...")
         report, query_ms = asyncio.run(query_all(stack.api_url, conversations))
+        summaries = asyncio.run(active_summaries(stack.api_url, conversations))
     finally:
         stack.close()
     console.print("raw-turn baseline ...")
-    base = baseline_recall(conversations)
+    from streams.embedder import LocalMiniLMEmbedder
+
+    embedder = LocalMiniLMEmbedder()
+    base = baseline_recall(conversations, embedder)
+    dup = duplicate_rate({u: embedder.embed(s) for u, s in summaries.items()},
+                         embedder.profile.semantic_auto)
 
     e2e = [(result.done_at[k] - result.produced_at[k]) * 1000 for k in result.done_at]
     elapsed = max(result.finished - result.started, 1e-9)
@@ -324,6 +341,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         "memories_written": created,
         "memories_updated": result.outcomes.get("updated", 0),
         "memories_per_turn": round(created / max(len(turns), 1), 4),
+        "duplicate_rate": round(dup, 4),
         "outcomes": result.outcomes,
         "ingest_turns_per_s": round(len(turns) / elapsed, 2),
         "broker_raw_msgs_per_s": round(raw_rate, 2),

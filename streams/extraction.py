@@ -9,24 +9,27 @@ entities, entity key) to the writing constraints of seed 001 §9.
 from __future__ import annotations
 
 import re
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
+from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from streams.policy import find_secrets
 from streams.text_rules import (
-    MIN_SCORE,
     STOPWORDS,
     Signals,
+    Unit,
     clean_sentence,
+    is_past_tense,
     memory_type,
-    scored_sentences,
     sentence_signals,
     signal_tags,
     split_sentences,
     strip_caption,
+    turn_units,
     words,
 )
 from streams.trigger import CommandKind, parse_command
+from streams.writing import normalise_summary, validate_summary
 from topics.candidates import Fact
 from topics.turns import Role, Turn
 
@@ -119,18 +122,25 @@ _CATEGORIES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
                      r"enjoy|art|sport|run|swim|garden|cook"),
     )
 )
-_WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+_WEEKDAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _SHIFT, _WEEK_WORD = {"last": -1, "this": 0, "next": 1}, {-1: "before", 0: "of", 1: "after"}
 _NUM_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-              "seven": 7, "eight": 8, "nine": 9, "ten": 10, "a couple of": 2}
+              "seven": 7, "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a couple": 2,
+              "couple of": 2, "a few": 3, "few": 3}
+_N = r"\d+|a couple(?: of)?|couple of|a few|few|an?|one|two|three|four|five|six|seven|eight|nine|ten"
+_WD = r"(?:mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?\b\.?"
 _REL_DATE = re.compile(
     r"(?P<prep>\b(?:since|from|until|till|by|before|after|of|on|in|during|over)\s+)?"
-    r"(?<!the )\b(?P<phrase>the day before yesterday|yesterday|today|tonight|tomorrow|"
-    r"this (?:morning|afternoon|evening)|last night|(?:last|this|next) (?:week|weekend|month|"
-    r"year)|last (?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?|(?P<n>\d+|a couple of|an?|one|two|three|four|"
-    r"five|six|seven|eight|nine|ten) (?P<unit>day|week|month|year)s? ago)\b(?!['’])",
+    r"(?<!the )\b(?P<phrase>the day before yesterday|the day after tomorrow|yesterday|today|"
+    r"tonight|tomorrow|this (?:morning|afternoon|evening)|last night|"
+    r"(?:last|this|next|past) (?:week|weekend|month|year)|"
+    r"(?:last|next|this|on|this past|this coming) " + _WD + r"|"
+    r"(?P<n>" + _N + r") (?P<unit>day|week|month|year)s? ago|"
+    r"in (?P<n2>" + _N + r") (?P<unit2>day|week|month|year)s?(?! ago)(?! time)|"
+    r"(?:last|this past) (?P<season>summer|winter|spring|fall|autumn))\b(?!['’])",
     re.I,
 )
+_DATEPARSER_SETTINGS = {"PREFER_DATES_FROM": "past", "RETURN_AS_TIMEZONE_AWARE": False}
 
 
 def _fmt(d: date) -> str:
@@ -138,45 +148,114 @@ def _fmt(d: date) -> str:
     return f"{d.day} {d:%B} {d.year}"
 
 
-def _month(d: date, delta: int) -> str:
+@lru_cache(maxsize=4096)
+def _parse_relative(phrase: str, day: date, prefer: str = "past") -> date | None:
+    """`dateparser` on one relative phrase ("last saturday", "2 weeks ago", "next month",
+    "in two weeks") against `day`; None when it cannot read it."""
+    import dateparser  # imported on first use: it costs ~1 s at import
+
+    settings = dict(_DATEPARSER_SETTINGS, PREFER_DATES_FROM=prefer,
+                    RELATIVE_BASE=datetime(day.year, day.month, day.day, 12, 0))
+    try:
+        parsed = dateparser.parse(phrase, languages=["en"], settings=settings)
+    except Exception:  # noqa: BLE001 - a parser failure only means "leave the phrase as it is"
+        return None
+    return parsed.date() if parsed else None
+
+
+def _weekday_phrase(p: str, d: date) -> tuple[str, str] | None:
+    """"last friday" / "next monday" / "on saturday" → ("on", "5 May 2023")."""
+    first, _, rest = p.rpartition(" ")
+    try:
+        wd = next(i for i, name in enumerate(_WEEKDAY_NAMES) if name.startswith(rest[:3]))
+    except StopIteration:
+        return None
+    if first == "on":  # a bare weekday: the most recent one (past tense is the common case)
+        return "on", _fmt(d - timedelta((d.weekday() - wd) % 7 or 7))
+    prefer = "future" if first in ("next", "this coming") else "past"
+    parsed = _parse_relative(f"{'last' if prefer == 'past' else 'next'} {_WEEKDAY_NAMES[wd]}", d,
+                             prefer)
+    if first == "this":  # "this saturday": the one of the current week
+        parsed = d + timedelta(wd - d.weekday())
+    if parsed is None:
+        step = (d.weekday() - wd) % 7 or 7
+        parsed = d - timedelta(step) if prefer == "past" else d + timedelta((wd - d.weekday()) % 7 or 7)
+    return "on", _fmt(parsed)
+
+
+def _month_of(d: date, delta: int) -> str:
     """"April 2023" for the month `delta` months from `d`."""
     m = d.month - 1 + delta
     return f"{date(d.year + m // 12, m % 12 + 1, 1):%B} {d.year + m // 12}"
 
 
-def _relative(phrase: str, n: str | None, unit: str | None, d: date) -> tuple[str, str]:
-    """(preposition, resolved text) for one relative date phrase."""
-    p = phrase.lower().rstrip(".")
+def _relative(m: re.Match[str], d: date) -> tuple[str, str] | None:
+    """(preposition, resolved text) for one relative date match; None to keep it as it is."""
+    p = re.sub(r"\s+", " ", m.group("phrase").lower().rstrip("."))
     first, _, rest = p.partition(" ")
-    if p in ("yesterday", "last night", "the day before yesterday", "tomorrow"):
-        days = {"tomorrow": 1, "the day before yesterday": -2}.get(p, -1)
+    if p in ("yesterday", "last night", "the day before yesterday", "tomorrow",
+             "the day after tomorrow"):
+        days = {"tomorrow": 1, "the day before yesterday": -2, "the day after tomorrow": 2}.get(p, -1)
         return "on", _fmt(d + timedelta(days))
-    if first in _SHIFT and rest in ("week", "weekend"):
-        return "", f"the {rest} {_WEEK_WORD[_SHIFT[first]]} {_fmt(d)}"
-    if first in _SHIFT and rest in ("month", "year"):
-        k = _SHIFT[first]
-        return "in", _month(d, k) if rest == "month" else str(d.year + k)
-    if first == "last":  # a weekday
-        back = (d.weekday() - _WEEKDAYS.index(rest[:3])) % 7 or 7
-        return "on", _fmt(d - timedelta(back))
-    if unit:
-        k = int(n) if n and n.isdigit() else _NUM_WORDS.get((n or "").lower(), 1)
-        u = unit.lower()
-        if u in ("month", "year"):
-            return "in", _month(d, -k) if u == "month" else str(d.year - k)
-        return ("on" if u == "day" else "around"), _fmt(d - timedelta(k * (7 if u == "week" else 1)))
-    return "on", _fmt(d)  # today, tonight, this morning, ...
+    if p in ("today", "tonight") or first == "this" and rest in ("morning", "afternoon", "evening"):
+        return "on", _fmt(d)
+    if first in ("last", "past", "this", "next") and rest in ("week", "weekend"):
+        shift = -1 if first == "past" else _SHIFT[first]
+        return "", f"the {rest} {_WEEK_WORD[shift]} {_fmt(d)}"
+    if first in ("last", "past", "this", "next") and rest in ("month", "year"):
+        shift = -1 if first == "past" else _SHIFT[first]
+        if rest == "year":
+            return "in", str(d.year + shift)
+        parsed = _parse_relative(f"{'last' if shift < 0 else 'next'} month", d) if shift else d
+        return "in", f"{parsed:%B} {parsed.year}" if parsed else _month_of(d, shift)
+    if season := m.group("season"):
+        s = season.lower().replace("autumn", "fall")
+        start = {"spring": 3, "summer": 6, "fall": 9, "winter": 12}[s]
+        year = d.year if d.month > start + 2 or (s == "winter" and d.month > 2) else d.year - 1
+        year = year - 1 if s == "winter" and d.month <= 2 else year
+        return "in", f"{'autumn' if s == 'fall' else s} {year}"
+    if re.fullmatch(r"(?:last|next|this|on|this past|this coming) \w+", p) and not m.group("unit"):
+        return _weekday_phrase(p.replace("this past", "last").replace("this coming", "next"), d)
+    n_raw, unit = (m.group("n"), m.group("unit")) if m.group("unit") else (m.group("n2"), m.group("unit2"))
+    if not unit:
+        return None
+    n_raw, unit = n_raw.lower(), unit.lower()
+    future = bool(m.group("unit2"))
+    if n_raw in ("a few", "few"):  # vague: keep the vagueness, anchor it
+        when = "after" if future else "before"
+        return "", f"a few {unit}s {when} {_fmt(d)}"
+    k = int(n_raw) if n_raw.isdigit() else _NUM_WORDS.get(n_raw, 1)
+    parsed = _parse_relative(f"in {k} {unit}s" if future else f"{k} {unit}s ago", d,
+                             "future" if future else "past")
+    if parsed is None:
+        days = k * {"day": 1, "week": 7, "month": 30, "year": 365}[unit] * (1 if future else -1)
+        parsed = d + timedelta(days)
+    if unit == "year":
+        return "in", str(parsed.year)
+    if unit == "month":
+        return "in", f"{parsed:%B} {parsed.year}"
+    return ("on" if unit == "day" else "around"), _fmt(parsed)
 
 
 def resolve_dates(text: str, day: date) -> str:
-    """Replace relative dates ("yesterday", "last week", "3 days ago") by dates from `day`."""
+    """Replace relative dates by dates from `day`: "yesterday" → "on 7 May 2023", "last
+    Saturday" → "on 6 May 2023", "two weeks ago" → "around 24 April 2023", "next month" →
+    "in June 2023", "last week" → "the week before 8 May 2023" (`dateparser` does the
+    calendar arithmetic; the wording keeps the precision of the phrase)."""
+    past = is_past_tense(text)
+
     def sub(m: re.Match[str]) -> str:
         """Replacement of one relative date match."""
-        prep, resolved = _relative(m.group("phrase"), m.group("n"), m.group("unit"), day)
+        if m.group("phrase").lower().startswith("on ") and not past:
+            return m.group(0)  # "on Saturday": past or coming? only the past tense tells
+        resolved = _relative(m, day)
+        if resolved is None:
+            return m.group(0)
+        prep, value = resolved
         given = (m.group("prep") or "").strip()
         if given:
-            return f"{given} {resolved}" if prep in ("on", "in", "") else f"{given} {prep} {resolved}"
-        return f"{prep} {resolved}".strip()
+            return f"{given} {value}" if prep in ("on", "in", "") else f"{given} {prep} {value}"
+        return f"{prep} {value}".strip()
     return re.sub(r" +", " ", _REL_DATE.sub(sub, text)).replace(" ,", ",").replace(" .", ".")
 
 
@@ -235,15 +314,7 @@ def third_person(sentence: str, name: str, *, assistant: bool = False, family: b
 
 def fit(text: str, max_chars: int) -> str:
     """Tidy a summary: one line, capitalised, ends with a period, ≤ max_chars (word boundary)."""
-    s = _EMOJI.sub("", text)
-    s = re.sub(r"\s+", " ", s).strip().strip("-–—:;, ")
-    s = re.sub(r"\s+([,.!?;:])", r"\1", s)
-    s = re.sub(r"[!?.…]+$", "", s).rstrip(" ,;:")
-    if len(s) + 1 > max_chars:
-        s = s[: max_chars - 1].rsplit(" ", 1)[0]
-        s = re.sub(r"(?:[\s,;:–—-]+(?:and|but|or|so|because|which|that|to|with|the|a|an|of|"
-                   r"in|for|on|at|as|like|who))+\s*$", "", s).rstrip(" ,;:–—-")
-    return (s[:1].upper() + s[1:] + ".") if s else ""
+    return normalise_summary(text, max_chars, max_sentences=0)
 
 
 def _resolve_he_she(sentences: list[str]) -> list[str]:
@@ -301,6 +372,26 @@ def _tags(sentence: str, sig: Signals, speaker: str) -> list[str]:
     return tags
 
 
+_LOWER_OK = re.compile(  # sentence-initial words that are not names: safe to lower-case
+    r"^(?:the|a|an|this|that|these|those|there|it|its|some|all|every|each|both|most|many|much|"
+    r"one|no|not|nothing|something|everything|anything|being|having|life|people|everyone|"
+    r"nobody|family|work|things?|kids?|\w+ing|\w+ly)\b", re.I,
+)
+
+
+def _said(name: str, sentence: str) -> str:
+    """"The hike was steep." said by Ana → "Ana said the hike was steep."."""
+    first = sentence[:1].lower() + sentence[1:] if _LOWER_OK.match(sentence) else sentence
+    return f"{name} said {first}"
+
+
+def _end(sentence: str) -> str:
+    """One sentence of a summary: neutral terminal punctuation ("!" → ".")."""
+    s = _EMOJI.sub("", sentence).strip().rstrip(" ,;:-–—")
+    s = re.sub(r"[!?.…]*!+[!?.…]*$|\.{2,}$|…$", ".", s)
+    return s if s.endswith((".", "?")) else s + "."
+
+
 class RulesExtractor:
     """Turn → up to `max_facts` facts, by rules only (an empty list means skip)."""
 
@@ -308,9 +399,12 @@ class RulesExtractor:
         """At most `max_facts` facts per turn, summaries of at most `max_chars` (≤ 280)."""
         self.max_facts = max_facts
         self.max_chars = min(max_chars, 280)
+        self.stats = {"drafted": 0, "first_pass": 0, "repaired": 0, "rejected": 0}
+        """Writing-constraint counters (seed 001 §9): drafts, drafts that passed as written,
+        drafts repaired (a neighbour sentence dropped), drafts rejected."""
 
     def extract(self, turn: Turn) -> list[Fact]:
-        """Facts worth remembering from `turn`, best first in turn order."""
+        """Facts worth remembering from `turn`, in turn order."""
         if turn.role not in (Role.user, Role.assistant):
             return []
         text, caption = strip_caption(turn.text)
@@ -318,38 +412,68 @@ class RulesExtractor:
             return []  # if unsure, don't store (seed 004 §2)
         if turn.role == Role.user and (cmd := parse_command(text)):
             return self._command_facts(turn, cmd.kind, cmd.payload)
-        picked = self._pick(turn, text)
-        facts = [f for s, sig in picked if (f := self._fact(turn, s, sig, text))]
+        sentences = _resolve_he_she([clean_sentence(s) for s in split_sentences(text)])
+        units = turn_units(sentences, turn.role, (turn.speaker_name,), self.max_facts)
+        facts = [f for u in units if (f := self._unit_fact(turn, u, text))]
         if caption and turn.role == Role.user and len(facts) < self.max_facts \
                 and _VISUAL_CUE.search(text):
-            facts.append(self._caption_fact(turn, caption))
+            if fact := self._caption_fact(turn, caption):
+                facts.append(fact)
         return self._dedup(facts)
 
-    def _pick(self, turn: Turn, text: str) -> list[tuple[str, Signals]]:
-        """The best-scoring storable sentences of the turn, in turn order."""
-        sentences = _resolve_he_she([clean_sentence(s) for s in split_sentences(text)])
-        scored = [c for c in scored_sentences(sentences, turn.role, (turn.speaker_name,))
-                  if c[0] >= MIN_SCORE]
-        best = sorted(scored, key=lambda t: (-t[0], t[1]))[: self.max_facts]
-        return [(s, sig) for _, _, s, sig in sorted(best, key=lambda t: t[1])]
+    def _write(self, turn: Turn, sentences: list[str], own: bool, text: str) -> str:
+        """The summary of one unit: dates resolved, third person, the speaker named."""
+        name, day = turn.speaker_name, _turn_day(turn)
+        family = bool(_FAMILY.search(text))
+        out = []
+        for i, sentence in enumerate(sentences):
+            dated = resolve_dates(sentence, day)
+            rewritten = third_person(dated, name, assistant=turn.role == Role.assistant,
+                                     family=family)
+            if i == 0 and not own:
+                rewritten = _said(name, rewritten)
+            out.append(_end(rewritten))
+        return " ".join(out)
 
-    def _fact(self, turn: Turn, sentence: str, sig: Signals, text: str, *,
-              importance: int | None = None, extra_tags: tuple[str, ...] = ()) -> Fact | None:
-        """One sentence written as a fact, or None when the summary fails validation."""
+    def _unit_fact(self, turn: Turn, unit: Unit, text: str) -> Fact | None:
+        """One unit written as a fact; falls back to its best sentence alone when the pair
+        fails the writing constraints; None when that fails too."""
+        self.stats["drafted"] += 1
+        parts = list(unit.parts)
+        head = max(parts, key=lambda p: (p.own, p.score))
+        attempts = [parts] + ([[head]] if len(parts) > 1 else [])
+        for n, attempt in enumerate(attempts):
+            own = any(p.own for p in attempt)
+            draft = self._write(turn, [p.text for p in attempt], own, text)
+            summary = normalise_summary(draft, self.max_chars)
+            kind = self._kind(" ".join(p.text for p in attempt), head.sig)
+            if validate_summary(summary, kind, max_chars=self.max_chars) or find_secrets(summary):
+                continue
+            if n == 0 and summary == normalise_summary(draft, 10_000, max_sentences=0):
+                self.stats["first_pass"] += 1
+            else:
+                self.stats["repaired"] += 1
+            joined = " ".join(p.text for p in attempt)
+            return self._make(turn, summary, kind, joined, head.sig)
+        self.stats["rejected"] += 1
+        return None
+
+    @staticmethod
+    def _kind(sentence: str, sig: Signals) -> str:
+        """semantic | episodic | procedural; a deterministic key makes it semantic."""
+        return "semantic" if _entity_key(sentence) else memory_type(sentence, sig)
+
+    def _make(self, turn: Turn, summary: str, kind: str, source: str, sig: Signals, *,
+              importance: int | None = None, extra_tags: tuple[str, ...] = ()) -> Fact:
+        """The fact record: category, importance, tags, entities and key from `source`."""
         name = turn.speaker_name
-        key = _entity_key(sentence)
-        kind = "semantic" if key else memory_type(sentence, sig)
-        dated = resolve_dates(sentence, _turn_day(turn))
-        rewritten = third_person(dated, name, assistant=turn.role == Role.assistant,
-                                 family=bool(_FAMILY.search(text)))
-        summary = fit(rewritten, self.max_chars)
-        if len(words(summary)) < 3 or find_secrets(summary):
-            return None
+        key = _entity_key(source)
+        full = sentence_signals(source)
         return Fact(
-            type=kind, summary=summary, category=_category(sentence),
-            importance=importance or _importance(sentence, sig, key),
-            tags=list(dict.fromkeys([*extra_tags, *_tags(sentence, sig, name)]))[:6],
-            entities=_entities(sentence, sig, name), entity_key=key,
+            type=kind, summary=summary, category=_category(source),
+            importance=importance or _importance(source, full, key),
+            tags=list(dict.fromkeys([*extra_tags, *_tags(source, full, name)]))[:6],
+            entities=_entities(source, full, name), entity_key=key,
         )
 
     def _command_facts(self, turn: Turn, kind: CommandKind, payload: str) -> list[Fact]:
@@ -357,16 +481,22 @@ class RulesExtractor:
         if kind not in (CommandKind.remember, CommandKind.pin) or not payload:
             return []
         importance = 5 if kind == CommandKind.pin else 4
-        fact = self._fact(turn, payload, sentence_signals(payload), payload,
-                          importance=importance, extra_tags=("explicit",))
-        return [fact] if fact else []
+        sig = sentence_signals(payload)
+        summary = normalise_summary(self._write(turn, [payload], True, payload), self.max_chars)
+        if validate_summary(summary, "semantic", max_chars=self.max_chars) or find_secrets(summary):
+            return []
+        kind_ = self._kind(payload, sig)
+        return [self._make(turn, summary, kind_, payload, sig, importance=importance,
+                           extra_tags=("explicit",))]
 
-    def _caption_fact(self, turn: Turn, caption: str) -> Fact:
+    def _caption_fact(self, turn: Turn, caption: str) -> Fact | None:
         """A shared image (LoCoMo caption) as a low-importance fact."""
         photo = re.match(r"an?\s+(?:photo|photograph|photography|picture|image|screenshot)\b",
                          caption, re.I)
         what = caption if photo else f"an image of {caption}"
-        summary = fit(f"{turn.speaker_name} shared {what}", self.max_chars)
+        summary = normalise_summary(f"{turn.speaker_name} shared {what}", self.max_chars)
+        if validate_summary(summary, "semantic", max_chars=self.max_chars):
+            return None
         sig = sentence_signals(caption)
         return Fact(type="semantic", summary=summary, category="Personal", importance=2,
                     tags=["image", *_tags(caption, sig, turn.speaker_name)][:5],

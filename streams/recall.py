@@ -109,3 +109,20 @@ class RawTurnBaseline:
         scores = vectors @ np.asarray(query_vec, dtype=np.float32).ravel()
         top = np.argsort(-scores, kind="stable")[:k]
         return [(self._texts[user_id][i], [self._refs[user_id][i]]) for i in top]
+
+
+def duplicate_rate(vectors_by_user: dict[str, np.ndarray], threshold: float) -> float:
+    """Share of memories that have another memory of the same user at cosine >= `threshold`.
+
+    Rows must be L2-normalised. This is the "pairs above the auto-update band" measure of a
+    store that dedups well: it should stay near zero.
+    """
+    total = dupes = 0
+    for vectors in vectors_by_user.values():
+        if len(vectors) == 0:
+            continue
+        sims = vectors @ vectors.T
+        np.fill_diagonal(sims, -1.0)
+        dupes += int((sims.max(axis=1) >= threshold).sum())
+        total += len(vectors)
+    return dupes / total if total else 0.0

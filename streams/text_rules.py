@@ -245,6 +245,11 @@ def memory_type(sentence: str, signals: Signals | None = None) -> str:
     return "semantic"
 
 
+def is_past_tense(sentence: str) -> bool:
+    """A past-tense verb and no plan ("we hiked on Saturday", not "we'll hike on Saturday")."""
+    return bool(_PAST_VERB.search(sentence)) and not _PLAN.search(sentence)
+
+
 def clean_sentence(sentence: str) -> str:
     """Drop interjections and hedges; give subjectless chat ("Gonna …") its subject back."""
     s = _LEADING.sub("", _SINCE_WE_SPOKE.sub("", _YOU_KNOW.sub("", sentence))).strip()
@@ -288,6 +293,37 @@ def fact_score(sentence: str, sig: Signals) -> float:
     return s
 
 
+def own_sentence(sentence: str, sig: Signals) -> bool:
+    """About the speaker: first person and no second person."""
+    return sig.first_person and not sig.second_person
+
+
+def other_score(sentence: str, sig: Signals) -> float:
+    """Content score of a sentence without first person ("She is 3.", "The hike was steep.").
+
+    Lower than `fact_score` for the same content: such a sentence is mostly context for a
+    neighbouring first-person sentence; it stands alone only with strong signals (named
+    entities, numbers, dates, a preference or an event).
+    """
+    s = 1.0 * sig.preference + 1.0 * sig.plan + 1.0 * sig.life_event
+    s += 0.5 * (min(len(sig.entities), 3) + sig.number + sig.time_anchor)
+    s += 0.5 if sig.n_words >= 6 else (-1.0 if sig.n_words < 4 else 0.0)
+    if _ANAPHORIC.match(sentence):
+        s -= 2.0
+    return s
+
+
+def is_anaphoric(sentence: str) -> bool:
+    """Opens on a pronoun or demonstrative ("It was great", "They're called …")."""
+    return bool(_ANAPHORIC.match(sentence))
+
+
+def skippable(sentence: str, names: tuple[str, ...] = ()) -> bool:
+    """Greeting, filler, question, proposal, encouragement or reaction: never a fact."""
+    return (not sentence or is_greeting(sentence, names) or is_filler(sentence)
+            or is_question(sentence) or bool(_NOT_A_FACT.match(sentence)))
+
+
 def signal_tags(sig: Signals) -> list[str]:
     """Names of the signals that fired, as tags."""
     return [t for t, on in (("preference", sig.preference), ("plan", sig.plan),
@@ -313,3 +349,137 @@ def scored_sentences(sentences: list[str], role: Role,
         elif not sig.second_person and sig.first_person and content_words(s) >= 2:
             out.append((fact_score(s, sig), i, s, sig))
     return out
+
+
+# --- units: the sentences one fact is written from -----------------------------------------
+
+_REFERS_BACK = re.compile(
+    r"\b(?:it|its|it's|this|that|these|those|they|them|their|there|he|she|him|his|her|hers)\b",
+    re.I,
+)
+MAX_UNIT_SENTENCES = 2
+
+
+@dataclass(frozen=True)
+class Part:
+    """One content sentence of a turn: cleaned text, position, score, signals, whether it is
+    about the speaker (first person) or context (no first person)."""
+
+    index: int
+    text: str
+    score: float
+    sig: Signals
+    own: bool
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One to `MAX_UNIT_SENTENCES` adjacent content sentences that make one fact together."""
+
+    parts: tuple[Part, ...]
+
+    @property
+    def score(self) -> float:
+        """Best part's score, plus a little for context that names things."""
+        best = max(p.score if p.own else p.score - 0.5 for p in self.parts)
+        extra = sum(0.25 for p in self.parts if p.sig.entities or p.sig.number)
+        return best + min(extra, 0.5) * (len(self.parts) > 1)
+
+    @property
+    def own(self) -> bool:
+        """Some part is about the speaker."""
+        return any(p.own for p in self.parts)
+
+    @property
+    def index(self) -> int:
+        return self.parts[0].index
+
+
+def content_parts(sentences: list[str], role: Role, names: tuple[str, ...] = ()) -> list[Part | None]:
+    """Per cleaned sentence: its `Part`, or None when it is not content.
+
+    User turns: first-person sentences about the speaker score by `fact_score`; sentences with
+    no first or second person are context scored by `other_score`; sentences about the listener
+    (second person without first person) are dropped. Assistant turns: decisions only.
+    """
+    out: list[Part | None] = []
+    for i, s in enumerate(sentences):
+        if skippable(s, names) or content_words(s) < 2:
+            out.append(None)
+            continue
+        sig = sentence_signals(s)
+        if role == Role.assistant:
+            out.append(Part(i, s, MIN_SCORE, sig, True) if sig.decision else None)
+        elif own_sentence(s, sig):
+            out.append(Part(i, s, fact_score(s, sig), sig, True))
+        elif not sig.first_person and not sig.second_person:
+            out.append(Part(i, s, other_score(s, sig), sig, False))
+        else:
+            out.append(None)
+    return out
+
+
+def _depends(part: Part) -> bool:
+    """Whether a sentence leans on the one before it: it opens on a pronoun, or it is context
+    without first person."""
+    return is_anaphoric(part.text) or not part.own
+
+
+def _refers_back(part: Part) -> bool:
+    """Whether a sentence mentions something named before it ("… her style", "… it")."""
+    return is_anaphoric(part.text) or bool(_REFERS_BACK.search(part.text))
+
+
+SHORT_CHARS = 60
+"""A head sentence shorter than this takes its next content sentence along (richer facts)."""
+
+
+def _context(parts: list[Part | None], head: Part) -> Part | None:
+    """The neighbouring sentence that makes `head` self-contained or richer, if any."""
+    i = head.index
+    before = parts[i - 1] if i > 0 else None
+    after = parts[i + 1] if i + 1 < len(parts) else None
+    import os
+    flags = os.environ.get("XB_CTX", "bds")
+    if "b" in flags and before is not None and _refers_back(head):
+        return before
+    if "d" in flags and after is not None and _depends(after):
+        return after
+    if "s" in flags and after is not None and len(head.text) < SHORT_CHARS:
+        return after
+    return None
+
+
+def turn_units(sentences: list[str], role: Role, names: tuple[str, ...] = (),
+               max_units: int = 3) -> list[Unit]:
+    """The best `max_units` units of a turn, in turn order.
+
+    Heads are the content sentences scoring `MIN_SCORE` or more (context sentences without
+    first person must not open on a pronoun). Each head takes one neighbour along when the
+    neighbour is needed or adds content (`_context`); two heads that end up sharing a sentence
+    become one unit.
+    """
+    parts = content_parts(sentences, role, names)
+    heads = [p for p in parts if p is not None and p.score >= MIN_SCORE
+             and (p.own or not is_anaphoric(p.text))]
+    heads.sort(key=lambda p: (-(p.score if p.own else p.score - 0.5), p.index))
+    chosen: list[set[int]] = []
+    for head in heads:
+        if len(chosen) >= max_units:
+            break
+        if any(head.index in c for c in chosen):
+            continue
+        ctx = _context(parts, head)
+        group = {head.index} | ({ctx.index} if ctx is not None else set())
+        overlap = [c for c in chosen if c & group]
+        if overlap:
+            merged = set().union(*overlap) | group
+            if len(merged) > MAX_UNIT_SENTENCES:
+                group = {head.index}
+                overlap = []
+            else:
+                group = merged
+                chosen = [c for c in chosen if c not in overlap]
+        chosen.append(group)
+    units = [Unit(tuple(parts[i] for i in sorted(c))) for c in chosen]  # type: ignore[misc]
+    return sorted(units, key=lambda u: u.index)

@@ -89,3 +89,14 @@ def test_baseline_is_per_user_and_feeds_report():
     report = RecallReport()
     report.add(["D1:2"], baseline.search("u1", query, 20))
     assert report.as_dict()["recall_any"][5] == pytest.approx(1.0)
+
+
+def test_duplicate_rate_counts_memories_with_a_near_twin():
+    import numpy as np
+
+    from streams.recall import duplicate_rate
+
+    a = np.array([[1.0, 0.0], [0.999, 0.0447], [0.0, 1.0]], dtype=np.float32)
+    a /= np.linalg.norm(a, axis=1, keepdims=True)
+    assert duplicate_rate({"u": a}, 0.9) == 2 / 3
+    assert duplicate_rate({"u": a[[0, 2]]}, 0.9) == 0.0
