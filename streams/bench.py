@@ -361,6 +361,7 @@ def render_report(report: dict[str, Any], console: Console) -> None:
     table.add_row("turns", str(report["turns"]), "")
     table.add_row("memories written (per turn)",
                   f"{report['memories_written']} ({report['memories_per_turn']})", "")
+    table.add_row("duplicate rate", f"{report['duplicate_rate']:.2%}", "")
     if "ingest_turns_per_s" in report:  # absent offline
         table.add_row("ingest turns/s  |  broker raw msgs/s", f"{report['ingest_turns_per_s']}",
                       f"{report['broker_raw_msgs_per_s']}")
