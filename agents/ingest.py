@@ -12,8 +12,9 @@ from faust.types import EventT
 
 from streams import ids, metrics, policy
 from streams.app import app, buffers_table, settings, turns_topic, users_table
+from streams.episodic import Observed, observe, rules_from
 from streams.errors import InvalidRecord
-from streams.facts import FactPipeline
+from streams.facts import FactPipeline, candidates_of, hot_command, mentions_topic
 from streams.outputs import (
     send_candidate,
     send_command,
@@ -24,8 +25,6 @@ from streams.outputs import (
 from streams.services import get_llm
 from streams.trigger import CommandKind, ExplicitCommand
 from streams.validation import parse_turn
-from topics.candidates import Candidate
-from topics.commands import Command
 from topics.dlq import DeadLetter
 from topics.events import MemoryEvent
 from topics.progress import TurnProgress
@@ -38,15 +37,16 @@ fact_pipeline = FactPipeline(settings)
 llm = get_llm()  # logs once when no LLM is configured: rules
 
 
-def remember_turn(turn: Turn) -> list[Turn]:
-    """Append `turn` to its thread's buffer of the last BUFFER_TURNS turns; return the buffer."""
+EPISODES = rules_from(settings)
+
+
+def observe_turn(turn: Turn) -> Observed:
+    """Add the turn to its thread's buffer (secrets redacted) and see if it closes an episode."""
     key = f"{turn.user_id}|{turn.thread_id}"
-    kept = [Turn.model_validate(t) for t in buffers_table.get(key) or []]
-    if not any(t.turn_id == turn.turn_id for t in kept):  # a replayed turn is not added twice
-        kept = [*kept, turn.model_copy(update={"text": policy.redact(turn.text), "metadata": {}})]
-    kept = kept[-settings.buffer_turns:]
-    buffers_table[key] = [t.model_dump(mode="json") for t in kept]
-    return kept
+    observed = observe(buffers_table.get(key), turn, EPISODES, settings.episodic_window_n,
+                       policy.redact)
+    buffers_table[key] = observed.entry
+    return observed
 
 
 def blocked_topics(user_id: str) -> list[str]:
@@ -67,11 +67,7 @@ async def send_hot_command(turn: Turn, command: ExplicitCommand) -> None:
     The turn counts as done when that stage reports it applied (its progress record), so its
     events are out before the turn is finished.
     """
-    await send_command(Command(
-        command_id=f"{turn.ref}:{command.kind.value}", kind=command.kind.value,
-        user_id=turn.user_id, ts=turn.ts, thread_id=turn.thread_id, turn_id=turn.turn_id,
-        query=command.payload or None, actor=turn.actor_id or turn.speaker or "user",
-    ))
+    await send_command(hot_command(turn, command))
     await send_progress(_progress(turn, "command", fact_count=1))
 
 
@@ -81,27 +77,29 @@ async def process_turn(turn: Turn) -> int:
         await send_progress(_progress(turn, "disabled"))
         return 0
     topics = blocked_topics(turn.user_id)
+    observed = observe_turn(turn)
     if llm.provider is None:
         result = fact_pipeline.facts(turn, topics)
     else:
-        result = await fact_pipeline.afacts(turn, topics, llm, remember_turn(turn))
+        result = await fact_pipeline.afacts(turn, topics, llm, observed.context)
     for reason in result.blocked:
         metrics.POLICY_BLOCKS.labels(reason=reason).inc()
     if result.command is not None and result.command.kind in (CommandKind.forget, CommandKind.dont_remember):
         metrics.TURNS.labels(outcome="command").inc()
         await send_hot_command(turn, result.command)
         return 0
-    facts, confidence = result.facts, result.confidence
-    if not facts:
+    episode = observed.episode if settings.episodic_enabled else None
+    if episode is not None and mentions_topic(episode.summary, topics):
+        episode = None
+    candidates = candidates_of(turn, result, episode, observed.refs)
+    if not candidates:
         metrics.TURNS.labels(outcome="skipped").inc()
         await send_progress(_progress(turn, "skipped"))
         return 0
     metrics.TURNS.labels(outcome="candidates").inc()
-    for index, fact in enumerate(facts):
-        candidate = Candidate(
-            turn=turn, fact=fact, fact_index=index, fact_count=len(facts), confidence=confidence
-        )
-        memory_id = ids.memory_id(turn.user_id, turn.ref, index)
+    for candidate in candidates:
+        fact, confidence = candidate.fact, candidate.confidence
+        memory_id = ids.memory_id(turn.user_id, turn.ref, candidate.fact_index)
         metrics.CANDIDATES.labels(type=fact.type).inc()
         await send_event(
             MemoryEvent(
@@ -112,7 +110,7 @@ async def process_turn(turn: Turn) -> int:
             )
         )
         await send_candidate(candidate)
-    return len(facts)
+    return len(candidates)
 
 
 async def handle_record(event: EventT) -> int:

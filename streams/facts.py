@@ -11,7 +11,8 @@ from streams.extraction import RulesExtractor
 from streams.sensitivity import sensitive_categories
 from streams.settings import Settings
 from streams.trigger import CommandKind, ExplicitCommand, TriggerDecision, rules_trigger
-from topics.candidates import Fact
+from topics.candidates import Candidate, Fact
+from topics.commands import Command
 from topics.turns import Turn
 
 if TYPE_CHECKING:
@@ -98,3 +99,24 @@ class FactPipeline:
                 pinned = command is not None and command.kind == CommandKind.pin
                 kept.append(fact.model_copy(update={"pinned": True}) if pinned else fact)
         return TurnFacts(kept, decision.confidence, blocked, command)
+
+
+def hot_command(turn: Turn, command: ExplicitCommand) -> Command:
+    """The `memory.commands` record of a command said in a chat turn (forget, don't remember)."""
+    return Command(
+        command_id=f"{turn.ref}:{command.kind.value}", kind=command.kind.value,  # type: ignore[arg-type]
+        user_id=turn.user_id, ts=turn.ts, thread_id=turn.thread_id, turn_id=turn.turn_id,
+        query=command.payload or None, actor=turn.actor_id or turn.speaker or "user",
+    )
+
+
+def candidates_of(turn: Turn, result: TurnFacts, episode: Fact | None = None,
+                  episode_refs: Sequence[str] = ()) -> list[Candidate]:
+    """The turn's candidates: its facts, then the episode it closes (provenance: the window)."""
+    facts = [*result.facts, *([episode] if episode is not None else [])]
+    return [
+        Candidate(turn=turn, fact=fact, fact_index=i, fact_count=len(facts),
+                  confidence=result.confidence,
+                  source_refs=list(episode_refs) if fact is episode else [])
+        for i, fact in enumerate(facts)
+    ]

@@ -15,6 +15,7 @@ import numpy as np
 
 from streams import dedup, ids
 from streams.embedder import EmbedderProfile
+from streams.episodic import time_bucket, user_zone
 from streams.memory import Memory
 from streams.vector_index import VectorIndex, encode_vector
 from topics.candidates import Candidate
@@ -51,11 +52,16 @@ def candidate_id(candidate: Candidate) -> str:
 
 def new_memory(candidate: Candidate, memory_id: str, vector: np.ndarray) -> Memory:
     turn, fact = candidate.turn, candidate.fact
+    buckets: dict[str, Any] = {}
+    if fact.type == "episodic":
+        date_iso, week, year = time_bucket(turn.ts, user_zone(turn))
+        buckets = {"date_iso": date_iso, "week": week, "year": year}
     return Memory(
+        **buckets,
         id=memory_id, user_id=turn.user_id, type=fact.type, category=fact.category,
         summary=fact.summary, tags=fact.tags, entities=fact.entities, entity_key=fact.entity_key,
         source=turn.source, importance=fact.importance, pinned=fact.pinned, created_at=turn.ts, updated_at=turn.ts,
-        last_accessed=turn.ts, valid_from=turn.ts, source_turn_ids=[turn.ref],
+        last_accessed=turn.ts, valid_from=turn.ts, source_turn_ids=list(candidate.refs),
         agent_id=turn.agent_id, run_id=turn.run_id, actor_id=turn.actor_id, role=turn.role.value,
         thread_id=turn.thread_id, embedding_b64=encode_vector(vector),
     )
@@ -70,7 +76,8 @@ def merged_memory(target: Memory, candidate: Candidate) -> Memory:
             "entities": sorted(set(target.entities) | set(fact.entities)),
             "importance": max(target.importance, fact.importance),
             "pinned": target.pinned or fact.pinned,
-            "source_turn_ids": [*target.source_turn_ids, turn.ref],
+            "source_turn_ids": [*target.source_turn_ids,
+                                *(r for r in candidate.refs if r not in target.source_turn_ids)],
             "last_accessed": max(target.last_accessed, turn.ts),
             "updated_at": max(target.updated_at, turn.ts),
             "last_verified_at": turn.ts,
@@ -263,7 +270,7 @@ class MemoryState:
         events: list[MemoryEvent] = []
         if decision.action is dedup.Action.update and decision.target is not None:
             target = decision.target
-            if turn.ref in target.source_turn_ids:
+            if set(candidate.refs) <= set(target.source_turn_ids):
                 outcome, memory = "duplicate", target
             else:
                 outcome, memory = "updated", merged_memory(target, candidate)

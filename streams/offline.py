@@ -8,14 +8,17 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Iterable
 
-from streams import ranking
+from streams import policy, ranking
 from streams.embedder import Embedder
-from streams.facts import FactPipeline
+from streams.episodic import observe, rules_from
+from streams.facts import FactPipeline, candidates_of, hot_command, mentions_topic
 from streams.memory_state import Applied, DedupConfig, MemoryState
 from streams.query import QueryHit, rank
 from streams.settings import Settings
+from streams.trigger import CommandKind
 from streams.vector_index import VectorIndex
 from topics.candidates import Candidate
+from topics.commands import Command
 from topics.turns import Turn
 
 
@@ -45,25 +48,51 @@ class OfflinePipeline:
             ),
         )
         self.weights = rank_weights(settings)
+        self.buffers: dict[str, dict] = {}
+        self.episodes = rules_from(settings)
 
     def ingest(self, turns: Iterable[Turn], batch: int = 64) -> list[Applied]:
-        """Run turns through extraction and dedup, embedding in batches like the worker."""
-        candidates: list[Candidate] = []
+        """Run turns through extraction and dedup, embedding in batches like the worker.
+
+        A hot-path command said in a turn (forget, "don't remember this") is applied before
+        the turns after it, as in the worker.
+        """
+        applied: list[Applied] = []
+        pending: list[Candidate] = []
+
+        def flush() -> None:
+            for start in range(0, len(pending), batch):
+                chunk = pending[start:start + batch]
+                vectors = self.embedder.embed([c.fact.summary for c in chunk])
+                applied.extend(self.state.apply(c, v) for c, v in zip(chunk, vectors))
+            pending.clear()
+
         for turn in turns:
             if not self.settings.memory_enabled:
                 continue
-            result = self.facts.facts(turn)
-            candidates.extend(
-                Candidate(turn=turn, fact=fact, fact_index=i, fact_count=len(result.facts),
-                          confidence=result.confidence)
-                for i, fact in enumerate(result.facts)
-            )
-        applied: list[Applied] = []
-        for start in range(0, len(candidates), batch):
-            chunk = candidates[start:start + batch]
-            vectors = self.embedder.embed([c.fact.summary for c in chunk])
-            applied.extend(self.state.apply(c, v) for c, v in zip(chunk, vectors))
+            topics = self.state.blocked_topics(turn.user_id)
+            key = f"{turn.user_id}|{turn.thread_id}"
+            observed = observe(self.buffers.get(key), turn, self.episodes,
+                               self.settings.episodic_window_n, policy.redact)
+            self.buffers[key] = observed.entry
+            result = self.facts.facts(turn, topics)
+            if result.command is not None and result.command.kind in (
+                    CommandKind.forget, CommandKind.dont_remember):
+                flush()
+                applied.append(self.command(hot_command(turn, result.command)))
+                continue
+            episode = observed.episode if self.settings.episodic_enabled else None
+            if episode is not None and mentions_topic(episode.summary, topics):
+                episode = None
+            pending.extend(candidates_of(turn, result, episode, observed.refs))
+        flush()
         return applied
+
+    def command(self, command: Command) -> Applied:
+        """Apply one `memory.commands` record."""
+        text = command.text if command.kind == "edit" else command.query
+        vector = self.embedder.embed([text])[0] if text else None
+        return self.state.apply_command(command, vector)
 
     def query(self, user_id: str, text: str, top_k: int) -> list[QueryHit]:
         vector = self.embedder.embed([text])[0]

@@ -31,3 +31,11 @@ class Candidate(BaseModel):
     fact_index: int = Field(ge=0)
     fact_count: int = Field(ge=1)
     confidence: float = Field(ge=0.0, le=1.0)
+    source_refs: list[str] = Field(
+        default_factory=list,
+        description="Provenance when it is more than `turn`: an episode covers its window.",
+    )
+
+    @property
+    def refs(self) -> list[str]:
+        return self.source_refs or [self.turn.ref]
