@@ -144,7 +144,7 @@ def metrics(pairs: Sequence[Pair], actions: Sequence[Action]) -> dict[str, Any]:
 
 
 def _grid(start: float, stop: float, step: float) -> list[float]:
-    n = int(round((stop - start) / step))
+    n = round((stop - start) / step)
     return [round(start + i * step, 4) for i in range(n + 1)]
 
 
@@ -222,12 +222,12 @@ def format_report(result: Mapping[str, Any], top: int = 15) -> str:
     """A plain-text table of one `evaluate_bands` result."""
     cur, bands = result["current"], result["bands"]
     lines = [
-        f"profile {result['profile']}  pairs {result['pairs']}  "
-        f"bands auto={bands['auto']:.2f} check_low={bands['check_low']:.2f}",
-        f"  same fact at current bands: P={cur['precision']:.3f} R={cur['recall']:.3f} "
-        f"F1={cur['f1']:.3f} (tp={cur['tp']} fp={cur['fp']} fn={cur['fn']} tn={cur['tn']}); "
-        f"changed values superseded {cur['changed_value_supersede_rate']:.0%}, "
-        f"merged {cur['changed_value_merged']}",
+        (f"profile {result['profile']}  pairs {result['pairs']}  "
+         f"bands auto={bands['auto']:.2f} check_low={bands['check_low']:.2f}"),
+        (f"  same fact at current bands: P={cur['precision']:.3f} R={cur['recall']:.3f} "
+         f"F1={cur['f1']:.3f} (tp={cur['tp']} fp={cur['fp']} fn={cur['fn']} tn={cur['tn']}); "
+         f"changed values superseded {cur['changed_value_supersede_rate']:.0%}, "
+         f"merged {cur['changed_value_merged']}"),
         "  cosine by kind:",
     ]
     for kind, s in result["scores"].items():

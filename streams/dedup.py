@@ -37,47 +37,86 @@ def bands_for(memory_type: str, profile: EmbedderProfile) -> Bands:
     return Bands(profile.semantic_auto, profile.semantic_check_low)
 
 
-_NUMBER = re.compile(r"\b\d+(?:[.,]\d+)?\b")
+_NUMBER = re.compile(r"\b(\d+(?:[.,]\d+)?)(?:st|nd|rd|th|s)?\b")
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve".split())}
+_NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.I)
+_MONTH = re.compile(r"\b(January|February|March|April|May|June|July|August|September|October|"
+                    r"November|December)\b")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
+# Polarity: a fact and its negation or its opposite preference are a changed value, not a repeat.
+_NEGATION = re.compile(r"\b(?:not|no longer|never|anymore|any more|doesn't|don't|isn't|stopped|quit)\b",
+                       re.I)
+_LIKES = re.compile(r"\b(?:love[sd]?|like[sd]?|enjoy(?:s|ed)?|adore[sd]?|prefer(?:s|red)?)\b", re.I)
+_DISLIKES = re.compile(r"\b(?:hate[sd]?|dislike[sd]?|can't stand|detest(?:s|ed)?)\b", re.I)
+_TIME_WORDS = frozenset("now nowadays currently these days lately still again".split())
+_STOP = frozenset("the a an and or of to in on at for with is was are were has have had be been "
+                  "his her their its this that who which".split())
 
 
-def _numbers(text: str) -> set[str]:
-    return set(_NUMBER.findall(text))
+def _values(text: str) -> set[str]:
+    """Numbers (ordinals and words included) and month names: the values a fact can change."""
+    found = {m.group(1).replace(",", "") for m in _NUMBER.finditer(text)}
+    found |= {_NUMBER_WORDS[w.lower()] for w in _NUMBER_WORD.findall(text)}
+    found |= {m.lower() for m in _MONTH.findall(text)}
+    return found
 
 
 def _entities(summary: str, entities: Sequence[str]) -> set[str]:
-    """Entity set for the heuristic: declared entities, else capitalised words past the first."""
-    if entities:
-        return {e.lower() for e in entities}
+    """Names for the heuristic: declared entities that are not numbers, else capitalised words
+    past the first."""
+    named = {e.lower() for e in entities if not any(ch.isdigit() for ch in e)}
+    if named:
+        return named
     words = _WORD.findall(summary)
     return {w.lower() for w in words[1:] if w[0].isupper()}
 
 
+def _content(text: str) -> set[str]:
+    """Content words, leaving out polarity and time words (they are what changes, not what
+    the fact is about)."""
+    text = _LIKES.sub(" ", _DISLIKES.sub(" ", _NEGATION.sub(" ", text)))
+    return {w.lower().removesuffix("'s") for w in _WORD.findall(text)
+            if w.lower() not in _STOP | _TIME_WORDS and len(w) > 2}
+
+
+def _polarity(text: str) -> tuple[bool, int]:
+    return bool(_NEGATION.search(text)), (1 if _LIKES.search(text) else 0) - (1 if _DISLIKES.search(text) else 0)
+
+
 def conflicting_values(a_summary: str, b_summary: str) -> bool:
-    """Both state numbers (ages, amounts, years, dates) and they differ."""
-    na, nb = _numbers(a_summary), _numbers(b_summary)
-    return bool(na and nb and na != nb)
+    """Each states a value (number, date, month) the other does not: "Luna is 3" / "Luna is 4".
+
+    A value present on one side only ("turned 7 in May" / "had her 7th birthday in May 2023")
+    is more detail, not a conflict.
+    """
+    va, vb = _values(a_summary), _values(b_summary)
+    return bool(va - vb) and bool(vb - va)
+
+
+def opposite_polarity(a_summary: str, b_summary: str) -> bool:
+    """One negates what the other states, or likes what the other dislikes."""
+    (neg_a, like_a), (neg_b, like_b) = _polarity(a_summary), _polarity(b_summary)
+    return neg_a != neg_b or like_a * like_b < 0
 
 
 def same_subject(a_summary: str, a_entities: Sequence[str], b_summary: str, b_entities: Sequence[str]) -> bool:
-    """Entity overlap >= 70 % (seed 002's threshold)."""
+    """Entity overlap >= 70 % (seed 002's threshold); without names, most content words shared."""
     ea, eb = _entities(a_summary, a_entities), _entities(b_summary, b_entities)
-    return bool(ea or eb) and len(ea & eb) / max(len(ea | eb), 1) >= 0.7
+    if ea or eb:
+        return len(ea & eb) / max(len(ea | eb), 1) >= 0.7
+    ca, cb = _content(a_summary), _content(b_summary)
+    return len(ca & cb) / max(len(ca | cb), 1) >= 0.5
 
 
 def same_fact_heuristic(
     a_summary: str, a_entities: Sequence[str], b_summary: str, b_entities: Sequence[str]
 ) -> bool:
-    """Seed 002: entity overlap >= 70 % and no conflicting number or date."""
-    ea, eb = _entities(a_summary, a_entities), _entities(b_summary, b_entities)
-    if ea or eb:
-        overlap = len(ea & eb) / max(len(ea | eb), 1)
-        if overlap < 0.7:
-            return False
-    na, nb = _numbers(a_summary), _numbers(b_summary)
-    if na and nb and na != nb:
-        return False
-    return True
+    """Seed 002: entity overlap >= 70 % and no conflicting number or date (and, here, no
+    flipped polarity; without entities, most content words must be shared)."""
+    return (same_subject(a_summary, a_entities, b_summary, b_entities)
+            and not conflicting_values(a_summary, b_summary)
+            and not opposite_polarity(a_summary, b_summary))
 
 
 def decide(
@@ -99,16 +138,21 @@ def decide(
     otherwise the entity/number heuristics decide.
     """
     bands = bands_for(memory_type, profile)
+    # A changed value scores lower than a paraphrase ("Luna is 3 years old" / "Luna turned 4":
+    # 0.90 with MiniLM), so conflicts are looked for below the check band.
+    conflict_low = bands.check_low - 0.1
     for memory, score in neighbours:
         if memory_type == "episodic" and abs(event_time - memory.created_at) > merge_window:
             continue  # episodic merges only within the window
-        if score >= bands.check_low and memory_type == "semantic" and conflicting_values(
-            summary, memory.summary
-        ):
-            if score >= bands.auto or same_subject(summary, entities, memory.summary, memory.entities):
-                return DedupDecision(Action.supersede, memory, score, "changed_value")
-            return DedupDecision(Action.create, None, score, "check_band_different_fact")
+        if (score >= conflict_low and memory_type == "semantic"
+                and (conflicting_values(summary, memory.summary)
+                     or opposite_polarity(summary, memory.summary))
+                and same_subject(summary, entities, memory.summary, memory.entities)):
+            return DedupDecision(Action.supersede, memory, score, "changed_value")
         if score >= bands.auto:
+            if memory_type == "semantic" and (conflicting_values(summary, memory.summary)
+                                              or opposite_polarity(summary, memory.summary)):
+                return DedupDecision(Action.create, None, score, "auto_band_different_value")
             return DedupDecision(Action.update, memory, score, "auto_update_band")
         if score >= bands.check_low:
             if same_fact is not None and memory.id in same_fact:
@@ -119,6 +163,7 @@ def decide(
             if same:
                 return DedupDecision(Action.update, memory, score, "check_band_same_fact")
             return DedupDecision(Action.create, None, score, "check_band_different_fact")
-        break  # neighbours are sorted: nothing further can reach the bands
+        if score < conflict_low:
+            break  # neighbours are sorted: nothing further can reach the bands
     best = neighbours[0][1] if neighbours else 0.0
     return DedupDecision(Action.create, None, best, "below_bands")

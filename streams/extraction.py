@@ -246,8 +246,11 @@ def resolve_dates(text: str, day: date) -> str:
 
     def sub(m: re.Match[str]) -> str:
         """Replacement of one relative date match."""
-        if m.group("phrase").lower().startswith("on ") and not past:
+        phrase = m.group("phrase").lower()
+        if phrase.startswith("on ") and not past:
             return m.group(0)  # "on Saturday": past or coming? only the past tense tells
+        if phrase.startswith("in ") and (past or m.group("n2").lower() in ("a", "an", "one")):
+            return m.group(0)  # "built in a day", "finished in two weeks": a duration
         resolved = _relative(m, day)
         if resolved is None:
             return m.group(0)
@@ -347,10 +350,23 @@ def _category(text: str) -> str:
     return best[2] if best[0] else "Other"
 
 
-def _importance(text: str, sig: Signals, key: str | None) -> int:
-    """2 for small talk, 3 for preferences/plans/events, 4 for big events or keys."""
-    imp = 3 if (sig.preference or sig.plan or sig.identity or sig.life_event) else 2
-    return 4 if (key or _BIG_EVENT.search(text)) else imp
+_DATED = re.compile(r"\b(?:19|20)\d\d\b")
+
+
+def _importance(text: str, sig: Signals, key: str | None, summary: str = "") -> int:
+    """How much the fact is likely to matter later, 2–4 (5 is for pinned commands).
+
+    4: a deterministic key, a big life event, or something specific — a dated event or named
+    people, places, titles. 3: other life events, preferences, identity. 2: the rest — plain
+    remarks, feelings, plans with nothing named.
+    """
+    if key or _BIG_EVENT.search(text):
+        return 4
+    if _DATED.search(summary) or any(not e.isdigit() for e in sig.entities):
+        return 4
+    if sig.life_event or sig.preference or sig.identity:
+        return 3
+    return 2
 
 
 def _entities(sentence: str, sig: Signals, speaker: str) -> list[str]:
@@ -372,16 +388,37 @@ def _tags(sentence: str, sig: Signals, speaker: str) -> list[str]:
     return tags
 
 
-_LOWER_OK = re.compile(  # sentence-initial words that are not names: safe to lower-case
-    r"^(?:the|a|an|this|that|these|those|there|it|its|some|all|every|each|both|most|many|much|"
-    r"one|no|not|nothing|something|everything|anything|being|having|life|people|everyone|"
-    r"nobody|family|work|things?|kids?|\w+ing|\w+ly)\b", re.I,
-)
+def _looks_like_name(sentence: str, text: str) -> bool:
+    """Whether the sentence opens on a proper noun ("Fox Hollow is …", "Aragorn's story …",
+    "LeBron …"): two capitalised words, a possessive, inner capitals, or the same word
+    capitalised elsewhere in the turn."""
+    m = re.match(r"([A-Z][\w'’.-]*)(?:\s+(\S+))?", sentence)
+    if not m:
+        return False
+    word, nxt = m.group(1), m.group(2) or ""
+    bare = re.sub(r"['’]s$", "", word)
+    if bare.lower() in _COMMON_OPENERS:
+        return False
+    return bool(
+        nxt[:1].isupper() or bare != word or any(c.isupper() for c in bare[1:])
+        or re.search(r"(?<=[\w,;:] )" + re.escape(bare) + r"\b", text)
+    )
 
 
-def _said(name: str, sentence: str) -> str:
+_COMMON_OPENERS = frozenset((
+    "the a an this that these those there it its some all every each both most many much one "
+    "no not nothing something everything anything being having life people everyone nobody "
+    "family work things thing kids kid today tonight tomorrow yesterday love daily regular "
+    "fingers thankfully luckily hopefully sadly honestly what what's whats being hanging "
+    "getting seeing doing making taking going having spending watching reading playing "
+    "painting writing running hiking cooking dancing sometimes usually lately recently "
+    "nature art music books time friends my our"
+).split())
+
+
+def _said(name: str, sentence: str, text: str) -> str:
     """"The hike was steep." said by Ana → "Ana said the hike was steep."."""
-    first = sentence[:1].lower() + sentence[1:] if _LOWER_OK.match(sentence) else sentence
+    first = sentence if _looks_like_name(sentence, text) else sentence[:1].lower() + sentence[1:]
     return f"{name} said {first}"
 
 
@@ -412,11 +449,11 @@ class RulesExtractor:
             return []  # if unsure, don't store (seed 004 §2)
         if turn.role == Role.user and (cmd := parse_command(text)):
             return self._command_facts(turn, cmd.kind, cmd.payload)
-        sentences = _resolve_he_she([clean_sentence(s) for s in split_sentences(text)])
+        sentences = _resolve_he_she([clean_sentence(s, image=bool(caption))
+                                     for s in split_sentences(text)])
         units = turn_units(sentences, turn.role, (turn.speaker_name,), self.max_facts)
         facts = [f for u in units if (f := self._unit_fact(turn, u, text))]
-        if caption and turn.role == Role.user and len(facts) < self.max_facts \
-                and _VISUAL_CUE.search(text):
+        if caption and turn.role == Role.user and len(facts) < self.max_facts:
             if fact := self._caption_fact(turn, caption):
                 facts.append(fact)
         return self._dedup(facts)
@@ -431,7 +468,7 @@ class RulesExtractor:
             rewritten = third_person(dated, name, assistant=turn.role == Role.assistant,
                                      family=family)
             if i == 0 and not own:
-                rewritten = _said(name, rewritten)
+                rewritten = _said(name, rewritten, text)
             out.append(_end(rewritten))
         return " ".join(out)
 
@@ -471,7 +508,7 @@ class RulesExtractor:
         full = sentence_signals(source)
         return Fact(
             type=kind, summary=summary, category=_category(source),
-            importance=importance or _importance(source, full, key),
+            importance=importance or _importance(source, full, key, summary),
             tags=list(dict.fromkeys([*extra_tags, *_tags(source, full, name)]))[:6],
             entities=_entities(source, full, name), entity_key=key,
         )

@@ -5,6 +5,7 @@ vocatives, hedges, slang); and the content signals a sentence is scored by.
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
@@ -98,6 +99,10 @@ _LEADING = re.compile(
     r"actually|anyway|anyways|hey|hi|ok|okay|aw+|omg|ugh|hmm+|thanks|thank you|plus|man|yay|"
     r"sure|true|totally|definitely|guess what|you know what|to be honest)\b[\s,!.:;-]*)+", re.I
 )
+_REACTION_LEAD = re.compile(
+    r"^(?:cool|nice|awesome|great|sweet|amazing|wonderful|perfect|aww+|yup|congrats|"
+    r"congratulations|ha|wow)\s*[,!.]+\s*", re.I
+)
 _YOU_KNOW = re.compile(r"(?<!let )(?<!\bto )(?<!\bi )(?<!\bwe )\b,?\s*\byou know\b,?", re.I)
 _SINGULAR = re.compile(r"(?<![\w'’])[Ii](?![\w])|\b[Mm](?:e|y|ine|yself)\b")
 _SHOWING = (
@@ -110,7 +115,8 @@ _TRAILING_LOOK = re.compile(
     r"\s*[,;–-]\s*(?:take a look|have a look|check it out|look|see)\s*[!.]*$", re.I
 )
 _VOCATIVE_HEAD = re.compile(  # "Mel, that sounds …"
-    r"^[A-Z][a-z]+,\s+(?=(?:i|you|we|that|this|it|those|these|thanks|so|glad|yes|yeah|no|my)\b)"
+    r"^[A-Z][a-z]+,\s+(?=(?i:i|you|we|that|this|it|those|these|thanks|so|glad|yes|yeah|no|my|let['’]?s|"
+    r"congrats|congratulations|what|how|wow|good|great|sounds|love|keep|hope|take)\b)"
 )
 _VOCATIVE_TAIL = re.compile(r",\s+[A-Z][a-z]+\s*([.!]*)$")  # "… too, Mel." / "…, Mel!"
 _BEFORE_VOCATIVE = frozenset("too you it that this much lot so here there again now though anyway "
@@ -122,16 +128,25 @@ _SUBJECTLESS = (
     (re.compile(r"^(?:gonna|going to|planning|hoping|trying|thinking|working|heading|looking "
                 r"forward|off to|super|so|really|pretty|glad|happy|excited|thrilled)\b", re.I), "I'm "),
     (re.compile(r"^(?:been)\b", re.I), "I've "),
-    (re.compile(r"^(?:just|started|finished|went|got|had|can't wait|took|made|bought|"
+    (re.compile(r"^(?:gotta)\b", re.I), "I've "),
+    (re.compile(r"^(?:loving|enjoying|feeling|missing)\b", re.I), "I'm "),
+    (re.compile(r"^(?:never|always|also|still|totally|definitely)\s+(?:been|had|have|done|"
+                r"seen|tried|went|got|love|loved|like|liked|want|wanted|thought|knew)\b", re.I), "I "),
+    (re.compile(r"^(?:just|started|finished|went|got|had|can't wait|took|made|bought|checked|"
+                r"tried|watched|saw|played|picked|spent|decided|learned|learnt|met|found|"
                 r"visited|adopted|joined|signed up)\b", re.I), "I "),
 )
 _SLANG = tuple((re.compile(p, re.I), r) for p, r in (
     (r"\bgonna\b", "going to"), (r"\bwanna\b", "want to"), (r"\bfam\b", "family"),
-    (r"\bedu\b", "education"), (r"(?<!\w)['’]cause\b", "because"), (r"\bkinda\b", "kind of"),
+    (r"\bedu\b", "education"), (r"\bgotta\b", "got to"), (r"(?<![\w'’])['’]em\b", "them"),
+    (r"(?<!\w)['’]cause\b", "because"), (r"\bkinda\b", "kind of"),
 ))
 _NOT_A_FACT = re.compile(  # proposals, encouragement, reactions
     r"^(?:let['’]?s|let us|let me|sounds|looks|seems|keep|stay|chase|don['’]?t|do not|make sure|"
-    r"go for|hang in|have faith|believe in|never give up|good luck|enjoy|tell|give it)\b", re.I
+    r"go for|hang in|have faith|believe in|never give up|good luck|enjoy|tell|give it|congrats|"
+    r"congratulations|well done|good job|great job|wishing|hope you|hope your|thanks|thank you|"
+    r"love (?:that|this|it|the|your|those|these)|can['’]?t wait to (?:see|hear)|fingers crossed|"
+    r"you got this|we got this|here['’]?s to)\b", re.I
 )
 _SINCE_WE_SPOKE = re.compile(r"\b(?:since|when) we last (?:spoke|talked|chatted|caught up|met)\b,?\s*",
                              re.I)
@@ -250,10 +265,71 @@ def is_past_tense(sentence: str) -> bool:
     return bool(_PAST_VERB.search(sentence)) and not _PLAN.search(sentence)
 
 
-def clean_sentence(sentence: str) -> str:
-    """Drop interjections and hedges; give subjectless chat ("Gonna …") its subject back."""
+_THAT_ONE_IS = re.compile(  # "That one is Max, my childhood dog." → "Max is my childhood dog."
+    r"^(?:this|that|it)(?: one)?(?:['’]s| is| was)\s+([A-Z][\w'’-]*(?: [A-Z][\w'’-]*)*),\s+"
+    r"((?:my|our)\b[^,.!?]*)", re.I
+)
+_DETERMINER = re.compile(  # "These figurines I bought …" → "The figurines I bought …"
+    r"^(?:(?P<sg>this|that)\s+(?P<w1>[a-z]+)|(?P<pl>these|those)\s+(?P<w2>[a-z]+))\b", re.I
+)
+_NOT_NOUN = frozenset((
+    "is was are were has had have will would could can should might must may does did do "
+    "made make makes means meant sounds sound looks look seems seem reminds remind brings bring "
+    "helps help gives give feels feel felt one kind sort really just also all too so totally "
+    "definitely always never still is's gets got went goes came comes took takes shows show "
+    "and but or of in on at for to with that which who what when where why how"
+).split())
+_SHOWING_IMAGE = re.compile(
+    r"^(?:here(?:'|’)?s|here is|this is|these are|check out|take a look at|look at|meet)\s+"
+    r"(?!(?:a |an |the )?(?:pic|photo|picture|snap|shot|photograph)\b)", re.I
+)
+
+
+def _demonstrative(s: str) -> str:
+    """A leading demonstrative determiner becomes "The" ("This book is …" → "The book is …");
+    a demonstrative pronoun ("This is great") is left alone."""
+    if m := _THAT_ONE_IS.match(s):
+        return f"{m.group(1)} is {m.group(2)}{s[m.end():]}"
+    m = _DETERMINER.match(s)
+    if not m:
+        return s
+    word = (m.group("w1") or m.group("w2")).lower()
+    if word in _NOT_NOUN or word.endswith("ly"):
+        return s
+    if m.group("sg") and word.endswith("s") and not word.endswith("ss"):
+        return s  # "This means …": a verb
+    if m.group("pl") and not (word.endswith("s") or word in ("people", "children", "men",
+                                                            "women", "kids")):
+        return s  # "Those look …"
+    return "The " + s[m.start("w1") if m.group("w1") else m.start("w2"):]
+
+
+def is_expletive_it(sentence: str) -> bool:
+    """"It feels like …", "It's important to …", "It's been a while since …": a dummy subject,
+    not a pronoun that needs an antecedent."""
+    return bool(_EXPLETIVE_IT.match(sentence))
+
+
+_EXPLETIVE_IT = re.compile(
+    r"^it(?:['’]s| is| was| has been|['’]s been| feels| felt| seems| seemed| looks| looked|"
+    r" would be| will be)\s+(?:(?:so|really|very|super|pretty|such|always|been|a|an|"
+    r"\w+(?:ly)?)\s+){0,3}?(?:to|that|how|when|like|being|since|as if|knowing|seeing|having|"
+    r"getting|watching)\b", re.I,
+)
+
+
+def clean_sentence(sentence: str, image: bool = False) -> str:
+    """Drop interjections and hedges; give subjectless chat ("Gonna …") its subject back.
+
+    With `image` (the turn shares a photo), "Here's Toby at the park" reads as "I shared a photo
+    of Toby at the park".
+    """
     s = _LEADING.sub("", _SINCE_WE_SPOKE.sub("", _YOU_KNOW.sub("", sentence))).strip()
+    s = _LEADING.sub("", _REACTION_LEAD.sub("", s)).strip()
     s = _drop_vocative(s)
+    s = _demonstrative(s)
+    if image:
+        s = _SHOWING_IMAGE.sub("I shared a photo of ", s)
     s = _HEDGE.sub("", s)
     for pattern, repl in _SHOWING:
         s = pattern.sub(repl, s)
@@ -288,7 +364,7 @@ def fact_score(sentence: str, sig: Signals) -> float:
     s += 0.5 * (min(len(sig.entities), 3) + sig.number + sig.time_anchor)
     s += 1.0 * bool(_HABIT.search(sentence))
     s += 0.5 if sig.n_words >= 6 else (-1.0 if sig.n_words < 4 else 0.0)
-    if _ANAPHORIC.match(sentence):  # "It was great" / "They're my rock": not self-contained
+    if is_anaphoric(sentence):  # "It was great" / "They're my rock": not self-contained
         s -= 1.0 if sig.first_person else 2.0
     return s
 
@@ -308,14 +384,15 @@ def other_score(sentence: str, sig: Signals) -> float:
     s = 1.0 * sig.preference + 1.0 * sig.plan + 1.0 * sig.life_event
     s += 0.5 * (min(len(sig.entities), 3) + sig.number + sig.time_anchor)
     s += 0.5 if sig.n_words >= 6 else (-1.0 if sig.n_words < 4 else 0.0)
-    if _ANAPHORIC.match(sentence):
+    if is_anaphoric(sentence):
         s -= 2.0
     return s
 
 
 def is_anaphoric(sentence: str) -> bool:
-    """Opens on a pronoun or demonstrative ("It was great", "They're called …")."""
-    return bool(_ANAPHORIC.match(sentence))
+    """Opens on a pronoun or demonstrative ("It was great", "They're called …"); a dummy "it"
+    ("It's important to …") does not count."""
+    return bool(_ANAPHORIC.match(sentence)) and not is_expletive_it(sentence)
 
 
 def skippable(sentence: str, names: tuple[str, ...] = ()) -> bool:
@@ -358,6 +435,8 @@ _REFERS_BACK = re.compile(
     re.I,
 )
 MAX_UNIT_SENTENCES = 2
+OTHER_MIN = float(os.environ.get("XB_OTHER", "2.0"))
+"""A sentence without first person (`other_score`) scoring this much is a fact of its own."""
 
 
 @dataclass(frozen=True)
@@ -371,6 +450,12 @@ class Part:
     sig: Signals
     own: bool
 
+    @property
+    def head_score(self) -> float:
+        """Score on the first-person scale: a context sentence at `OTHER_MIN` counts as
+        `MIN_SCORE`, and climbs half as fast."""
+        return self.score if self.own else MIN_SCORE + (self.score - OTHER_MIN) * 0.5
+
 
 @dataclass(frozen=True)
 class Unit:
@@ -380,8 +465,8 @@ class Unit:
 
     @property
     def score(self) -> float:
-        """Best part's score, plus a little for context that names things."""
-        best = max(p.score if p.own else p.score - 0.5 for p in self.parts)
+        """Best part's `head_score`, plus a little for context that names things."""
+        best = max(p.head_score for p in self.parts)
         extra = sum(0.25 for p in self.parts if p.sig.entities or p.sig.number)
         return best + min(extra, 0.5) * (len(self.parts) > 1)
 
@@ -443,6 +528,8 @@ def _context(parts: list[Part | None], head: Part) -> Part | None:
     flags = os.environ.get("XB_CTX", "bds")
     if "b" in flags and before is not None and _refers_back(head):
         return before
+    if "B" in flags and before is not None and is_anaphoric(head.text):
+        return before
     if "d" in flags and after is not None and _depends(after):
         return after
     if "s" in flags and after is not None and len(head.text) < SHORT_CHARS:
@@ -460,9 +547,9 @@ def turn_units(sentences: list[str], role: Role, names: tuple[str, ...] = (),
     become one unit.
     """
     parts = content_parts(sentences, role, names)
-    heads = [p for p in parts if p is not None and p.score >= MIN_SCORE
+    heads = [p for p in parts if p is not None and p.head_score >= MIN_SCORE
              and (p.own or not is_anaphoric(p.text))]
-    heads.sort(key=lambda p: (-(p.score if p.own else p.score - 0.5), p.index))
+    heads.sort(key=lambda p: (-p.head_score, p.index))
     chosen: list[set[int]] = []
     for head in heads:
         if len(chosen) >= max_units:
@@ -472,7 +559,9 @@ def turn_units(sentences: list[str], role: Role, names: tuple[str, ...] = (),
         ctx = _context(parts, head)
         group = {head.index} | ({ctx.index} if ctx is not None else set())
         overlap = [c for c in chosen if c & group]
-        if overlap:
+        if overlap and "O" in os.environ.get("XB_CTX", ""):
+            pass
+        elif overlap:
             merged = set().union(*overlap) | group
             if len(merged) > MAX_UNIT_SENTENCES:
                 group = {head.index}

@@ -1,6 +1,7 @@
 """Rules trigger (SPEC §4): is this turn worth a memory, and is it an explicit command?"""
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from enum import Enum
@@ -8,10 +9,10 @@ from enum import Enum
 from streams.text_rules import (
     clean_sentence,
     memory_type,
-    scored_sentences,
     signal_tags,
     split_sentences,
     strip_caption,
+    turn_units,
 )
 from topics.turns import Role, Turn
 
@@ -121,22 +122,26 @@ def _command_decision(cmd: ExplicitCommand) -> TriggerDecision:
 def rules_trigger(turn: Turn) -> TriggerDecision:
     """Decide, without a model, whether `turn` should produce a memory candidate.
 
-    Uses the extractor's own sentence scoring, so confidence ≥ 0.6 means the rules extractor
-    finds at least one fact (score `MIN_SCORE`); assistant decisions stay at 0.5.
+    Uses the extractor's own units (`turn_units`), so confidence ≥ 0.6 means the rules extractor
+    finds at least one fact (a unit scoring `MIN_SCORE`); assistant decisions stay at 0.5.
     """
-    text, _ = strip_caption(turn.text)
+    text, caption = strip_caption(turn.text)
     if turn.role in (Role.tool, Role.system):
         return TriggerDecision(False, None, (), 0.05)
     if turn.role == Role.user and (cmd := parse_command(text)):
         return _command_decision(cmd)
-    sentences = [clean_sentence(s) for s in split_sentences(text)]
-    scored = scored_sentences(sentences, turn.role, (turn.speaker_name,))
-    if not scored:
+    sentences = [clean_sentence(s, image=bool(caption)) for s in split_sentences(text)]
+    units = turn_units(sentences, turn.role, (turn.speaker_name,))
+    if not units:
+        if turn.role == Role.user and caption and os.environ.get("XB_CAPTRIG"):
+            return TriggerDecision(True, "semantic", ("image",), 0.6)  # a shared photo
         return SKIP if turn.role == Role.user else TriggerDecision(False, None, (), 0.1)
-    score, _, best, sig = max(scored, key=lambda item: (item[0], -item[1]))
+    best = max(units, key=lambda u: (u.score, -u.index))
+    head = max(best.parts, key=lambda p: (p.own, p.score))
+    joined = " ".join(p.text for p in best.parts)
     if turn.role == Role.assistant:
-        return TriggerDecision(True, memory_type(best, sig), ("decision",), 0.5)
-    confidence = round(max(0.0, min(0.95, 0.2 + 0.2 * score)), 3)  # MIN_SCORE -> 0.6
+        return TriggerDecision(True, memory_type(joined, head.sig), ("decision",), 0.5)
+    confidence = round(max(0.0, min(0.95, 0.2 + 0.2 * best.score)), 3)  # MIN_SCORE -> 0.6
     should = confidence >= 0.45
-    return TriggerDecision(should, memory_type(best, sig) if should else None,
-                           tuple(signal_tags(sig)) if should else (), confidence)
+    return TriggerDecision(should, memory_type(joined, head.sig) if should else None,
+                           tuple(signal_tags(head.sig)) if should else (), confidence)

@@ -43,6 +43,12 @@ _DANGLING = re.compile(
     r"^(?:it|it['’]s|its|this|that|these|those|they|they['’](?:re|ve|ll|d)|them|their|he|she|"
     r"he['’]s|she['’]s|his|her|him)\b", re.I,
 )
+_EXPLETIVE_IT = re.compile(  # "It feels like …", "It's important to …": no antecedent needed
+    r"^it(?:['’]s| is| was| has been|['’]s been| feels| felt| seems| seemed| looks| looked|"
+    r" would be| will be)\s+(?:(?:so|really|very|super|pretty|such|always|been|a|an|"
+    r"\w+(?:ly)?)\s+){0,3}?(?:to|that|how|when|like|being|since|as if|knowing|seeing|having|"
+    r"getting|watching)\b", re.I,
+)
 _MARKUP = re.compile(r"\[(?:shares an image|image|img)\b|<[a-z/][^>]*>|\x01|\x02|\x03|\{\w*\}", re.I)
 _EMOJI = re.compile("[\U0001F000-\U0001FFFF\u2600-\u27BF\uFE0F\u200d]+")
 _ABBREV = re.compile(
@@ -99,7 +105,7 @@ def validate_summary(summary: str, memory_type: str = "semantic", *,
         problems.append(TOO_MANY_SENTENCES)
     if _FIRST_SECOND.search(_US_ABBREV.sub("", s)):
         problems.append(FIRST_OR_SECOND_PERSON)
-    if _DANGLING.match(s):
+    if _DANGLING.match(s) and not _EXPLETIVE_IT.match(s):
         problems.append(DANGLING_PRONOUN)
     if not (s[0].isupper() or s[0].isdigit() or s[0] in "\"'“‘"):
         problems.append(NOT_CAPITALISED)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 import tempfile
 
+import pytest
+
 # Must run before streams.app is imported: the app reads its settings at import time.
 os.environ.setdefault("TABLE_STORE", "memory://")
 os.environ.setdefault("DATA_DIR", tempfile.mkdtemp(prefix="memstream-test-"))
@@ -11,3 +13,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 for _name in ("KAFKA_BROKER_URL", "APP_ID", "WEB_PORT"):
     os.environ.pop(_name, None)
+
+
+@pytest.fixture(scope="session")
+def minilm_embedder():
+    """The real local embedder (all-MiniLM-L6-v2), loaded once per test session."""
+    from streams.embedder import LocalMiniLMEmbedder
+
+    return LocalMiniLMEmbedder()

@@ -1,7 +1,10 @@
 from datetime import datetime, timedelta, timezone
 
 from streams.dedup import Action, decide, same_fact_heuristic
-from streams.embedder import MINILM_PROFILE
+from streams.embedder import EmbedderProfile
+
+# The seed 002 bands: these tests check the decision logic, not MiniLM's calibration.
+SEED_BANDS = EmbedderProfile("seed-bands", 384, 0.90, 0.80, 0.92, 0.85)
 from streams.memory import Memory
 
 T0 = datetime(2024, 5, 1, tzinfo=timezone.utc)
@@ -14,7 +17,7 @@ def memory(summary: str, type_: str = "semantic", created: datetime = T0, entiti
 
 def run(neighbours, type_="semantic", summary="Ana's dog Luna is 3.", when=T0, entities=()):
     return decide(memory_type=type_, summary=summary, entities=entities, event_time=when,
-                  neighbours=neighbours, profile=MINILM_PROFILE, merge_window=timedelta(hours=72))
+                  neighbours=neighbours, profile=SEED_BANDS, merge_window=timedelta(hours=72))
 
 
 def test_no_neighbours_creates():

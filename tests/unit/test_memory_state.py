@@ -3,7 +3,10 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from streams.embedder import MINILM_PROFILE
+from streams.embedder import EmbedderProfile
+
+# The seed 002 bands: these tests check the decision logic, not MiniLM's calibration.
+SEED_BANDS = EmbedderProfile("seed-bands", 384, 0.90, 0.80, 0.92, 0.85)
 from streams.memory_state import DedupConfig, MemoryState, candidate_id
 from streams.vector_index import VectorIndex
 from topics.candidates import Candidate, Fact
@@ -12,7 +15,7 @@ from topics.turns import Turn
 
 def state() -> MemoryState:
     return MemoryState(memories={}, applied={}, users={}, thread_revs={}, index=VectorIndex(2),
-                       config=DedupConfig(MINILM_PROFILE, 10, timedelta(hours=72)))
+                       config=DedupConfig(SEED_BANDS, 10, timedelta(hours=72)))
 
 
 def cand(turn_id: str, summary: str, index: int = 0, thread: str = "t1") -> Candidate:

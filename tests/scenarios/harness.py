@@ -1,0 +1,296 @@
+"""Replay a scripted conversation (one JSON file in `cases/`) through `OfflinePipeline`, then
+check the final memories, their audit history and the delta header.
+
+A scenario file::
+
+    {"name": "...", "why": "one line: what behaviour it pins down",
+     "speaker": "Ana",                      # display name of the user (default "Ana")
+     "xfail": "reason",                     # optional: a known pipeline defect (strict xfail)
+     "steps": [
+        {"user": "My dog Luna is 3.", "thread": "s1"},     # a user turn (thread default "s1")
+        {"assistant": "Noted!"},                            # an assistant turn
+        {"advance": {"days": 2}},                           # move the event clock
+        {"mark": "before"},                                 # remember the revision of a thread
+        {"command": {"kind": "pin", "query": "Luna"}},      # a memory.commands record; a
+                                                            # "target": {"contains": [...]} names
+                                                            # the memory by its summary
+        {"replay": true}                                    # ingest every turn so far again
+     ],
+     "expect": {
+        "count_active": 1, "count_all": 2, "count_active_range": [1, 3],
+        "active_contains": [["Luna", "4"]],   # each entry: some active summary has all of them
+        "active_not_contains": ["3"],         # no active summary has any of them
+        "nowhere_contains": ["hunter2"],      # not in any memory, audit entry or change log
+        "memories": [{"contains": ["Luna", "3"], "state": "superseded",
+                      "verbs": ["ADD", "SUPERSEDE"]}],   # exactly one memory matches
+        "delta": {"thread": "s1", "since": "before", "contains": ["superseded"], "max_bullets": 3},
+        "query": {"text": "How old is Luna?", "top_contains": ["4"], "none_contains": ["3."]}
+     }}
+
+Substring checks ignore case. `verbs` are the audit verbs of the memory, oldest first, without
+LINK entries (linking is incidental); `verbs_with_links` compares them all.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from streams.delta import render_delta
+from streams.memory import Memory
+from streams.memory_state import CommandError
+from streams.offline import OfflinePipeline
+from streams.settings import Settings
+from topics.commands import Command
+from topics.turns import Turn
+
+CASES = Path(__file__).parent / "cases"
+T0 = datetime.fromisoformat("2024-05-06T09:00:00+00:00")
+STEP = timedelta(minutes=2)
+USER = "scenario-user"
+
+
+class CachingEmbedder:
+    """The real embedder with a per-text cache: identical vectors, far fewer model calls."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.profile = inner.profile
+        self._cache: dict[str, np.ndarray] = {}
+
+    def embed(self, texts):
+        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if missing:
+            for text, vector in zip(missing, self.inner.embed(missing)):
+                self._cache[text] = vector
+        if not texts:
+            return self.inner.embed([])
+        return np.stack([self._cache[t] for t in texts])
+
+
+def load_cases() -> list[dict[str, Any]]:
+    cases = []
+    for path in sorted(CASES.glob("*.json")):
+        case = json.loads(path.read_text(encoding="utf-8"))
+        case.setdefault("name", path.stem)
+        cases.append(case)
+    return cases
+
+
+@dataclass
+class Replay:
+    pipeline: OfflinePipeline
+    user_id: str
+    marks: dict[str, tuple[str, int]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def docs(self) -> list[Memory]:
+        return list(self.pipeline.state.index.user(self.user_id).docs.values())
+
+    @property
+    def active(self) -> list[Memory]:
+        return [m for m in self.docs if m.state == "active"]
+
+
+def _has_all(text: str, parts: list[str] | str) -> bool:
+    parts = [parts] if isinstance(parts, str) else parts
+    return all(p.lower() in text.lower() for p in parts)
+
+
+def _find(docs: list[Memory], contains: list[str] | str, state: str | None = None) -> list[Memory]:
+    return [m for m in docs if _has_all(m.summary, contains) and (state is None or m.state == state)]
+
+
+def replay(case: dict[str, Any], embedder: Any, settings: Settings | None = None) -> Replay:
+    """Run the steps of `case`; command errors are collected, not raised."""
+    pipeline = OfflinePipeline(settings or Settings(), embedder)
+    user_id = case.get("user_id", USER)
+    run = Replay(pipeline, user_id)
+    speaker = case.get("speaker", "Ana")
+    clock = T0
+    turns: list[Turn] = []
+    counters: dict[str, int] = {}
+    for i, step in enumerate(case["steps"]):
+        thread = step.get("thread", "s1")
+        if "advance" in step:
+            clock += timedelta(**step["advance"])
+            continue
+        if "mark" in step:
+            run.marks[step["mark"]] = (thread, pipeline.state.current_rev(user_id, thread))
+            continue
+        if step.get("replay"):
+            pipeline.ingest(list(turns))
+            continue
+        clock += STEP
+        if "user" in step or "assistant" in step:
+            role = "user" if "user" in step else "assistant"
+            counters[thread] = counters.get(thread, 0) + 1
+            turn = Turn(user_id=user_id, thread_id=thread, turn_id=f"D{counters[thread]}",
+                        role=role, speaker=speaker if role == "user" else None,
+                        text=step[role], ts=clock, timezone=case.get("timezone"))
+            turns.append(turn)
+            pipeline.ingest([turn])
+        elif "command" in step:
+            spec = dict(step["command"])
+            target = spec.pop("target", None)
+            if target is not None:
+                found = _find(run.docs, target["contains"], target.get("state"))
+                if len(found) != 1:
+                    run.errors.append(f"step {i}: target {target} matched {len(found)} memories")
+                    continue
+                spec["memory_id"] = found[0].id
+            spec.setdefault("thread_id", thread if "thread" in step else "commands")
+            command = Command(command_id=f"cmd-{i}", user_id=user_id, ts=clock, **spec)
+            try:
+                pipeline.command(command)
+            except CommandError as exc:
+                run.errors.append(f"step {i}: {command.kind}: {exc}")
+        else:
+            raise ValueError(f"step {i} of {case['name']}: unknown step {step}")
+    return run
+
+
+def _verbs(run: Replay, memory: Memory, links: bool) -> list[str]:
+    verbs = [e["verb"] for e in run.pipeline.state.history(memory.id)]
+    return verbs if links else [v for v in verbs if v != "LINK"]
+
+
+def _describe(run: Replay) -> str:
+    lines = [f"  [{m.state}] {m.summary!r} verbs={_verbs(run, m, False)} pinned={m.pinned} "
+             f"imp={m.importance} src={m.source_turn_ids}" for m in run.docs]
+    return "\n".join(lines) or "  (no memories)"
+
+
+def check(case: dict[str, Any], run: Replay) -> list[str]:
+    """Every unmet expectation of `case`, as readable lines (empty when all hold)."""
+    exp = case.get("expect", {})
+    problems: list[str] = []
+    if run.errors and not exp.get("allow_errors"):
+        problems += run.errors
+    active = run.active
+    if "count_active" in exp and len(active) != exp["count_active"]:
+        problems.append(f"count_active: {len(active)} != {exp['count_active']}")
+    if "count_active_range" in exp:
+        low, high = exp["count_active_range"]
+        if not low <= len(active) <= high:
+            problems.append(f"count_active: {len(active)} not in [{low}, {high}]")
+    if "count_all" in exp and len(run.docs) != exp["count_all"]:
+        problems.append(f"count_all: {len(run.docs)} != {exp['count_all']}")
+    for parts in exp.get("active_contains", []):
+        if not _find(active, parts):
+            problems.append(f"no active memory contains {parts}")
+    for part in exp.get("active_not_contains", []):
+        for m in _find(active, part):
+            problems.append(f"active memory {m.summary!r} contains {part!r}")
+    for part in exp.get("nowhere_contains", []):
+        problems += _nowhere(run, part)
+    for spec in exp.get("memories", []):
+        problems += _check_memory(run, spec)
+    if "delta" in exp:
+        problems += _check_delta(run, exp["delta"])
+    if "query" in exp:
+        problems += _check_query(run, exp["query"])
+    if problems:
+        problems.append("memories:\n" + _describe(run))
+    return problems
+
+
+def _nowhere(run: Replay, part: str) -> list[str]:
+    state = run.pipeline.state
+    needle = part.lower()
+    found = []
+    if any(needle in m.summary.lower() or needle in json.dumps(m.tags).lower() for m in run.docs):
+        found.append("memories")
+    if needle in json.dumps(dict(state.audit), default=str).lower():
+        found.append("audit")
+    if needle in json.dumps({str(k): v for k, v in state.thread_revs.items()}, default=str).lower():
+        found.append("change log")
+    if needle in json.dumps({str(k): v for k, v in state.applied.items()}, default=str).lower():
+        found.append("applied records")
+    return [f"{part!r} found in {', '.join(found)}"] if found else []
+
+
+def _check_memory(run: Replay, spec: dict[str, Any]) -> list[str]:
+    found = _find(run.docs, spec["contains"], spec.get("state"))
+    want = spec.get("count", 1)
+    if len(found) != want:
+        return [(f"memories containing {spec['contains']} (state {spec.get('state', 'any')}): "
+                 f"{len(found)} != {want}")]
+    problems = []
+    for m in found:
+        label = f"{m.summary!r}"
+        if "verbs" in spec and _verbs(run, m, False) != spec["verbs"]:
+            problems.append(f"{label}: verbs {_verbs(run, m, False)} != {spec['verbs']}")
+        if "verbs_with_links" in spec and _verbs(run, m, True) != spec["verbs_with_links"]:
+            problems.append(f"{label}: verbs {_verbs(run, m, True)} != {spec['verbs_with_links']}")
+        if "pinned" in spec and m.pinned != spec["pinned"]:
+            problems.append(f"{label}: pinned {m.pinned} != {spec['pinned']}")
+        if "importance_min" in spec and m.importance < spec["importance_min"]:
+            problems.append(f"{label}: importance {m.importance} < {spec['importance_min']}")
+        if "type" in spec and m.type != spec["type"]:
+            problems.append(f"{label}: type {m.type} != {spec['type']}")
+        if "sources" in spec and len(m.source_turn_ids) != spec["sources"]:
+            problems.append(f"{label}: {len(m.source_turn_ids)} source turns != {spec['sources']}")
+        if "source_threads" in spec:
+            threads = sorted({ref.split(":", 1)[0] for ref in m.source_turn_ids})
+            if threads != sorted(spec["source_threads"]):
+                problems.append(f"{label}: source threads {threads} != {spec['source_threads']}")
+        if spec.get("valid_to_set") and m.valid_to is None:
+            problems.append(f"{label}: valid_to not set")
+        if "superseded_by" in spec:
+            new = run.pipeline.state.memory(m.superseded_by) if m.superseded_by else None
+            if new is None or not _has_all(new.summary, spec["superseded_by"]):
+                problems.append(f"{label}: superseded_by {new.summary if new else None!r} "
+                                f"lacks {spec['superseded_by']}")
+        if "tags_include" in spec and not set(spec["tags_include"]) <= set(m.tags):
+            problems.append(f"{label}: tags {m.tags} lack {spec['tags_include']}")
+    return problems
+
+
+def _check_delta(run: Replay, spec: dict[str, Any]) -> list[str]:
+    thread = spec.get("thread", "s1")
+    since = spec.get("since", 0)
+    if isinstance(since, str):
+        mark_thread, since = run.marks[since]
+        thread = spec.get("thread", mark_thread)
+    state = run.pipeline.state
+    header = render_delta(since, state.changes_since(run.user_id, thread, since))
+    bullets = [line for line in header.splitlines() if line.startswith("- ")]
+    problems = []
+    if spec.get("empty"):
+        return [f"delta not empty: {header!r}"] if header else []
+    if not header:
+        return [f"delta since rev {since} of {thread} is empty"]
+    if len(bullets) > spec.get("max_bullets", 3):
+        problems.append(f"delta has {len(bullets)} bullets: {header!r}")
+    if len(bullets) < spec.get("min_bullets", 1):
+        problems.append(f"delta has {len(bullets)} bullets: {header!r}")
+    for part in spec.get("contains", []):
+        if part.lower() not in header.lower():
+            problems.append(f"delta lacks {part!r}: {header!r}")
+    for part in spec.get("not_contains", []):
+        if part.lower() in header.lower():
+            problems.append(f"delta has {part!r}: {header!r}")
+    if "first_bullet_contains" in spec and bullets and not _has_all(bullets[0], spec["first_bullet_contains"]):
+        problems.append(f"first bullet {bullets[0]!r} lacks {spec['first_bullet_contains']}")
+    return problems
+
+
+def _check_query(run: Replay, spec: dict[str, Any]) -> list[str]:
+    hits = run.pipeline.query(run.user_id, spec["text"], spec.get("top_k", 5))
+    summaries = [h.memory.summary for h in hits]
+    problems = []
+    if "top_contains" in spec and (not hits or not _has_all(summaries[0], spec["top_contains"])):
+        problems.append(f"query {spec['text']!r}: top hit {summaries[:1]} lacks {spec['top_contains']}")
+    for part in spec.get("none_contains", []):
+        if any(re.search(re.escape(part), s, re.IGNORECASE) for s in summaries):
+            problems.append(f"query {spec['text']!r} returned {part!r}: {summaries}")
+    if any(h.memory.state != "active" for h in hits):
+        problems.append(f"query {spec['text']!r} returned a memory that is not active")
+    return problems
