@@ -117,6 +117,24 @@ class MemoryHistory(View):
         return self.json({"memory_id": memory_id, "history": entries})
 
 
+@app.page("/v1/users/{user_id}/export")
+class UserExport(View):
+    """GET: everything memstream keeps about the user, as JSON: memories and their audit."""
+
+    @app.table_route(table=users_table, match_info="user_id")
+    async def get(self, request: Request, user_id: str) -> Response:
+        if not _recovered():
+            return self.json({"error": "recovering, retry shortly"}, status=503)
+        current = state()
+        docs = sorted(index_cache.ensure().user(user_id).docs.values(), key=lambda m: m.created_at)
+        return self.json({
+            "user_id": user_id,
+            "blocked_topics": current.blocked_topics(user_id),
+            "memories": [{**m.model_dump(mode="json", exclude={"embedding_b64"}),
+                          "history": current.history(m.id)} for m in docs],
+        })
+
+
 @app.page("/v1/users/{user_id}/memories")
 class UserMemories(View):
     """GET: every memory of the user (any state), newest first, with provenance."""
