@@ -379,8 +379,7 @@ class MemoryState:
         if cmd.kind == "purge_user":
             return self.purge_user(cmd.user_id, cmd.thread_id, cmd.ts)
         if cmd.kind in ("block_topic", "unblock_topic"):
-            self.set_topic_blocked(cmd.user_id, str(cmd.topic), cmd.kind == "block_topic", cmd.ts)
-            return []
+            return [self.set_topic_blocked(cmd, cmd.kind == "block_topic")]
         events: list[MemoryEvent] = []
         meta = {"command": cmd.kind, "actor": cmd.actor}
 
@@ -456,12 +455,26 @@ class MemoryState:
             thread = dict(self.thread_revs[key])
             thread.update(memories=[], changes=[])
             self.thread_revs[key] = thread
+        for key in [k for k in self.audit.keys() if _text(k).startswith(f"topic:{user_id}:")]:
+            del self.audit[key]
         for key, record in list(self.applied.items()):
             if any(e.get("user_id") == user_id for e in record.get("events", [])):
                 self.applied[key] = {"outcome": "purged", "memory_id": record["memory_id"], "events": []}
 
-    def set_topic_blocked(self, user_id: str, topic: str, blocked: bool, ts: datetime) -> None:
-        info = dict(self.users.get(user_id) or {"memories": 0, "clock": ts.isoformat()})
-        topics, topic = set(info.get("blocked_topics", [])), topic.strip().lower()
+    def set_topic_blocked(self, cmd: Command, blocked: bool) -> MemoryEvent:
+        """Block or unblock a topic; announced like a memory change (event, audit, delta) under
+        the id `topic:<user>:<topic>`, which is not a memory."""
+        topic = str(cmd.topic).strip().lower()
+        info = dict(self.users.get(cmd.user_id) or {"memories": 0, "clock": cmd.ts.isoformat()})
+        topics = set(info.get("blocked_topics", []))
         info["blocked_topics"] = sorted(topics | {topic} if blocked else topics - {topic})
-        self.users[user_id] = info
+        self.users[cmd.user_id] = info
+        marker_id = f"topic:{cmd.user_id}:{topic}"
+        marker = Memory(
+            id=marker_id, user_id=cmd.user_id, type="semantic", category="Other",
+            summary=f"{'Blocked' if blocked else 'Unblocked'} topic: {topic}", created_at=cmd.ts,
+            updated_at=cmd.ts, last_accessed=cmd.ts, version=len(self.history(marker_id)) + 1,
+        )
+        return self._event("updated", marker, cmd.thread_id, cmd.ts,
+                           {"subject": "blocked_topic", "action": cmd.kind, "topic": topic},
+                           actor=cmd.actor)

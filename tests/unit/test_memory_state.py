@@ -127,3 +127,19 @@ def test_related_memories_are_linked_both_ways_once():
     assert [h["verb"] for h in s.history(first.id)] == ["ADD", "LINK"]
     far = s.apply(cand("3", "Ana works as a nurse."), vec(0, 1))
     assert s.memory(far.memory_id).relations == {second.id: pytest.approx(0.714, abs=1e-3)}
+
+
+def test_blocking_a_topic_is_announced_audited_and_purged_with_the_user():
+    from datetime import datetime, timezone
+
+    from topics.commands import Command
+
+    s = state()
+    ts = datetime(2024, 6, 1, tzinfo=timezone.utc)
+    block = Command(command_id="b1", kind="block_topic", user_id="u", ts=ts, topic="Cello")
+    [event] = s.apply_command(block, None).events
+    assert event.meta["topic"] == "cello" and s.blocked_topics("u") == ["cello"]
+    assert s.changes_since("u", "commands", 0)[0]["summary"] == "Blocked topic: cello"
+    assert [h["verb"] for h in s.history("topic:u:cello")] == ["UPDATE"]
+    s.purge_user("u", "commands", ts)
+    assert s.blocked_topics("u") == [] and not s.history("topic:u:cello")
