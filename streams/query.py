@@ -26,6 +26,18 @@ class QueryHit:
         return item
 
 
+def related_bullets(index: UserIndex, memory: Memory, limit: int = 2) -> list[dict[str, Any]]:
+    """The strongest `related_to` neighbours of a memory that are still active (seed 001 §2)."""
+    out = []
+    for other_id, strength in sorted(memory.relations.items(), key=lambda kv: -kv[1]):
+        other = index.docs.get(other_id)
+        if other is not None and other.is_visible:
+            out.append({"id": other.id, "summary": other.summary, "strength": strength})
+        if len(out) >= limit:
+            break
+    return out
+
+
 def user_clock(index: UserIndex) -> datetime | None:
     """The user's "now": the latest event time among their memories (never the wall clock)."""
     times = [m.updated_at for m in index.docs.values()] + [m.last_accessed for m in index.docs.values()]

@@ -13,7 +13,7 @@ from agents.dedup import index_cache, state
 from streams import metrics, ranking
 from streams.app import app, settings, users_table
 from streams.delta import render_delta
-from streams.query import rank
+from streams.query import rank, related_bullets
 from streams.services import embed
 
 WEIGHTS = ranking.RankWeights(
@@ -86,7 +86,8 @@ class UserQuery(View):
         vector = (await embed([text]))[0]
         index = index_cache.ensure().user(user_id)
         hits = rank(index, vector, top_k=top_k, candidates=settings.memory_context_topk, weights=WEIGHTS)
-        body: dict = {"user_id": user_id, "items": [h.as_item() for h in hits]}
+        body: dict = {"user_id": user_id,
+                      "items": [{**h.as_item(), "related": related_bullets(index, h.memory)} for h in hits]}
         if since_rev >= 0 and thread_id:
             current = state()
             changes = current.changes_since(user_id, thread_id, since_rev)
