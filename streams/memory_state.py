@@ -256,6 +256,10 @@ class MemoryState:
             return Applied(prior["outcome"], prior["memory_id"], events, replayed=True)
 
         user_index = self.index.user(turn.user_id)
+        if fact.type == "episodic" and not candidate.source_refs:
+            correction = self._as_correction(candidate, vector)
+            if correction is not None:  # seed 003: fact corrections are never episodic inserts
+                candidate, fact = correction, correction.fact
         neighbours = user_index.search(
             vector, self.config.neighbours_k, accept=lambda m: m.is_visible and m.type == fact.type
         )
@@ -334,6 +338,22 @@ class MemoryState:
                  "rev": None, "thread_id": memory.thread_id, "old": None, "new": None,
                  "meta": {"edges": edges}}
         self.audit[memory.id] = [*(self.audit.get(memory.id) or []), entry]
+
+    def _as_correction(self, candidate: Candidate, vector: np.ndarray) -> Candidate | None:
+        """An "episodic" fact that changes a value of a semantic memory ("Luna turned 4 last
+        week" after "Luna is 3") is a correction: it is handled as a semantic fact."""
+        semantic = candidate.model_copy(
+            update={"fact": candidate.fact.model_copy(update={"type": "semantic"})})
+        if self._keyed_decision(semantic, self.index.user(candidate.turn.user_id)) is not None:
+            return semantic
+        neighbours = self.index.user(candidate.turn.user_id).search(
+            vector, self.config.neighbours_k, accept=lambda m: m.is_visible and m.type == "semantic")
+        decision = dedup.decide(
+            memory_type="semantic", summary=candidate.fact.summary, entities=candidate.fact.entities,
+            event_time=candidate.turn.ts, neighbours=neighbours, profile=self.config.profile,
+            merge_window=self.config.episodic_merge_window, use_heuristics=self.config.use_heuristics,
+        )
+        return semantic if decision.action is dedup.Action.supersede else None
 
     def _keyed_decision(self, candidate: Candidate, user_index: Any) -> dedup.DedupDecision | None:
         """A fact with a deterministic entity key (`profile:pet:luna:age`) is the same fact as the

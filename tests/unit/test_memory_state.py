@@ -143,3 +143,14 @@ def test_blocking_a_topic_is_announced_audited_and_purged_with_the_user():
     assert [h["verb"] for h in s.history("topic:u:cello")] == ["UPDATE"]
     s.purge_user("u", "commands", ts)
     assert s.blocked_topics("u") == [] and not s.history("topic:u:cello")
+
+
+def test_a_correction_said_as_an_event_updates_semantic_memory_not_episodic():
+    s = state()
+    s.apply(cand("1", "Ana's dog Luna is 3 years old."), vec(1, 0))
+    said = cand("2", "Ana's dog Luna turned 4 last week.")
+    said = said.model_copy(update={"fact": said.fact.model_copy(update={"type": "episodic"})})
+    result = s.apply(said, vec(0.95, 0.312))
+    assert result.outcome == "superseded"
+    active = [m for m in s.index.user("u").docs.values() if m.is_visible]
+    assert [(m.type, m.summary) for m in active] == [("semantic", "Ana's dog Luna turned 4 last week.")]
