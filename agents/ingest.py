@@ -11,7 +11,14 @@ import time
 from faust.types import EventT
 
 from streams import ids, metrics, policy
-from streams.app import app, buffers_table, settings, turns_topic, users_table
+from streams.app import (
+    app,
+    buffers_table,
+    settings,
+    turn_log_table,
+    turns_topic,
+    users_table,
+)
 from streams.episodic import Observed, observe, rules_from
 from streams.errors import InvalidRecord
 from streams.facts import FactPipeline, candidates_of, hot_command, mentions_topic
@@ -42,10 +49,13 @@ EPISODES = rules_from(settings)
 
 def observe_turn(turn: Turn) -> Observed:
     """Add the turn to its thread's buffer (secrets redacted) and see if it closes an episode."""
-    key = f"{turn.user_id}|{turn.thread_id}"
+    key, turn_key = f"{turn.user_id}|{turn.thread_id}", f"{turn.user_id}|{turn.ref}"
+    seen = turn_log_table.get(turn_key)
     observed = observe(buffers_table.get(key), turn, EPISODES, settings.episodic_window_n,
-                       policy.redact)
-    buffers_table[key] = observed.entry
+                       policy.redact, seen)
+    if seen is None:
+        buffers_table[key] = observed.entry
+        turn_log_table[turn_key] = observed.record
     return observed
 
 

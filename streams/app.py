@@ -86,6 +86,11 @@ buffers_table = _table(
     "user_id|thread_id -> the thread's last BUFFER_TURNS turns (secrets redacted): the context "
     "an LLM trigger and classifier see (seed 004 buffer).",
 )
+turn_log_table = _table(
+    "turn_log",
+    "user_id|thread_id|turn_id -> {episode, refs}: what ingest decided for a turn, so a replay "
+    "of it decides the same however far back it is.",
+)
 audit_table = _table(
     "audit",
     "memory_id -> audit entries (SPEC §3 verbs, actor, time, old and new value); a purge leaves "

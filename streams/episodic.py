@@ -32,7 +32,6 @@ _NOT_TOPICS = frozenset(
 )
 
 
-_CLOSED_KEPT = 5  # episodes remembered per thread for replays
 _VERBISH = ("ed", "ing", "ly")  # past tenses, gerunds, adverbs: rarely what a talk was about
 
 
@@ -170,11 +169,13 @@ def episode(window: Sequence[Turn], max_chars: int = 280) -> Fact | None:
 
 @dataclass(frozen=True)
 class Observed:
-    """A thread's buffer entry after one turn, and the episode that turn closes (if any)."""
+    """A thread's buffer entry after one turn, the episode that turn closes (if any), and the
+    record to keep under the turn's key so that a replay of it decides the same."""
 
     entry: dict[str, Any]
     episode: Fact | None
     refs: list[str]
+    record: dict[str, Any]
 
     @property
     def context(self) -> list[Turn]:
@@ -182,18 +183,20 @@ class Observed:
 
 
 def observe(entry: dict[str, Any] | None, turn: Turn, rules: EpisodeRules, window_n: int,
-            redact: Any = lambda text: text) -> Observed:
+            redact: Any = lambda text: text, seen: dict[str, Any] | None = None) -> Observed:
     """Add `turn` to its thread's buffer (last `buffer_turns` turns, texts passed through
-    `redact`) and decide whether it closes an episode; `refs` is the episode's provenance."""
-    entry = dict(entry or {"turns": [], "episodic": {}, "closed": {}})
+    `redact`) and decide whether it closes an episode; `refs` is the episode's provenance.
+
+    `seen` is the record this function returned when it saw the turn before. A replayed turn
+    (after a crash, or re-sent) changes nothing and closes the episode it closed the first
+    time, however far back it is: the decision is per turn, not per buffer position.
+    """
+    entry = dict(entry or {"turns": [], "episodic": {}})
+    if seen is not None:
+        closed = seen.get("episode")
+        fact = Fact.model_validate(closed) if closed else None
+        return Observed(entry, fact, list(seen.get("refs", [])), seen)
     turns = [Turn.model_validate(t) for t in entry["turns"]]
-    if any(t.turn_id == turn.turn_id for t in turns):
-        # A replayed turn changes nothing, and closes the episode it closed the first time, so
-        # an episode is not lost when a worker died between this write and the candidate's.
-        closed = (entry.get("closed") or {}).get(turn.turn_id)
-        if closed:
-            return Observed(entry, Fact.model_validate(closed["fact"]), list(closed["refs"]))
-        return Observed(entry, None, [])
     turns.append(turn.model_copy(update={"text": redact(turn.text), "metadata": {}}))
     state = dict(entry.get("episodic") or {})
     reason = due(state, turn, rules)
@@ -205,8 +208,5 @@ def observe(entry: dict[str, Any] | None, turn: Turn, rules: EpisodeRules, windo
         refs = [t.ref for t in window] if fact else []
     entry["turns"] = [t.model_dump(mode="json") for t in turns[-max(rules.buffer_turns, window_n):]]
     entry["episodic"] = after_turn(state, turn, captured=fact is not None)
-    if fact is not None:
-        closed = dict(entry.get("closed") or {})
-        closed[turn.turn_id] = {"fact": fact.model_dump(mode="json"), "refs": refs}
-        entry["closed"] = dict(list(closed.items())[-_CLOSED_KEPT:])
-    return Observed(entry, fact, refs)
+    record = {"episode": fact.model_dump(mode="json") if fact else None, "refs": refs}
+    return Observed(entry, fact, refs, record)

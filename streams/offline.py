@@ -49,6 +49,7 @@ class OfflinePipeline:
         )
         self.weights = rank_weights(settings)
         self.buffers: dict[str, dict] = {}
+        self.turn_log: dict[str, dict] = {}
         self.episodes = rules_from(settings)
 
     def ingest(self, turns: Iterable[Turn], batch: int = 64) -> list[Applied]:
@@ -71,10 +72,13 @@ class OfflinePipeline:
             if not self.settings.memory_enabled:
                 continue
             topics = self.state.blocked_topics(turn.user_id)
-            key = f"{turn.user_id}|{turn.thread_id}"
+            key, turn_key = f"{turn.user_id}|{turn.thread_id}", f"{turn.user_id}|{turn.ref}"
+            seen = self.turn_log.get(turn_key)
             observed = observe(self.buffers.get(key), turn, self.episodes,
-                               self.settings.episodic_window_n, policy.redact)
-            self.buffers[key] = observed.entry
+                               self.settings.episodic_window_n, policy.redact, seen)
+            if seen is None:
+                self.buffers[key] = observed.entry
+                self.turn_log[turn_key] = observed.record
             result = self.facts.facts(turn, topics)
             if result.command is not None and result.command.kind in (
                     CommandKind.forget, CommandKind.dont_remember):

@@ -112,7 +112,10 @@ async def wait_processed(broker_url: str, turns: list[Turn], timeout: float = 12
         target = stop_after or len(wanted)
         while len(done) < target:
             if time.monotonic() > deadline:
-                raise AssertionError(f"only {len(done)}/{len(wanted)} turns processed in {timeout}s")
+                missing = sorted(wanted - done)[:5]
+                raise AssertionError(
+                    f"only {len(done)}/{len(wanted)} turns processed in {timeout}s; missing "
+                    f"{[(k, seen.get(k, [])) for k in missing]}")
             batch = await consumer.getmany(timeout_ms=500)
             for records in batch.values():
                 for record in records:

@@ -58,14 +58,14 @@ def test_observe_closes_an_episode_on_overflow_with_the_window_as_provenance():
     from streams.episodic import observe
 
     rules = EpisodeRules(cooldown_turns=3, cooldown_minutes=10, max_per_day=5, buffer_turns=4)
-    entry, episodes = None, []
+    entry, episodes, log = None, [], {}
     texts = ["I started pottery classes in Porto.", "The teacher Rui is great at glazing.",
              "We made bowls and a big vase.", "Pottery relaxes me after work.",
              "Next week we try the wheel.", "I also joined a choir.", "It meets on Mondays.",
              "The choir sings jazz.", "I love it.", "Our concert is in May."]
     for i, text in enumerate(texts):
         observed = observe(entry, turn(text, i), rules, window_n=10)
-        entry = observed.entry
+        entry, log[str(i)] = observed.entry, observed.record
         if observed.episode:
             episodes.append((observed.episode, observed.refs))
     assert len(episodes) == 2
@@ -73,8 +73,8 @@ def test_observe_closes_an_episode_on_overflow_with_the_window_as_provenance():
     assert refs == ["t:0", "t:1", "t:2", "t:3", "t:4"]
     assert "pottery" in first.summary.lower()
     assert len(entry["turns"]) <= 10
-    again = observe(entry, turn(texts[-2], len(texts) - 2), rules, window_n=10)
+    again = observe(entry, turn(texts[-2], len(texts) - 2), rules, window_n=10, seen=log["8"])
     assert again.episode is None and again.entry == entry, "a replayed turn changes nothing"
-    closing = observe(entry, turn(texts[4], 4), rules, window_n=10)
+    closing = observe(entry, turn(texts[4], 4), rules, window_n=10, seen=log["4"])
     assert closing.episode == episodes[0][0] and closing.refs == episodes[0][1], \
         "a replayed closing turn closes the same episode again"
