@@ -1,10 +1,19 @@
 """Rules extractor (SPEC §4 Extraction): up to `max_facts` third-person facts from one turn.
 
-No model: sentences are split, greetings/filler/questions dropped, the rest scored by cheap
-signals (first person, preferences, plans, life events, names, numbers, dates). The best ones are
-rewritten in the third person naming the speaker, relative dates are resolved against the turn's
-time ("yesterday" → "on 7 May 2023"), and each is classified (type, category, importance, tags,
-entities, entity key) to the writing constraints of seed 001 §9.
+No model: sentences are split and cleaned, greetings/filler/questions/reactions dropped, the rest
+scored by cheap signals (first person, preferences, plans, life events, names, numbers, dates)
+and the best ones (`text_rules.fact_sentences`) each written as one fact: relative dates resolved
+against the turn's time with `dateparser` ("last Saturday" → "on 6 May 2023"), first person
+rewritten in the third person naming the speaker, a statement without first person attributed
+("Ana said the trail is steep."), intensifiers and exclamations dropped (neutral tone). A shared
+photo (LoCoMo caption) becomes "Ana shared a photo of …". Each summary is checked with
+`writing.validate_summary` after `writing.normalise_summary` (seed 001 §9) and dropped when it
+still fails; each fact is classified (type, category, importance, tags, entities, entity key).
+
+Sentences that open on a pronoun ("It was Matt Patterson.", "They're my rock.") are not written:
+they answer a question or lean on a sentence the fact would not carry. Each fact is one sentence:
+on the LoCoMo development set, joining a neighbouring sentence (for context, or when the best
+sentence is short) lowered recall, the longer summary embedding less sharply.
 """
 from __future__ import annotations
 
@@ -16,16 +25,17 @@ from zoneinfo import ZoneInfo
 from streams.policy import find_secrets
 from streams.text_rules import (
     STOPWORDS,
+    Part,
     Signals,
-    Unit,
     clean_sentence,
+    content_words,
+    fact_sentences,
     is_past_tense,
     memory_type,
     sentence_signals,
     signal_tags,
     split_sentences,
     strip_caption,
-    turn_units,
     words,
 )
 from streams.trigger import CommandKind, parse_command
@@ -35,8 +45,6 @@ from topics.turns import Role, Turn
 
 _NAME, _GROUP, _CO_NAME = "\x01", "\x02", "\x03"  # _CO_NAME: "my husband and I" (no agreement)
 _APOS = "['’]"
-_VISUAL_CUE = re.compile(r"\b(?:pic|pics|photo|picture|look|check|here(?:'|’)?s|snap|shot|made|"
-                         r"painted|drew|took|see)\b", re.I)
 _EMOJI = re.compile("[\U0001F000-\U0001FFFF\u2600-\u27BF\uFE0F]+")
 _FAMILY = re.compile(
     r"\b(?:kids?|family|husband|wife|partner|children|son|daughter|mom|dad|parents|fam|"
@@ -73,10 +81,10 @@ _COMPOUND_I = re.compile(
     r"((?:^|[,;:–—-]\s*|\b(?:when|because|since|but|where)\s+)(?:[Mm]y\s+|[Oo]ur\s+|[Tt]he\s+)?"
     r"[\w'’]+(?:\s+[\w'’]+)?\s+(?:and|&)\s+)[Ii]\b(?!['’])"
 )
-_I_VERB = re.compile(_I + r"((?:\s+(?:" + _ADVERBS + r"))*)\s+([a-z]+)\b")
+_I_VERB = re.compile(_I + r"((?:\s+(?:" + _ADVERBS + r"|[a-z]+ly))*)\s+([a-z]+)\b(?!['’])")
 _PRONOUNS = tuple((re.compile(p), r) for p, r in (
     (_I + r"\b", _NAME), (r"\b[Mm]yself\b", "themself"), (r"\b[Mm]y\b|\b[Mm]ine\b", _NAME + "'s"),
-    (r"\b[Mm]e\b", _NAME), (r"\b[Ww]e (?=(?:should|must|need|all)\b)", "people "),
+    (r"\b[Mm]e\b", _NAME), (r"\b[Ww]e (?=(?:should|must)\b)", "people "),
     (r"\b[Ww]e" + _APOS + r"re\b|\b[Ww]e are\b", _GROUP + " are"),
     (r"\b[Ww]e" + _APOS + r"ve\b", _GROUP + " have"), (r"\b[Ww]e" + _APOS + r"ll\b", _GROUP + " will"),
     (r"\b[Ww]e" + _APOS + r"d\b", _GROUP + " would"), (r"\b[Ww]e\b|\bus\b", _GROUP),
@@ -101,6 +109,16 @@ _KEYS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(_I + r"(?:" + _APOS + r"m| am)\s+(\d{1,3})(?:\s+years?\s+old|\s*[.,!]|$)"),
      "profile:age"),
     (re.compile(_I + r" work (?:at|for) [A-Z]"), "profile:job:employer"),
+    (re.compile(_I + r" work as an? [a-z]"), "profile:job:title"),
+    (re.compile(r"(?:" + _I + r"(?:" + _APOS + r"m| am) (?:originally )?from|" + _I +
+                r" grew up in|" + _I + r" was born in) [A-Z]"), "profile:origin"),
+    (re.compile(_I + r"(?:" + _APOS + r"m| am) (?:now |happily )?(single|married|engaged|divorced|"
+                r"widowed)\b"), "profile:relationship"),
+    (re.compile(r"\b(?:[Mm]y|[Oo]ur) (son|daughter|brother|sister|husband|wife|partner|boyfriend|"
+                r"girlfriend|mom|dad|mother|father)(?:" + _APOS + r"s name is| is (?:named|called))"
+                r" [A-Z][a-z]+\b"), "profile:family:{0}:name"),
+    (re.compile(_I + r" have an? (son|daughter|brother|sister) (?:named|called) [A-Z]"),
+     "profile:family:{0}:name"),
 )
 _NAMED = re.compile(r"\b(?:named|called)\s+([A-Z][a-z]+)|\bmy " + _PET[:-1] +
                     r"|son|daughter|brother|sister|husband|wife|partner)\s+([A-Z][a-z]+)")
@@ -189,6 +207,21 @@ def _month_of(d: date, delta: int) -> str:
     return f"{date(d.year + m // 12, m % 12 + 1, 1):%B} {d.year + m // 12}"
 
 
+_SEASON_START = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
+
+
+def _last_season(season: str, d: date) -> str:
+    """"last summer" said on `d`: the latest such season already over ("summer 2022"; a winter
+    is named by both its years, "winter 2022–23")."""
+    start = _SEASON_START[season]
+    year = d.year
+    while date(year + (start + 3 > 12), (start + 2) % 12 + 1, 1) > d:  # first day after it
+        year -= 1
+    if season == "winter":
+        return f"winter {year}–{(year + 1) % 100:02d}"
+    return f"{season} {year}"
+
+
 def _relative(m: re.Match[str], d: date) -> tuple[str, str] | None:
     """(preposition, resolved text) for one relative date match; None to keep it as it is."""
     p = re.sub(r"\s+", " ", m.group("phrase").lower().rstrip("."))
@@ -209,11 +242,7 @@ def _relative(m: re.Match[str], d: date) -> tuple[str, str] | None:
         parsed = _parse_relative(f"{'last' if shift < 0 else 'next'} month", d) if shift else d
         return "in", f"{parsed:%B} {parsed.year}" if parsed else _month_of(d, shift)
     if season := m.group("season"):
-        s = season.lower().replace("autumn", "fall")
-        start = {"spring": 3, "summer": 6, "fall": 9, "winter": 12}[s]
-        year = d.year if d.month > start + 2 or (s == "winter" and d.month > 2) else d.year - 1
-        year = year - 1 if s == "winter" and d.month <= 2 else year
-        return "in", f"{'autumn' if s == 'fall' else s} {year}"
+        return "in", _last_season(season.lower(), d)
     if re.fullmatch(r"(?:last|next|this|on|this past|this coming) \w+", p) and not m.group("unit"):
         return _weekday_phrase(p.replace("this past", "last").replace("this coming", "next"), d)
     n_raw, unit = (m.group("n"), m.group("unit")) if m.group("unit") else (m.group("n2"), m.group("unit2"))
@@ -256,6 +285,8 @@ def resolve_dates(text: str, day: date) -> str:
             return m.group(0)
         prep, value = resolved
         given = (m.group("prep") or "").strip()
+        if m.start() == 0 and not given and re.match(r"\s+(?:was|is|were|has been)\b", text[m.end():]):
+            return value  # "Last Sunday was awesome" → "11 June 2023 was awesome"
         if given:
             return f"{given} {value}" if prep in ("on", "in", "") else f"{given} {prep} {value}"
         return f"{prep} {value}".strip()
@@ -354,17 +385,23 @@ _DATED = re.compile(r"\b(?:19|20)\d\d\b")
 
 
 def _importance(text: str, sig: Signals, key: str | None, summary: str = "") -> int:
-    """How much the fact is likely to matter later, 2–4 (5 is for pinned commands).
+    """How much the fact is likely to matter later, 1–4 (5 is for pinned commands).
 
     4: a deterministic key, a big life event, or something specific — a dated event or named
-    people, places, titles. 3: other life events, preferences, identity. 2: the rest — plain
-    remarks, feelings, plans with nothing named.
+    people, places, titles. 3: other life events, identity, quantities. 2: preferences and plain
+    statements. 1: small talk — short remarks (under 11 words with the speaker's name), and
+    vague plans ("going to keep it up").
     """
     if key or _BIG_EVENT.search(text):
         return 4
     if _DATED.search(summary) or any(not e.isdigit() for e in sig.entities):
         return 4
-    if sig.life_event or sig.preference or sig.identity:
+    if sig.identity:
+        return 3
+    cw = content_words(text)
+    if len((summary or text).split()) < 11 or cw < 4 or (sig.plan and cw < 6):
+        return 1
+    if sig.life_event or sig.number:
         return 3
     return 2
 
@@ -392,7 +429,7 @@ def _looks_like_name(sentence: str, text: str) -> bool:
     """Whether the sentence opens on a proper noun ("Fox Hollow is …", "Aragorn's story …",
     "LeBron …"): two capitalised words, a possessive, inner capitals, or the same word
     capitalised elsewhere in the turn."""
-    m = re.match(r"([A-Z][\w'’.-]*)(?:\s+(\S+))?", sentence)
+    m = re.match(r"[\"'“]?([A-Z][\w'’.-]*)[,;:]?(?:\s+(\S+))?", sentence)
     if not m:
         return False
     word, nxt = m.group(1), m.group(2) or ""
@@ -422,11 +459,21 @@ def _said(name: str, sentence: str, text: str) -> str:
     return f"{name} said {first}"
 
 
-def _end(sentence: str) -> str:
-    """One sentence of a summary: neutral terminal punctuation ("!" → ".")."""
-    s = _EMOJI.sub("", sentence).strip().rstrip(" ,;:-–—")
-    s = re.sub(r"[!?.…]*!+[!?.…]*$|\.{2,}$|…$", ".", s)
-    return s if s.endswith((".", "?")) else s + "."
+_INTENSIFIER = re.compile(  # "really", "super", "totally" …: tone, not content (seed 001 §9)
+    r"\s+(?:really|super|totally|just|pretty|kinda|actually|definitely|literally|honestly|"
+    r"basically|absolutely|truly|seriously|so+)\b(?=\s+(?!that\b|much\b|many\b|far\b|"
+    r"the\b|a\b|an\b|to\b|and\b|or\b|on\b|in\b|for\b|of\b)[a-z])", re.I,
+)
+
+
+def _neutral(text: str) -> str:
+    """Neutral tone and finished form: no intensifiers or emoji, "!" → ".", capitalised, a
+    terminal period."""
+    s = _INTENSIFIER.sub("", _EMOJI.sub("", text)).strip()
+    s = re.sub(r"!+(?=\s|$)", ".", s).rstrip(" ,;:-–—")
+    if s and not s.endswith((".", "?")):
+        s += "."
+    return s[:1].upper() + s[1:]
 
 
 class RulesExtractor:
@@ -437,8 +484,9 @@ class RulesExtractor:
         self.max_facts = max_facts
         self.max_chars = min(max_chars, 280)
         self.stats = {"drafted": 0, "first_pass": 0, "repaired": 0, "rejected": 0}
-        """Writing-constraint counters (seed 001 §9): drafts, drafts that passed as written,
-        drafts repaired (a neighbour sentence dropped), drafts rejected."""
+        """Writing-constraint counters (seed 001 §9) over sentence facts: drafts, drafts that
+        passed `validate_summary` as written, drafts that passed only after
+        `normalise_summary` (trimmed, punctuation fixed), drafts rejected."""
 
     def extract(self, turn: Turn) -> list[Fact]:
         """Facts worth remembering from `turn`, in turn order."""
@@ -451,49 +499,39 @@ class RulesExtractor:
             return self._command_facts(turn, cmd.kind, cmd.payload)
         sentences = _resolve_he_she([clean_sentence(s, image=bool(caption))
                                      for s in split_sentences(text)])
-        units = turn_units(sentences, turn.role, (turn.speaker_name,), self.max_facts)
-        facts = [f for u in units if (f := self._unit_fact(turn, u, text))]
-        if caption and turn.role == Role.user and len(facts) < self.max_facts:
-            if fact := self._caption_fact(turn, caption):
-                facts.append(fact)
+        picked = fact_sentences(sentences, turn.role, (turn.speaker_name,), self.max_facts)
+        facts = [f for part in picked if (f := self._sentence_fact(turn, part, text))]
+        if (caption and turn.role == Role.user and len(facts) < self.max_facts
+                and (fact := self._caption_fact(turn, caption))):
+            facts.append(fact)
         return self._dedup(facts)
 
-    def _write(self, turn: Turn, sentences: list[str], own: bool, text: str) -> str:
-        """The summary of one unit: dates resolved, third person, the speaker named."""
-        name, day = turn.speaker_name, _turn_day(turn)
-        family = bool(_FAMILY.search(text))
-        out = []
-        for i, sentence in enumerate(sentences):
-            dated = resolve_dates(sentence, day)
-            rewritten = third_person(dated, name, assistant=turn.role == Role.assistant,
-                                     family=family)
-            if i == 0 and not own:
-                rewritten = _said(name, rewritten, text)
-            out.append(_end(rewritten))
-        return " ".join(out)
+    def _write(self, turn: Turn, sentence: str, own: bool, text: str) -> str:
+        """The draft summary of one sentence: relative dates resolved, third person naming the
+        speaker ("Ana said …" for a statement without first person), intensifiers dropped."""
+        name = turn.speaker_name
+        dated = resolve_dates(sentence, _turn_day(turn))
+        rewritten = third_person(dated, name, assistant=turn.role == Role.assistant,
+                                 family=bool(_FAMILY.search(text)))
+        if not own:
+            rewritten = _said(name, rewritten, text)
+        return _neutral(rewritten)
 
-    def _unit_fact(self, turn: Turn, unit: Unit, text: str) -> Fact | None:
-        """One unit written as a fact; falls back to its best sentence alone when the pair
-        fails the writing constraints; None when that fails too."""
+    def _sentence_fact(self, turn: Turn, part: Part, text: str) -> Fact | None:
+        """One sentence written as a fact, or None when the summary fails the writing
+        constraints (seed 001 §9) even after `normalise_summary`."""
         self.stats["drafted"] += 1
-        parts = list(unit.parts)
-        head = max(parts, key=lambda p: (p.own, p.score))
-        attempts = [parts] + ([[head]] if len(parts) > 1 else [])
-        for n, attempt in enumerate(attempts):
-            own = any(p.own for p in attempt)
-            draft = self._write(turn, [p.text for p in attempt], own, text)
-            summary = normalise_summary(draft, self.max_chars)
-            kind = self._kind(" ".join(p.text for p in attempt), head.sig)
-            if validate_summary(summary, kind, max_chars=self.max_chars) or find_secrets(summary):
-                continue
-            if n == 0 and summary == normalise_summary(draft, 10_000, max_sentences=0):
-                self.stats["first_pass"] += 1
-            else:
-                self.stats["repaired"] += 1
-            joined = " ".join(p.text for p in attempt)
-            return self._make(turn, summary, kind, joined, head.sig)
-        self.stats["rejected"] += 1
-        return None
+        draft = self._write(turn, part.text, part.own, text)
+        summary = normalise_summary(draft, self.max_chars)
+        kind = self._kind(part.text, part.sig)
+        if validate_summary(summary, kind, max_chars=self.max_chars) or find_secrets(summary):
+            self.stats["rejected"] += 1
+            return None
+        if validate_summary(draft, kind, max_chars=self.max_chars):
+            self.stats["repaired"] += 1
+        else:
+            self.stats["first_pass"] += 1
+        return self._make(turn, summary, kind, part.text, part.sig)
 
     @staticmethod
     def _kind(sentence: str, sig: Signals) -> str:
@@ -519,7 +557,7 @@ class RulesExtractor:
             return []
         importance = 5 if kind == CommandKind.pin else 4
         sig = sentence_signals(payload)
-        summary = normalise_summary(self._write(turn, [payload], True, payload), self.max_chars)
+        summary = normalise_summary(self._write(turn, payload, True, payload), self.max_chars)
         if validate_summary(summary, "semantic", max_chars=self.max_chars) or find_secrets(summary):
             return []
         kind_ = self._kind(payload, sig)
@@ -528,9 +566,10 @@ class RulesExtractor:
 
     def _caption_fact(self, turn: Turn, caption: str) -> Fact | None:
         """A shared image (LoCoMo caption) as a low-importance fact."""
-        photo = re.match(r"an?\s+(?:photo|photograph|photography|picture|image|screenshot)\b",
-                         caption, re.I)
-        what = caption if photo else f"an image of {caption}"
+        caption = re.sub(r"^an?\s+(?:photograph|photography|picture|pic)\b", "a photo", caption.strip(),
+                         flags=re.I)
+        photo = re.match(r"an?\s+(?:photo|image|screenshot)\b", caption, re.I)
+        what = caption if photo else f"a photo of {caption}"
         summary = normalise_summary(f"{turn.speaker_name} shared {what}", self.max_chars)
         if validate_summary(summary, "semantic", max_chars=self.max_chars):
             return None

@@ -1,11 +1,12 @@
 """Sentence-level text rules shared by the trigger and the rules extractor.
 
-Sentence splitting; greeting, filler and question detection; cleaning (leading fillers,
-vocatives, hedges, slang); and the content signals a sentence is scored by.
+Sentence splitting; greeting, filler, question and reaction detection; cleaning (leading
+fillers, vocatives, hedges, slang, subjectless chat, demonstratives, "here's …" with a photo);
+the content signals a sentence is scored by; and the choice of the sentences a turn's facts are
+written from (`fact_sentences`), which the trigger uses too so that both agree.
 """
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 
@@ -29,7 +30,7 @@ FILLER_WORDS = frozenset((
     "definitely absolutely omg wowza neat fine gotcha got it see bye later care take ttyl "
     "cheers welcome a lot really very too me that's thats is and love to hear glad happy for "
     "congrats congratulations well done yay woohoo same here mine agree know i the wonderful "
-    "fantastic incredible beautiful just"
+    "fantastic incredible beautiful just for honestly neither either as well"
 ).split())
 _PLEASANTRY = re.compile(
     r"^(?:(?:it'?s\s+)?(?:so\s+|really\s+)?(?:good|great|nice|lovely)\s+to\s+(?:see|hear from|meet|"
@@ -61,7 +62,9 @@ _LIFE_EVENT = re.compile(
 )
 _IDENTITY = re.compile(
     r"\b(?:my name is|call me|I'?m from|I am from|I live|I'm living|I work|I'm a|I am a|"
-    r"I'm an|I am an|my (?:job|work|career|profession|username|handle|pronouns))\b", re.I
+    r"I'm an|I am an|my (?:job|work|career|profession|username|handle|pronouns))\b"
+    r"|(?-i:^(?!(?:It|This|That|There|He|She|They|What|Which|Who)\b)[A-Z][a-z]+(?: [A-Z][a-z]+)?)"
+    r" (?:is|was) (?:my|our) (?=[a-z])", re.I
 )
 _TIME_ANCHOR = re.compile(
     r"\b(?:yesterday|today|tonight|last (?:night|week|weekend|month|year|summer|winter|spring|"
@@ -71,10 +74,14 @@ _TIME_ANCHOR = re.compile(
 )
 _NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twenty|hundred)\b", re.I)
 _ENTITY = re.compile(r"(?<=[\w,;:] )(?:[A-Z][\w'’&-]*)(?: (?:of |the |de )?[A-Z][\w'’&-]+)*")
+_LEADING_NAME = re.compile(  # "J.K. Rowling is …", "Harry Potter and …", "Fox Hollow is …"
+    r"^[\"'“]?((?:[A-Z][\w'’&.-]*)(?: (?:of |the |de )?[A-Z][\w'’&.-]+)+)"
+)
 _NOT_ENTITIES = frozenset(
     "I I'm I've I'd I'll Mon Tue Tues Wed Thu Thurs Fri Sat Sun Monday Tuesday Wednesday Thursday "
     "Friday Saturday Sunday January February March April May June July August September October "
-    "November December Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec OMG LOL Haha Wow".split()
+    "November December Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec OMG LOL Haha Wow OK Ok "
+    "Okay BTW TBH IMO Yay Yeah Thanks Hey Hi".split()
 )
 _STEPS = re.compile(
     r"(?:\bstep \d|\bfirst(?:ly)?,? .+\bthen\b|(?:^|\n)\s*\d+[.)]\s|\bto \w+ .{0,40}\byou (?:need|"
@@ -92,21 +99,31 @@ _DECISION = re.compile(
     r"saved)|decided to|agreed to|we agreed|going with)\b", re.I
 )
 
-MIN_SCORE = 2.0
-"""Sentences scoring this much (`fact_score`) become facts."""
+MIN_SCORE = 1.5
+"""Sentences scoring this much (`fact_score`) become facts: a first-person statement with a few
+content words and no other signal just makes it (at importance 1, see the extractor); 2.0 lost
+about 1 point of LoCoMo recall@10."""
 _LEADING = re.compile(
     r"^(?:(?:oh|wow|yeah|yes|yep|haha+|lol|well|so|btw|by the way|also|and|but|honestly|"
-    r"actually|anyway|anyways|hey|hi|ok|okay|aw+|omg|ugh|hmm+|thanks|thank you|plus|man|yay|"
+    r"actually|anyway|anyways|hey|hi|ok|okay|aw+|omg|ugh|hmm+|thanks(?! for)|thank you(?! for)|"
+    r"plus|man|yay|"
     r"sure|true|totally|definitely|guess what|you know what|to be honest)\b[\s,!.:;-]*)+", re.I
 )
 _REACTION_LEAD = re.compile(
     r"^(?:cool|nice|awesome|great|sweet|amazing|wonderful|perfect|aww+|yup|congrats|"
     r"congratulations|ha|wow)\s*[,!.]+\s*", re.I
 )
-_YOU_KNOW = re.compile(r"(?<!let )(?<!\bto )(?<!\bi )(?<!\bwe )\b,?\s*\byou know\b,?", re.I)
+_YOU_KNOW = re.compile(r"(?:^|(?<=[,;]))\s*you know\b(?! what),?\s*|,\s*you know(?=\s*[.!?]*$)", re.I)
+_JUST_SO = re.compile(  # "…, just so you know." / "Just so you know, …": an aside, not content
+    r",?\s*\b(?:just )?so (?:that )?you (?:know|are aware)\b,?\s*|\bfyi\b,?\s*", re.I)
+_TELLING_YOU = re.compile(  # "… wanted to let you know I joined …" → "I joined …"
+    r"^.{0,40}?\b(?:just )?(?:wanted|want|had|have|got) to (?:let you know|tell you|share with you|"
+    r"update you)(?: that)?,?\s+(?=I\b|I['’]|my\b|we\b|our\b)", re.I
+)
 _SINGULAR = re.compile(r"(?<![\w'’])[Ii](?![\w])|\b[Mm](?:e|y|ine|yself)\b")
 _SHOWING = (
-    (re.compile(r"^(?:here(?:'|’)?s|this is|check out|take a look at|look at)\s+(?:a |an |the )?"
+    (re.compile(r"^(?:here(?:'|’)?s|this is|check out|take a look at|look at)\s+"
+                r"(?:a |an |the |this |that |my |our )?(?:(?:quick|little|cool|new|recent) )?"
                 r"(?:pic|photo|picture|snap|shot|photograph)\b", re.I), "I shared a photo"),
     (re.compile(r"^(?:here(?:'|’)?s|check out|take a look at|look at)\s+(?=my\b|our\b)", re.I),
      "I shared "),
@@ -121,13 +138,19 @@ _VOCATIVE_HEAD = re.compile(  # "Mel, that sounds …"
 _VOCATIVE_TAIL = re.compile(r",\s+[A-Z][a-z]+\s*([.!]*)$")  # "… too, Mel." / "…, Mel!"
 _BEFORE_VOCATIVE = frozenset("too you it that this much lot so here there again now though anyway "
                              "agree".split())
-_HEDGE = re.compile(  # "I think I …" -> "I …"
-    r"^[Ii] (?:think|guess|believe|suppose|reckon|feel like|mean)(?: that)?,?\s+(?=(?:[Ii]|[Mm]y|[Ww]e)\b)"
+_HEDGE = re.compile(  # "I think I …" / "Think I'm …" -> "I …"
+    r"^(?:[Ii] )?(?:[Tt]hink|[Gg]uess|[Bb]elieve|[Ss]uppose|[Rr]eckon|[Ff]eel like|[Mm]ean)(?: that)?,?\s+"
+    r"(?=(?:[Ii]|[Mm]y|[Ww]e)\b)"
 )
 _SUBJECTLESS = (
     (re.compile(r"^(?:gonna|going to|planning|hoping|trying|thinking|working|heading|looking "
-                r"forward|off to|super|so|really|pretty|glad|happy|excited|thrilled)\b", re.I), "I'm "),
+                r"forward|off to|glad|happy|excited|thrilled|(?:super|so|really|pretty) (?=(?:glad|"
+                r"happy|excited|thrilled|proud|grateful|thankful|busy|tired|stoked|nervous|lucky|sad|"
+                r"sorry|ready|pumped|psyched|into|keen)\b))", re.I), "I'm "),
+    (re.compile(r"^(?:been)\s+(?=(?:a|an|such|quite|ages|forever|so long|too long)\b)", re.I),
+     "It's "),
     (re.compile(r"^(?:been)\b", re.I), "I've "),
+    (re.compile(r"^just (?=[a-z]+ing\b)", re.I), "I'm "),
     (re.compile(r"^(?:gotta)\b", re.I), "I've "),
     (re.compile(r"^(?:loving|enjoying|feeling|missing)\b", re.I), "I'm "),
     (re.compile(r"^(?:never|always|also|still|totally|definitely)\s+(?:been|had|have|done|"
@@ -146,13 +169,20 @@ _NOT_A_FACT = re.compile(  # proposals, encouragement, reactions
     r"go for|hang in|have faith|believe in|never give up|good luck|enjoy|tell|give it|congrats|"
     r"congratulations|well done|good job|great job|wishing|hope you|hope your|thanks|thank you|"
     r"love (?:that|this|it|the|your|those|these)|can['’]?t wait to (?:see|hear)|fingers crossed|"
-    r"you got this|we got this|here['’]?s to)\b", re.I
+    r"(?:i['’]?d |would )?love to (?:hear|see|know|check(?: out)?) (?:more|it|that|this|them|"
+    r"those|your|how|what|about|pics?|photos?|pictures?)\b|(?:i['’]?d |would )?love to (?:hear|"
+    r"see|know)\W*$|"
+    r"you got this|we got this|here['’]?s to|thanks for|thank you for|take a look|have a look|"
+    r"check (?:it|this|that|them) out|look at (?:this|that|these|them|it)\b|"
+    r"i['’]?m (?:so |really |very )?(?:sorry|glad|happy|proud|stoked|thrilled) (?:to hear|for you|"
+    r"of you|that you|you))\b", re.I
 )
 _SINCE_WE_SPOKE = re.compile(r"\b(?:since|when) we last (?:spoke|talked|chatted|caught up|met)\b,?\s*",
                              re.I)
 _HABIT = re.compile(r"\b(?:every (?:day|week|morning|night|weekend|month|year)|daily|weekly|"
                     r"usually|always|often|regularly|each (?:day|week))\b", re.I)
-_ANAPHORIC = re.compile(r"^(?:it|that|this|they|them|those|these|he|she|there|his|her)\b", re.I)
+_ANAPHORIC = re.compile(r"^(?:it|its|that|this|they|them|their|those|these|he|she|there|his|her)\b",
+                        re.I)
 STOPWORDS = frozenset((
     "about after again also always another because been before being could does doing down "
     "during each even ever every from going gonna have having here into just kind kinda know "
@@ -245,9 +275,27 @@ def sentence_signals(sentence: str) -> Signals:
         time_anchor=bool(_TIME_ANCHOR.search(sentence)),
         number=bool(_NUMBER.search(sentence)),
         decision=bool(_DECISION.search(sentence)),
-        entities=tuple(e for e in _ENTITY.findall(sentence) if e not in _NOT_ENTITIES),
+        entities=_entities_of(sentence),
         n_words=len(words(sentence)),
     )
+
+
+def _entities_of(sentence: str) -> tuple[str, ...]:
+    """Capitalised names inside the sentence, and a multi-word name opening it."""
+    found = [e for e in _ENTITY.findall(sentence) if e not in _NOT_ENTITIES]
+    if m := _LEADING_NAME.match(sentence):
+        first = m.group(1).split()[0].rstrip(".,")
+        if first not in _NOT_ENTITIES and first.lower() not in _NOT_NAME_OPENERS:
+            found.insert(0, m.group(1).rstrip("."))
+    out: list[str] = []
+    for e in dict.fromkeys(found):  # "Harry Potter" makes "Potter" redundant
+        if not any(e != o and re.search(r"\b" + re.escape(e) + r"\b", o) for o in found):
+            out.append(e)
+    return tuple(out)
+
+
+_NOT_NAME_OPENERS = frozenset("the a an my our this that i i'm i've it it's we he she they so and "
+                              "but oh hey hi thanks happy good great".split())
 
 
 def memory_type(sentence: str, signals: Signals | None = None) -> str:
@@ -281,7 +329,8 @@ _NOT_NOUN = frozenset((
 ).split())
 _SHOWING_IMAGE = re.compile(
     r"^(?:here(?:'|’)?s|here is|this is|these are|check out|take a look at|look at|meet)\s+"
-    r"(?!(?:a |an |the )?(?:pic|photo|picture|snap|shot|photograph)\b)", re.I
+    r"(?!(?:a |an |the |this |that |my |our )?(?:pic|photo|picture|snap|shot|photograph)\b)"
+    r"(?!(?:this|that|these|those|it|them)\W*$)", re.I
 )
 
 
@@ -324,7 +373,9 @@ def clean_sentence(sentence: str, image: bool = False) -> str:
     With `image` (the turn shares a photo), "Here's Toby at the park" reads as "I shared a photo
     of Toby at the park".
     """
-    s = _LEADING.sub("", _SINCE_WE_SPOKE.sub("", _YOU_KNOW.sub("", sentence))).strip()
+    s = _YOU_KNOW.sub(" ", _JUST_SO.sub(" ", sentence))
+    s = re.sub(r"\s+([,.!?])", r"\1", re.sub(r"\s{2,}", " ", s)).strip()
+    s = _LEADING.sub("", _SINCE_WE_SPOKE.sub("", _TELLING_YOU.sub("", s))).strip()
     s = _LEADING.sub("", _REACTION_LEAD.sub("", s)).strip()
     s = _drop_vocative(s)
     s = _demonstrative(s)
@@ -428,21 +479,17 @@ def scored_sentences(sentences: list[str], role: Role,
     return out
 
 
-# --- units: the sentences one fact is written from -----------------------------------------
+# --- fact sentences: what the extractor writes facts from -----------------------------------
 
-_REFERS_BACK = re.compile(
-    r"\b(?:it|its|it's|this|that|these|those|they|them|their|there|he|she|him|his|her|hers)\b",
-    re.I,
-)
-MAX_UNIT_SENTENCES = 2
-OTHER_MIN = float(os.environ.get("XB_OTHER", "2.0"))
-"""A sentence without first person (`other_score`) scoring this much is a fact of its own."""
+OTHER_MIN = 1.0
+"""A sentence without first person scoring this much (`other_score`) is a fact of its own
+("Fox Hollow is a great trail to hike on weekends." → "Andrew said Fox Hollow is …")."""
 
 
 @dataclass(frozen=True)
 class Part:
-    """One content sentence of a turn: cleaned text, position, score, signals, whether it is
-    about the speaker (first person) or context (no first person)."""
+    """One content sentence of a turn: cleaned text, position, score, signals, and whether it is
+    about the speaker (first person) or a statement without first person."""
 
     index: int
     text: str
@@ -452,40 +499,17 @@ class Part:
 
     @property
     def head_score(self) -> float:
-        """Score on the first-person scale: a context sentence at `OTHER_MIN` counts as
-        `MIN_SCORE`, and climbs half as fast."""
+        """Score on the `fact_score` scale: a statement without first person at `OTHER_MIN`
+        counts as `MIN_SCORE` and climbs half as fast, so first-person facts come first."""
         return self.score if self.own else MIN_SCORE + (self.score - OTHER_MIN) * 0.5
-
-
-@dataclass(frozen=True)
-class Unit:
-    """One to `MAX_UNIT_SENTENCES` adjacent content sentences that make one fact together."""
-
-    parts: tuple[Part, ...]
-
-    @property
-    def score(self) -> float:
-        """Best part's `head_score`, plus a little for context that names things."""
-        best = max(p.head_score for p in self.parts)
-        extra = sum(0.25 for p in self.parts if p.sig.entities or p.sig.number)
-        return best + min(extra, 0.5) * (len(self.parts) > 1)
-
-    @property
-    def own(self) -> bool:
-        """Some part is about the speaker."""
-        return any(p.own for p in self.parts)
-
-    @property
-    def index(self) -> int:
-        return self.parts[0].index
 
 
 def content_parts(sentences: list[str], role: Role, names: tuple[str, ...] = ()) -> list[Part | None]:
     """Per cleaned sentence: its `Part`, or None when it is not content.
 
     User turns: first-person sentences about the speaker score by `fact_score`; sentences with
-    no first or second person are context scored by `other_score`; sentences about the listener
-    (second person without first person) are dropped. Assistant turns: decisions only.
+    neither first nor second person score by `other_score`; sentences about the listener
+    (second person) are dropped. Assistant turns: decisions only.
     """
     out: list[Part | None] = []
     for i, s in enumerate(sentences):
@@ -504,71 +528,17 @@ def content_parts(sentences: list[str], role: Role, names: tuple[str, ...] = ())
     return out
 
 
-def _depends(part: Part) -> bool:
-    """Whether a sentence leans on the one before it: it opens on a pronoun, or it is context
-    without first person."""
-    return is_anaphoric(part.text) or not part.own
+def fact_sentences(sentences: list[str], role: Role, names: tuple[str, ...] = (),
+                   max_facts: int = 3) -> list[Part]:
+    """The best `max_facts` sentences of a turn to write facts from, in turn order.
 
-
-def _refers_back(part: Part) -> bool:
-    """Whether a sentence mentions something named before it ("… her style", "… it")."""
-    return is_anaphoric(part.text) or bool(_REFERS_BACK.search(part.text))
-
-
-SHORT_CHARS = 60
-"""A head sentence shorter than this takes its next content sentence along (richer facts)."""
-
-
-def _context(parts: list[Part | None], head: Part) -> Part | None:
-    """The neighbouring sentence that makes `head` self-contained or richer, if any."""
-    i = head.index
-    before = parts[i - 1] if i > 0 else None
-    after = parts[i + 1] if i + 1 < len(parts) else None
-    import os
-    flags = os.environ.get("XB_CTX", "bds")
-    if "b" in flags and before is not None and _refers_back(head):
-        return before
-    if "B" in flags and before is not None and is_anaphoric(head.text):
-        return before
-    if "d" in flags and after is not None and _depends(after):
-        return after
-    if "s" in flags and after is not None and len(head.text) < SHORT_CHARS:
-        return after
-    return None
-
-
-def turn_units(sentences: list[str], role: Role, names: tuple[str, ...] = (),
-               max_units: int = 3) -> list[Unit]:
-    """The best `max_units` units of a turn, in turn order.
-
-    Heads are the content sentences scoring `MIN_SCORE` or more (context sentences without
-    first person must not open on a pronoun). Each head takes one neighbour along when the
-    neighbour is needed or adds content (`_context`); two heads that end up sharing a sentence
-    become one unit.
+    A sentence qualifies at `head_score` ≥ `MIN_SCORE` and when it does not open on a pronoun
+    ("It was Matt Patterson." answers a question we cannot see; "They're my rock." needs the
+    sentence before). Each fact is written from one sentence: on LoCoMo, joining a neighbouring
+    sentence (for context, or when the best sentence is short) lowered recall — the longer
+    summary embeds less sharply.
     """
-    parts = content_parts(sentences, role, names)
-    heads = [p for p in parts if p is not None and p.head_score >= MIN_SCORE
-             and (p.own or not is_anaphoric(p.text))]
-    heads.sort(key=lambda p: (-p.head_score, p.index))
-    chosen: list[set[int]] = []
-    for head in heads:
-        if len(chosen) >= max_units:
-            break
-        if any(head.index in c for c in chosen):
-            continue
-        ctx = _context(parts, head)
-        group = {head.index} | ({ctx.index} if ctx is not None else set())
-        overlap = [c for c in chosen if c & group]
-        if overlap and "O" in os.environ.get("XB_CTX", ""):
-            pass
-        elif overlap:
-            merged = set().union(*overlap) | group
-            if len(merged) > MAX_UNIT_SENTENCES:
-                group = {head.index}
-                overlap = []
-            else:
-                group = merged
-                chosen = [c for c in chosen if c not in overlap]
-        chosen.append(group)
-    units = [Unit(tuple(parts[i] for i in sorted(c))) for c in chosen]  # type: ignore[misc]
-    return sorted(units, key=lambda u: u.index)
+    parts = [p for p in content_parts(sentences, role, names) if p is not None
+             and p.head_score >= MIN_SCORE and not is_anaphoric(p.text)]
+    best = sorted(parts, key=lambda p: (-p.head_score, p.index))[:max_facts]
+    return sorted(best, key=lambda p: p.index)

@@ -1,18 +1,19 @@
 """Rules trigger (SPEC §4): is this turn worth a memory, and is it an explicit command?"""
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from enum import Enum
 
 from streams.text_rules import (
+    MIN_SCORE,
     clean_sentence,
+    content_parts,
+    fact_sentences,
     memory_type,
     signal_tags,
     split_sentences,
     strip_caption,
-    turn_units,
 )
 from topics.turns import Role, Turn
 
@@ -122,8 +123,9 @@ def _command_decision(cmd: ExplicitCommand) -> TriggerDecision:
 def rules_trigger(turn: Turn) -> TriggerDecision:
     """Decide, without a model, whether `turn` should produce a memory candidate.
 
-    Uses the extractor's own units (`turn_units`), so confidence ≥ 0.6 means the rules extractor
-    finds at least one fact (a unit scoring `MIN_SCORE`); assistant decisions stay at 0.5.
+    Uses the extractor's own sentence choice (`fact_sentences`), so confidence ≥ 0.6 means the
+    rules extractor finds at least one fact; a shared photo (LoCoMo caption) alone is one fact
+    at 0.6; assistant decisions stay at 0.5.
     """
     text, caption = strip_caption(turn.text)
     if turn.role in (Role.tool, Role.system):
@@ -131,17 +133,24 @@ def rules_trigger(turn: Turn) -> TriggerDecision:
     if turn.role == Role.user and (cmd := parse_command(text)):
         return _command_decision(cmd)
     sentences = [clean_sentence(s, image=bool(caption)) for s in split_sentences(text)]
-    units = turn_units(sentences, turn.role, (turn.speaker_name,))
-    if not units:
-        if turn.role == Role.user and caption and os.environ.get("XB_CAPTRIG"):
-            return TriggerDecision(True, "semantic", ("image",), 0.6)  # a shared photo
-        return SKIP if turn.role == Role.user else TriggerDecision(False, None, (), 0.1)
-    best = max(units, key=lambda u: (u.score, -u.index))
-    head = max(best.parts, key=lambda p: (p.own, p.score))
-    joined = " ".join(p.text for p in best.parts)
+    names = (turn.speaker_name,)
+    picked = fact_sentences(sentences, turn.role, names)
+    if not picked:
+        if turn.role == Role.user and caption:
+            return TriggerDecision(True, "semantic", ("image",), 0.6)  # a shared photo is a fact
+        if turn.role == Role.assistant:
+            return TriggerDecision(False, None, (), 0.1)
+        near = [p for p in content_parts(sentences, turn.role, names) if p is not None]
+        if not near:
+            return SKIP
+        top = max(near, key=lambda p: (p.head_score, -p.index))
+        confidence = round(max(0.0, min(0.55, 0.6 - 0.2 * (MIN_SCORE - top.head_score))), 3)
+        should = confidence >= 0.45
+        return TriggerDecision(should, memory_type(top.text, top.sig) if should else None,
+                               tuple(signal_tags(top.sig)) if should else (), confidence)
+    best = max(picked, key=lambda p: (p.head_score, -p.index))
     if turn.role == Role.assistant:
-        return TriggerDecision(True, memory_type(joined, head.sig), ("decision",), 0.5)
-    confidence = round(max(0.0, min(0.95, 0.2 + 0.2 * best.score)), 3)  # MIN_SCORE -> 0.6
-    should = confidence >= 0.45
-    return TriggerDecision(should, memory_type(joined, head.sig) if should else None,
-                           tuple(signal_tags(head.sig)) if should else (), confidence)
+        return TriggerDecision(True, memory_type(best.text, best.sig), ("decision",), 0.5)
+    confidence = round(min(0.95, 0.6 + 0.15 * (best.head_score - MIN_SCORE)), 3)  # MIN_SCORE: 0.6
+    return TriggerDecision(True, memory_type(best.text, best.sig), tuple(signal_tags(best.sig)),
+                           confidence)

@@ -164,3 +164,30 @@ def test_trigger_confidence_agrees_with_the_extractor(text: str) -> None:
 
     confident = rules_trigger(turn(text)).confidence >= 0.6
     assert confident == bool(RulesExtractor().extract(turn(text))), text
+
+
+@pytest.mark.parametrize("text", [
+    "Fox Hollow is a great trail to hike on weekends!", "It was Matt Patterson, he is so talented!",
+    "I went to the parade last week. It made me feel accepted.", "Congrats on the new job!",
+    "Thanks for being a part of this with me.", "That one is Max, my childhood dog.",
+    "Take a look at this. [shares an image: a painting of a sunset over a lake]",
+    "The weather is nice today.", "Same for me honestly.", "Work has been busy.",
+])
+def test_trigger_agrees_with_the_extractor_on_new_rules(text: str) -> None:
+    from streams.extraction import RulesExtractor
+
+    confident = rules_trigger(turn(text)).confidence >= 0.6
+    assert confident == bool(RulesExtractor().extract(turn(text))), text
+
+
+def test_a_shared_photo_alone_is_a_candidate() -> None:
+    decision = rules_trigger(turn("Look! [shares an image: a photo of a cat on a sofa]"))
+    assert decision.should_create and decision.confidence == 0.6
+    assert decision.type_hint == "semantic" and decision.tags_hint == ("image",)
+    assert rules_trigger(turn("Look! [shares an image: a cat]", Role.assistant, None)).should_create is False
+
+
+def test_near_misses_report_a_lower_confidence() -> None:
+    decision = rules_trigger(turn("Work has been busy."))
+    assert not decision.should_create or decision.confidence < 0.6
+    assert 0.0 < decision.confidence < 0.6
