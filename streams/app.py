@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import faust
 
+from streams.faust_compat import install_seek_fix
 from streams.settings import Settings, get_settings
 from topics import names
 
 
 def create_app(settings: Settings) -> faust.App:
     """A Faust app configured from `settings` (tables on RocksDB, web server on)."""
+    install_seek_fix()
     one_record = 1 if settings.kafka_one_record_batches else 16384
     return faust.App(
         settings.app_id,
