@@ -109,6 +109,21 @@ def same_subject(a_summary: str, a_entities: Sequence[str], b_summary: str, b_en
     return len(ca & cb) / max(len(ca | cb), 1) >= 0.5
 
 
+_CLAUSE_SPLIT = re.compile(r"\s*[,;]\s*(?:and\s+|but\s+)?|\s+(?:but|and now|so now)\s+")
+
+
+def contradicts(summary: str, entities: Sequence[str], old_summary: str,
+                old_entities: Sequence[str]) -> bool:
+    """`summary`, or one clause of it, changes a value of `old_summary` about the same subject:
+    "Ana is not a vegetarian anymore, Ana eats fish now." contradicts "Ana is a vegetarian."."""
+    clauses = [summary, *(c for c in _CLAUSE_SPLIT.split(summary) if c and c != summary)]
+    return any(
+        (conflicting_values(clause, old_summary) or opposite_polarity(clause, old_summary))
+        and same_subject(clause, entities if clause == summary else (), old_summary, old_entities)
+        for clause in clauses
+    )
+
+
 def same_fact_heuristic(
     a_summary: str, a_entities: Sequence[str], b_summary: str, b_entities: Sequence[str]
 ) -> bool:
@@ -145,9 +160,7 @@ def decide(
         if memory_type == "episodic" and abs(event_time - memory.created_at) > merge_window:
             continue  # episodic merges only within the window
         if (score >= conflict_low and memory_type == "semantic"
-                and (conflicting_values(summary, memory.summary)
-                     or opposite_polarity(summary, memory.summary))
-                and same_subject(summary, entities, memory.summary, memory.entities)):
+                and contradicts(summary, entities, memory.summary, memory.entities)):
             return DedupDecision(Action.supersede, memory, score, "changed_value")
         if score >= bands.auto:
             if memory_type == "semantic" and (conflicting_values(summary, memory.summary)

@@ -99,12 +99,16 @@ _PET = r"((?i:dog|cat|puppy|pup|kitten|bird|parrot|rabbit|bunny|hamster|horse|tu
 _KEYS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(?:[Mm]y|[Oo]ur)\s+" + _PET + r",?\s+([A-Z][a-z]+),?\s+(?:is|" + _APOS +
                 r"s|turned|turns|just turned)\s+(?:now\s+)?(\d{1,2})\b"), "profile:pet:{1}:age"),
-    (re.compile(r"\b" + _PET + r"\s+(?:named|called)\s+([A-Z][a-z]+)\b.*?\b(?:[Ss]he|[Hh]e|[Ii]t|\2)"
+    (re.compile(r"\b" + _PET + r"\s+(?:named|called)\s+([A-Z][a-z]+)\b.*?\b(?:[Ss]he|[Hh]e|[Ii]t|who|\2)"
                 r"(?:\s+is|" + _APOS + r"s|\s+turned|\s+turns)\s+(?:now\s+)?(\d{1,2})\b"),
      "profile:pet:{1}:age"),
+    # "Luna turned 4": a named someone's age, kind unknown; `*` matches the kind of an existing
+    # key (`profile:pet:luna:age`), see `streams.memory_state.keys_match`.
+    (re.compile(r"^([A-Z][a-z]+)\s+(?:just\s+)?(?:turned|turns)\s+(\d{1,2})\b"), "profile:*:{0}:age"),
     (re.compile(r"\bmy name is ([A-Z][a-z]+)|\bcall me ([A-Z][a-z]+)"), "profile:name"),
     (re.compile(r"(?:" + _I + r"|\b[Ww]e)(?:\s+(?:finally|just|recently|now|still))?(?:\s+live|"
-                + _APOS + r"[mr]e? living|\s+a[mr]e? living|\s+moved|\s+relocated)\s+(?:in|to)\s+[A-Z]"),
+                + _APOS + r"[mr]e? living|\s+a[mr]e? living|\s+moved|\s+relocated)"
+                r"(?:\s+(?:away\s+)?from\s+[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)?\s+(?:in|to)\s+[A-Z]"),
      "profile:home:city"),
     (re.compile(_I + r"(?:" + _APOS + r"m| am)\s+(\d{1,3})(?:\s+years?\s+old|\s*[.,!]|$)"),
      "profile:age"),
@@ -351,10 +355,21 @@ def fit(text: str, max_chars: int) -> str:
     return normalise_summary(text, max_chars, max_sentences=0)
 
 
+_SHORT_ABOUT = re.compile(r"^(?:[Ss]he|[Hh]e)(?:\s+(?P<verb>is|was|turned|turns|just turned)|['’]s)\s+"
+                          r"(?P<rest>[^.!?]{1,40})[.!?]*$")
+
+
 def _resolve_he_she(sentences: list[str]) -> list[str]:
-    """"… a dog named Luna. She is 3." → "… Luna is 3." (subject he/she only)."""
+    """"… a dog named Luna. She loves walks." → "… Luna loves walks." (subject he/she only).
+
+    A short attribute right after the naming sentence is joined to it, so the fact keeps it:
+    "I have a dog named Luna. She is 3." → "I have a dog named Luna, who is 3."
+    """
     out, named = [], None
     for s in sentences:
+        if named and out and (m := _SHORT_ABOUT.match(s)) and _NAMED.search(out[-1]):
+            out[-1] = f"{out[-1].rstrip('.!')}, who {m.group('verb') or 'is'} {m.group('rest').strip()}."
+            continue
         if named:
             s = re.sub(r"\b([Ss]he|[Hh]e)\b(?!['’]ll)", named, s, count=1)
         for m in _NAMED.finditer(s):
@@ -436,12 +451,15 @@ def _looks_like_name(sentence: str, text: str) -> bool:
     bare = re.sub(r"['’]s$", "", word)
     if bare.lower() in _COMMON_OPENERS:
         return False
+    if _NAMED_AGE.match(sentence):
+        return True
     return bool(
         nxt[:1].isupper() or bare != word or any(c.isupper() for c in bare[1:])
         or re.search(r"(?<=[\w,;:] )" + re.escape(bare) + r"\b", text)
     )
 
 
+_NAMED_AGE = re.compile(r"[A-Z][a-z]+\s+(?:just\s+)?(?:turned|turns)\s+\d")  # "Luna turned 4"
 _COMMON_OPENERS = frozenset((
     "the a an this that these those there it its some all every each both most many much one "
     "no not nothing something everything anything being having life people everyone nobody "

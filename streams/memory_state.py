@@ -6,6 +6,8 @@ they are plain dicts. Sending the resulting events is the caller's job.
 """
 from __future__ import annotations
 
+import fnmatch
+
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -43,6 +45,12 @@ class Applied:
     events: list[MemoryEvent] = field(default_factory=list)
     similarity: float | None = None
     replayed: bool = False
+
+
+def keys_match(a: str, b: str) -> bool:
+    """Entity keys name the same slot; `*` in either stands for one unknown part
+    (`profile:*:luna:age` matches `profile:pet:luna:age`)."""
+    return a == b or fnmatch.fnmatchcase(a, b) or fnmatch.fnmatchcase(b, a)
 
 
 def candidate_id(candidate: Candidate) -> str:
@@ -289,7 +297,10 @@ class MemoryState:
                 outcome, memory = "created", new_memory(candidate, cid, vector)
                 if decision.action is dedup.Action.supersede and decision.target is not None:
                     outcome = "superseded"
-                    memory = memory.model_copy(update={"related_ids": [decision.target.id]})
+                    memory = memory.model_copy(update={
+                        "related_ids": [decision.target.id],
+                        # the slot keeps its concrete key: "Luna turned 4" replaces profile:pet:luna:age
+                        "entity_key": decision.target.entity_key or memory.entity_key})
                 self._store(memory)
                 user_index.upsert(memory, vector)
                 events.append(self._event("created", memory, turn.thread_id, turn.ts, meta))
@@ -362,7 +373,7 @@ class MemoryState:
         if not fact.entity_key:
             return None
         for memory in user_index.docs.values():
-            if memory.is_visible and memory.entity_key == fact.entity_key:
+            if memory.is_visible and memory.entity_key and keys_match(memory.entity_key, fact.entity_key):
                 if _normal(memory.summary) == _normal(fact.summary):
                     return dedup.DedupDecision(dedup.Action.update, memory, 1.0, "same_entity_key")
                 return dedup.DedupDecision(dedup.Action.supersede, memory, 1.0, "entity_key_changed")

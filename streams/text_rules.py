@@ -403,9 +403,16 @@ def _drop_vocative(s: str) -> str:
     return s
 
 
+_COUNT_WORDS = frozenset("one two three four five six seven eight nine ten eleven twelve twenty "
+                         "hundred thousand".split())
+
+
 def content_words(sentence: str) -> int:
-    """Number of words that carry content (no stopwords, pronouns, fillers)."""
-    return sum(1 for w in words(sentence) if len(w) > 2 and w.lower() not in STOPWORDS)
+    """Number of words that carry content (no stopwords, pronouns, fillers); a number counts
+    ("I have two kids", "I run 5 km every morning" state a quantity)."""
+    return sum(1 for w in words(sentence)
+               if w.isdigit() or w.lower() in _COUNT_WORDS
+               or (len(w) > 2 and w.lower() not in STOPWORDS))
 
 
 def fact_score(sentence: str, sig: Signals) -> float:
