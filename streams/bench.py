@@ -18,6 +18,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable
 
 import aiohttp
@@ -236,6 +237,31 @@ def duplicates(summaries: dict[tuple[str, str], list[str]], embedder: Any) -> fl
     return rates / total if total else 0.0
 
 
+def stored_quality(summaries: dict[tuple[str, str], list[str]], conversations: list[LocomoConversation],
+                   files: list[Path], embedder: Any) -> dict[str, Any]:
+    """Quality of what was stored (active memories): the writing-constraint pass rate (seed 001
+    §9) and precision against the conversation's gold observations — the share of stored
+    summaries whose best cosine to a gold observation reaches 0.6 / 0.7 / 0.8. Files without
+    observations are left out of precision (None when no file has any)."""
+    from streams.gold import best_similarities, gold_texts
+    from streams.writing import writing_pass_rate
+
+    stored = [(kind, text) for (_u, kind), texts in summaries.items() for text in texts]
+    sims: list[np.ndarray] = []
+    for conv, path in zip(conversations, files):
+        gold = gold_texts(path)
+        mine = [t for (user, _k), texts in summaries.items() if user == conv.user_id for t in texts]
+        if gold and mine:
+            sims.append(best_similarities(mine, gold, embedder.embed))
+    joined = np.concatenate(sims) if sims else np.zeros(0)
+    return {
+        "writing_pass_rate": round(writing_pass_rate(
+            SimpleNamespace(summary=t, type=k) for k, t in stored), 4),
+        "precision_against_gold": ({str(t): round(float((joined >= t).mean()), 4)
+                                    for t in (0.6, 0.7, 0.8)} if joined.size else None),
+    }
+
+
 async def query_all(api_url: str, conversations: list[LocomoConversation]) -> tuple[RecallReport, list[float]]:
     report, latencies = RecallReport(), []
     async with ApiClient(api_url) as client:
@@ -288,6 +314,7 @@ def run_offline_bench(files: list[Path], console: Console) -> dict[str, Any]:
             if m.is_visible:
                 summaries.setdefault((conv.user_id, m.type), []).append(m.summary)
     return {
+        **stored_quality(summaries, conversations, files, embedder),
         "duplicate_rate": round(duplicates(summaries, embedder), 4),
         "mode": "offline", "files": [str(p) for p in files], "turns": len(turns),
         "memories_written": created, "memories_updated": outcomes.get("updated", 0),
@@ -360,6 +387,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         "memories_updated": result.outcomes.get("updated", 0),
         "memories_per_turn": round(created / max(len(turns), 1), 4),
         "duplicate_rate": round(dup, 4),
+        **stored_quality(summaries, conversations, files, embedder),
         "outcomes": result.outcomes,
         "ingest_turns_per_s": round(len(turns) / elapsed, 2),
         "broker_raw_msgs_per_s": round(raw_rate, 2),
@@ -380,6 +408,10 @@ def render_report(report: dict[str, Any], console: Console) -> None:
     table.add_row("memories written (per turn)",
                   f"{report['memories_written']} ({report['memories_per_turn']})", "")
     table.add_row("duplicate rate", f"{report['duplicate_rate']:.2%}", "")
+    table.add_row("writing constraints pass", f"{report['writing_pass_rate']:.1%}", "")
+    if precision := report.get("precision_against_gold"):
+        table.add_row("precision vs gold @0.6/0.7/0.8",
+                      " / ".join(f"{precision[t]:.2f}" for t in ("0.6", "0.7", "0.8")), "")
     if "ingest_turns_per_s" in report:  # absent offline
         table.add_row("ingest turns/s  |  broker raw msgs/s", f"{report['ingest_turns_per_s']}",
                       f"{report['broker_raw_msgs_per_s']}")

@@ -102,6 +102,8 @@ def test_replay_and_bench_on_a_locomo_file_never_seen(worker, tmp_path):
     assert set(report["recall_any"]) == {"5", "10", "20"}
     assert set(report["baseline_raw_turns"]["recall_all"]) == {"5", "10", "20"}
     assert report["memories_written"] > 0
+    assert 0.0 < report["writing_pass_rate"] <= 1.0
+    assert report["precision_against_gold"] is None  # the tiny file carries no gold observations
 
 
 def test_watch_prints_a_users_events_live(worker):

@@ -110,3 +110,29 @@ def test_extraction_report(tmp_path: Path) -> None:
     assert report["writer_stats"]["drafted"] >= report["facts"] - 1
     assert report["precision_against_gold"]["0.0"] == 1.0
     assert 0.0 <= report["precision_against_gold"]["0.99"] <= 1.0
+
+
+def test_stored_quality_of_the_bench(tmp_path: Path) -> None:
+    """The bench reports the writing pass rate and precision of the *stored* memories; a file
+    without gold observations is left out of precision instead of counting as misses."""
+    from types import SimpleNamespace
+
+    from streams.bench import stored_quality
+    from streams.locomo import load_conversation
+
+    with_gold = write(tmp_path, CONV)
+    bare = tmp_path / "no-gold.json"
+    bare.write_text(json.dumps({k: v for k, v in CONV.items() if "observation" not in k}))
+    convs = [load_conversation(with_gold), load_conversation(bare)]
+    assert convs[0].user_id != convs[1].user_id
+    summaries = {
+        (convs[0].user_id, "semantic"): ["Caroline attended a support group.",  # matches gold
+                                         "Zed bought quantum widgets."],        # matches nothing
+        (convs[0].user_id, "episodic"): ["lowercase and no period"],            # fails writing
+        (convs[1].user_id, "semantic"): ["Zed bought quantum widgets."],        # no gold: ignored
+    }
+    report = stored_quality(summaries, convs, [with_gold, bare], SimpleNamespace(embed=fake_embed))
+    assert report["writing_pass_rate"] == pytest.approx(3 / 4)
+    assert report["precision_against_gold"]["0.8"] == pytest.approx(1 / 3, abs=1e-4)
+    assert stored_quality(summaries, convs[1:], [bare], SimpleNamespace(embed=fake_embed))[
+        "precision_against_gold"] is None
