@@ -300,10 +300,13 @@ def bench_locomo(
     latency p50/p95/p99, query latency p50/p95, recall_any/all@5/10/20 with context size, and
     the same recall for a raw-turn baseline with the same embedder.
     """
-    from streams.bench import render_report, run_locomo_bench
+    from streams.bench import render_report, run_locomo_bench, run_offline_bench
 
-    report = run_locomo_bench(files, broker=broker, api=api, partitions=partitions, console=console,
-                              rate=rate)
+    if offline:
+        report = run_offline_bench(files, console)
+    else:
+        report = run_locomo_bench(files, broker=broker, api=api, partitions=partitions,
+                                  console=console, rate=rate)
     if as_json:
         print(json.dumps(report, indent=2))
     else:
