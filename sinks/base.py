@@ -20,6 +20,20 @@ class TransientSinkError(SinkError):
     """The destination is slow or down (timeout, 429, 5xx): the batch is retried with backoff."""
 
 
+class PartialSinkError(TransientSinkError):
+    """Part of a batch was written: only `retry` is retried; `rejected` are refused for good.
+
+    Raised by destinations with per-item results (OpenSearch bulk: a 429 or 5xx on some items),
+    so a retry rewrites neither the items already written nor the ones refused.
+    """
+
+    def __init__(self, message: str, retry: Sequence["SinkRecord"],
+                 rejected: Sequence["Rejected"] = ()) -> None:
+        super().__init__(message)
+        self.retry = list(retry)
+        self.rejected = list(rejected)
+
+
 class PermanentSinkError(SinkError):
     """The destination cannot take the batch at all (bad configuration): fail loudly."""
 

@@ -10,6 +10,7 @@ MEMORY_CANDIDATES_DLQ = "memory.candidates.dlq"
 MEMORY_EVENTS = "memory.events"
 MEMORY_PROGRESS = "memory.progress"  # internal: one record per turn and stage outcome
 MEMORY_PROACTIVITY = "memory.proactivity"
+MEMORY_SINKS_DLQ = "memory.sinks.dlq"  # records a sink (OpenSearch, S3 Vectors) gave up on
 
 ALL_TOPICS: tuple[str, ...] = (
     CHAT_TURNS,
@@ -21,4 +22,5 @@ ALL_TOPICS: tuple[str, ...] = (
     MEMORY_EVENTS,
     MEMORY_PROGRESS,
     MEMORY_PROACTIVITY,
+    MEMORY_SINKS_DLQ,
 )
