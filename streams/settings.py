@@ -106,6 +106,10 @@ class Settings(BaseSettings):
     s3v_bucket: str = Field("memstream-vectors", description="S3 Vectors bucket.")
     s3v_index_memory: str = Field("memory-search", description="S3 Vectors index of all users.")
     s3v_distance: str = Field("cosine", description="Distance metric of the index.")
+    s3v_dimension: int | None = Field(
+        None, ge=1, le=4096, description="Dimension of the S3 Vectors index; unset: the embedder "
+        "profile's (local 384, bedrock 1024).",
+    )
     bedrock_embed_model_id: str = Field("amazon.titan-embed-text-v2:0", description="Bedrock embedding model.")
 
     # --- tiny LLM (SPEC §4, §6): trigger, classifier, same-fact; rules when none -----------------
