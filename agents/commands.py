@@ -65,6 +65,7 @@ async def handle_record(event: EventT) -> str:
         return await apply(command)
     except (ValueError, CommandError) as exc:
         reason = "inapplicable" if isinstance(exc, CommandError) else str(exc).split(":")[0]
+    metrics.STAGE_RECORDS.labels(stage=STAGE).inc()
         await _dead_letter(event, reason, str(exc))
         return "dlq"
     except Exception as exc:  # noqa: BLE001 - never block the partition on one record

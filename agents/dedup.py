@@ -110,6 +110,7 @@ async def process_candidate(candidate: Candidate, vector: np.ndarray | None = No
 
     `vector` is the candidate's embedding when the caller embedded a batch at once.
     """
+    started = time.perf_counter()
     if vector is None:
         vector = (await embed([candidate.fact.summary]))[0]
     current = state()
@@ -126,9 +127,9 @@ async def process_candidate(candidate: Candidate, vector: np.ndarray | None = No
         }
     applied = current.apply(candidate, vector, same_fact)
     if not applied.replayed:
-        metrics.DECISIONS.labels(type=candidate.fact.type, decision=applied.outcome).inc()
-        if applied.similarity is not None:
-            metrics.SIMILARITY.observe(applied.similarity)
+        stored = current.memory(applied.memory_id)  # a correction said as an event is semantic
+        metrics.record_decision(stored.type if stored else candidate.fact.type, applied.outcome,
+                                applied.similarity, time.perf_counter() - started)
     for event in applied.events:
         await send_event(event)
     await send_progress(_progress(candidate, applied.outcome, applied.memory_id))
@@ -148,6 +149,7 @@ async def handle_batch(events: Sequence[EventT]) -> list[str]:
     Failures go to `memory.candidates.dlq`; the partition never blocks.
     """
     started = time.perf_counter()
+    metrics.STAGE_RECORDS.labels(stage=STAGE).inc(len(events))
     parsed = [(event, parse_candidate(event)) for event in events]
     current = state()
     fresh = [c for _, c in parsed if c is not None and not current.is_applied(c)]

@@ -10,6 +10,7 @@ import time
 
 from faust.types import EventT
 
+import streams.consumer_lag  # noqa: F401 - registers the worker's consumer-lag timer
 from streams import ids, metrics, policy
 from streams.app import (
     app,
@@ -100,6 +101,7 @@ async def process_turn(turn: Turn) -> int:
         return 0
     episode = observed.episode if settings.episodic_enabled else None
     if episode is not None and mentions_topic(episode.summary, topics):
+        metrics.EPISODIC_SKIPS.labels(reason="blocked_topic").inc()
         episode = None
     candidates = candidates_of(turn, result, episode, observed.refs)
     if not candidates:
@@ -127,6 +129,7 @@ async def handle_record(event: EventT) -> int:
     """Process one raw record; return facts emitted. Any failure dead-letters the record."""
     message = event.message
     started = time.perf_counter()
+    metrics.STAGE_RECORDS.labels(stage=STAGE).inc()
     try:
         turn = parse_turn(
             event.value, message.key, max_bytes=settings.max_record_bytes,

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from streams.metrics import EPISODIC_SKIPS
 from streams.text_rules import STOPWORDS, split_sentences, strip_caption, words
 from topics.candidates import Fact
 from topics.turns import Role, Turn
@@ -89,9 +90,11 @@ def due(state: dict[str, Any], turn: Turn, rules: EpisodeRules) -> str | None:
     cooled = since >= rules.cooldown_turns or (
         last is not None and turn.ts - datetime.fromisoformat(last) >= timedelta(minutes=rules.cooldown_minutes))
     if not cooled:
+        EPISODIC_SKIPS.labels(reason="cooldown").inc()
         return None
     day, _, _ = time_bucket(turn.ts, user_zone(turn))
     if state.get("day") == day and int(state.get("day_count", 0)) >= rules.max_per_day:
+        EPISODIC_SKIPS.labels(reason="daily_cap").inc()
         return None
     return reason
 
@@ -206,6 +209,8 @@ def observe(entry: dict[str, Any] | None, turn: Turn, rules: EpisodeRules, windo
         window = turns[-min(since, window_n, len(turns)):]
         fact = episode(window)
         refs = [t.ref for t in window] if fact else []
+        if fact is None:
+            EPISODIC_SKIPS.labels(reason="no_topic").inc()
     entry["turns"] = [t.model_dump(mode="json") for t in turns[-max(rules.buffer_turns, window_n):]]
     entry["episodic"] = after_turn(state, turn, captured=fact is not None)
     record = {"episode": fact.model_dump(mode="json") if fact else None, "refs": refs}

@@ -1,10 +1,31 @@
-"""Prometheus metrics of the worker, served at /metrics (names follow Prometheus conventions)."""
+"""Prometheus metrics of the worker, served at /metrics (names follow Prometheus conventions).
+
+Everything is on one registry, `REGISTRY`: the LLM providers' metrics are in
+`streams/providers/metrics.py`, the sinks' in `sinks/metrics.py`. The Grafana dashboards of
+`grafana/dashboards/` name these metrics; `tests/integration/test_metrics_dashboards.py` fails when
+a panel names one that a running worker does not export, so rename both together.
+
+Labels never carry user ids, memory ids or text: only small fixed vocabularies (stage, type,
+outcome, reason), plus topic and partition for the consumer lag.
+"""
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
+_SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.92, 0.94, 0.96, 0.98, 1.0)
+
+# --- stages: throughput, latency, what became of the inputs ---------------------------------------
+STAGE_RECORDS = Counter(
+    "memstream_stage_records_total", "Input records a stage took (any outcome, dead-lettered included).",
+    ["stage"], registry=REGISTRY,
+)
+STAGE_SECONDS = Histogram(
+    "memstream_stage_duration_seconds", "Processing time of one record per stage.", ["stage"],
+    buckets=_LATENCY_BUCKETS, registry=REGISTRY,
+)
 DLQ_RECORDS = Counter(
     "memstream_dlq_records_total", "Records sent to a dead-letter topic.", ["stage", "reason"],
     registry=REGISTRY,
@@ -19,24 +40,107 @@ POLICY_BLOCKS = Counter(
     "memstream_policy_blocked_total", "Facts dropped by the safety policy.", ["reason"],
     registry=REGISTRY,
 )
-DECISIONS = Counter(
-    "memstream_dedup_decisions_total", "Dedup outcomes.", ["type", "decision"], registry=REGISTRY
-)
-SIMILARITY = Histogram(
-    "memstream_dedup_similarity", "Best-neighbour cosine similarity seen by dedup.",
-    buckets=(0.3, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.92, 0.95, 0.98, 1.0), registry=REGISTRY,
-)
 COMMANDS = Counter(
     "memstream_commands_total", "Commands applied.", ["kind"], registry=REGISTRY
 )
-STAGE_SECONDS = Histogram(
-    "memstream_stage_duration_seconds", "Processing time of one record per stage.", ["stage"],
-    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5), registry=REGISTRY,
+
+# --- memory decisions (seed 003 §Observability) ----------------------------------------------------
+DECISIONS = Counter(
+    "memstream_dedup_decisions_total",
+    "Dedup outcomes (created, updated, superseded, duplicate) by the stored memory's type.",
+    ["type", "decision"], registry=REGISTRY,
 )
+SEMANTIC_CREATES = Counter(
+    "memstream_semantic_creates_total", "New semantic memories (seed 003 semantic_creates).",
+    registry=REGISTRY,
+)
+SEMANTIC_UPDATES = Counter(
+    "memstream_semantic_updates_total",
+    "Semantic memories changed by a new fact (seed 003 semantic_updates): kind=merge folds it into "
+    "the existing memory, kind=supersede replaces a changed value.",
+    ["kind"], registry=REGISTRY,
+)
+EPISODIC_CREATES = Counter(
+    "memstream_episodic_creates_total", "New episodes (seed 003 episodic_creates).", registry=REGISTRY,
+)
+EPISODIC_MERGES = Counter(
+    "memstream_episodic_merges_total",
+    "Episodes merged into the last one of the same theme within the window (seed 003 episodic_merges).",
+    registry=REGISTRY,
+)
+EPISODIC_SKIPS = Counter(
+    "memstream_episodic_skips_total",
+    "Episodes due (outcome or buffer overflow) but not written (seed 003 episodic_skips): cooldown, "
+    "daily_cap, no_topic, blocked_topic, or duplicate (dedup found it stored already).",
+    ["reason"], registry=REGISTRY,
+)
+SIMILARITY = Histogram(
+    "memstream_dedup_similarity",
+    "Best same-type neighbour's cosine similarity seen by dedup (seed 003 similarity_scores).",
+    ["type"], buckets=_SCORE_BUCKETS, registry=REGISTRY,
+)
+NOTABILITY = Histogram(
+    "memstream_episodic_notability",
+    "Novelty of an episode: 1 - its best similarity to the user's episodes, 1 with none "
+    "(seed 003 notability_scores).",
+    buckets=_SCORE_BUCKETS, registry=REGISTRY,
+)
+DECISION_SECONDS = Histogram(
+    "memstream_decision_duration_seconds",
+    "Time to decide and apply one candidate in dedup, a same-fact LLM call included "
+    "(seed 003 decision_latencies).",
+    ["type"], buckets=_LATENCY_BUCKETS, registry=REGISTRY,
+)
+
+# --- serving --------------------------------------------------------------------------------------
 QUERY_SECONDS = Histogram(
     "memstream_query_duration_seconds", "Time to answer a memory query.",
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1), registry=REGISTRY,
 )
+
+# --- embedding provider ---------------------------------------------------------------------------
+EMBED_SECONDS = Histogram(
+    "memstream_embed_duration_seconds", "Time of one embedding call (a batch of texts), by embedder.",
+    ["embedder"], buckets=_LATENCY_BUCKETS, registry=REGISTRY,
+)
+EMBED_TEXTS = Counter(
+    "memstream_embedded_texts_total", "Texts embedded, by embedder.", ["embedder"], registry=REGISTRY,
+)
+
+# --- Kafka ----------------------------------------------------------------------------------------
+CONSUMER_LAG = Gauge(
+    "memstream_consumer_lag_records",
+    "Records between the consumer's position and the partition's highwater, per assigned "
+    "input partition of this worker (updated by a timer; `streams/consumer_lag.py`).",
+    ["topic", "partition"], registry=REGISTRY,
+)
+
+_SEMANTIC_UPDATE_KIND = {"updated": "merge", "superseded": "supersede"}
+
+
+def record_decision(memory_type: str, outcome: str, similarity: float | None, seconds: float) -> None:
+    """Count one first-time dedup decision (never a replay) in the seed 003 vocabulary.
+
+    `memory_type` is the stored memory's type (a fact correction said as an event is semantic),
+    `similarity` the best same-type neighbour's score (None: the user had none).
+    """
+    DECISIONS.labels(type=memory_type, decision=outcome).inc()
+    DECISION_SECONDS.labels(type=memory_type).observe(seconds)
+    if similarity is not None:
+        SIMILARITY.labels(type=memory_type).observe(similarity)
+    if memory_type == "semantic":
+        if outcome == "created":
+            SEMANTIC_CREATES.inc()
+        elif outcome in _SEMANTIC_UPDATE_KIND:
+            SEMANTIC_UPDATES.labels(kind=_SEMANTIC_UPDATE_KIND[outcome]).inc()
+    elif memory_type == "episodic":
+        NOTABILITY.observe(1.0 - similarity if similarity is not None else 1.0)
+        if outcome in ("created", "superseded"):
+            EPISODIC_CREATES.inc()
+        elif outcome == "updated":
+            EPISODIC_MERGES.inc()
+        else:
+            EPISODIC_SKIPS.labels(reason="duplicate").inc()
 
 
 def render() -> bytes:

@@ -4,10 +4,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from typing import Sequence
 
 import numpy as np
 
+from streams import metrics
 from streams.embedder import Embedder, create_embedder
 from streams.providers import GuardedLLM
 from streams.settings import get_settings
@@ -35,7 +37,11 @@ def get_embedder() -> Embedder:
 async def embed(texts: Sequence[str]) -> np.ndarray:
     """Embed off the event loop, so heartbeats and the web server keep running."""
     embedder = await asyncio.to_thread(get_embedder)
-    return await asyncio.to_thread(embedder.embed, list(texts))
+    started = time.perf_counter()
+    vectors = await asyncio.to_thread(embedder.embed, list(texts))
+    metrics.EMBED_SECONDS.labels(embedder=embedder.profile.name).observe(time.perf_counter() - started)
+    metrics.EMBED_TEXTS.labels(embedder=embedder.profile.name).inc(len(texts))
+    return vectors
 
 
 def get_llm() -> GuardedLLM:

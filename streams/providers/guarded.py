@@ -153,6 +153,7 @@ class GuardedLLM:
         assert provider is not None
         budget = self.budgets_s[task]
         started = time.perf_counter()
+        outcome = "fallback"
         try:
             text = await asyncio.wait_for(
                 provider.complete(task, system_prompt(task), user, timeout_s=budget), budget
@@ -167,10 +168,11 @@ class GuardedLLM:
                         provider.name, task.value, type(exc).__name__)
             reason = LLMError.reason
         else:
-            LLM_CALLS.labels(provider.name, task.value, "ok").inc()
+            outcome = "ok"
+            LLM_CALLS.labels(provider.name, task.value, outcome).inc()
             return result
         finally:
-            LLM_SECONDS.labels(provider.name, task.value).observe(time.perf_counter() - started)
+            LLM_SECONDS.labels(provider.name, task.value, outcome).observe(time.perf_counter() - started)
         LLM_CALLS.labels(provider.name, task.value, "fallback").inc()
         LLM_FALLBACKS.labels(provider.name, task.value, reason).inc()
         log.debug("LLM %s %s fell back to rules: %s", provider.name, task.value, reason)

@@ -14,8 +14,9 @@ LLM_FALLBACKS = Counter(
     ["provider", "task", "reason"], registry=REGISTRY,
 )
 LLM_SECONDS = Histogram(
-    "memstream_llm_call_duration_seconds", "Time of one LLM call within its budget, failures included.",
-    ["provider", "task"],
+    "memstream_llm_call_duration_seconds",
+    "Time of one LLM call within its budget, by outcome (ok, or fallback: timeout, error, invalid).",
+    ["provider", "task", "outcome"],
     buckets=(0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5),
     registry=REGISTRY,
 )

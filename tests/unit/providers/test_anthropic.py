@@ -168,14 +168,15 @@ async def test_a_retry_that_succeeds_is_not_a_fallback(llm: GuardedLLM, fake_api
 async def test_trigger_hang_falls_back_within_the_budget(llm: GuardedLLM, fake_api: FakeMessagesAPI) -> None:
     fake_api.script(Reply(hang=True))
     before = fallbacks("anthropic", "trigger", "timeout")
-    latency_count = sample("memstream_llm_call_duration_seconds_count", provider="anthropic", task="trigger")
+    latency_count = sample("memstream_llm_call_duration_seconds_count", provider="anthropic",
+                           task="trigger", outcome="fallback")
 
     decision = await _run(llm, "trigger")
 
     assert decision == rules_trigger(turn(TEXT))
     assert fallbacks("anthropic", "trigger", "timeout") == before + 1
     assert sample("memstream_llm_call_duration_seconds_count", provider="anthropic",
-                  task="trigger") == latency_count + 1
+                  task="trigger", outcome="fallback") == latency_count + 1
 
 
 async def test_summary_not_naming_the_speaker_is_invalid(llm: GuardedLLM, fake_api: FakeMessagesAPI) -> None:
