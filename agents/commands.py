@@ -60,12 +60,12 @@ async def apply(command: Command) -> str:
 async def handle_record(event: EventT) -> str:
     message = event.message
     started = time.perf_counter()
+    metrics.STAGE_RECORDS.labels(stage=STAGE).inc()
     try:
         command = parse_command_record(event.value, message.key)
         return await apply(command)
     except (ValueError, CommandError) as exc:
         reason = "inapplicable" if isinstance(exc, CommandError) else str(exc).split(":")[0]
-    metrics.STAGE_RECORDS.labels(stage=STAGE).inc()
         await _dead_letter(event, reason, str(exc))
         return "dlq"
     except Exception as exc:  # noqa: BLE001 - never block the partition on one record
