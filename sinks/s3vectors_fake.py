@@ -4,9 +4,9 @@ moto implements the bucket, index and vector CRUD calls but not QueryVectors (un
 that call would leave for the real endpoint), and it accepts any metadata. `InMemoryQueryVectors`
 wraps a `VectorsClient` (normally `Boto3VectorsClient` under `mock_aws`), passes the CRUD calls
 through, answers `query_vectors` over the wrapped index's vectors with the service's distances
-and filter grammar (`sinks/s3vectors_filter.py`), and refuses what the service refuses on write:
+and filter grammar (`sinks/s3vectors_filter.py`), and refuses the vectors the service refuses:
 more than 2 KB of filterable or 40 KB of total metadata, more than 50 metadata keys, a key twice
-in one call, too many vectors per call.
+in one write. (Per-call counts are the wrapped client's job: `Boto3VectorsClient` chunks.)
 """
 from __future__ import annotations
 
@@ -15,9 +15,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sinks.s3vectors_client import (
-    MAX_DELETE_KEYS,
-    MAX_GET_KEYS,
-    MAX_PUT_VECTORS,
     MAX_TOP_K,
     IndexInfo,
     QueryMatch,
@@ -74,8 +71,6 @@ class InMemoryQueryVectors:
         self._non_filterable = tuple(non_filterable_keys)
 
     def put_vectors(self, vectors: Sequence[StoredVector]) -> None:
-        if not 1 <= len(vectors) <= MAX_PUT_VECTORS:
-            raise VectorsValidationError(f"PutVectors takes 1 to {MAX_PUT_VECTORS} vectors")
         if len({v.key for v in vectors}) != len(vectors):
             raise VectorsValidationError("PutVectors: a key appears twice in one request")
         non_filterable = self._non_filterable or ()
@@ -89,13 +84,9 @@ class InMemoryQueryVectors:
         self._inner.put_vectors(vectors)
 
     def get_vectors(self, keys: Sequence[str], *, return_data: bool = False) -> list[StoredVector]:
-        if not 1 <= len(keys) <= MAX_GET_KEYS:
-            raise VectorsValidationError(f"GetVectors takes 1 to {MAX_GET_KEYS} keys")
         return self._inner.get_vectors(keys, return_data=return_data)
 
     def delete_vectors(self, keys: Sequence[str]) -> None:
-        if not 1 <= len(keys) <= MAX_DELETE_KEYS:
-            raise VectorsValidationError(f"DeleteVectors takes 1 to {MAX_DELETE_KEYS} keys")
         self._inner.delete_vectors(keys)
 
     def list_vectors(self, *, return_data: bool = False) -> Iterator[StoredVector]:
