@@ -62,6 +62,7 @@ turns_dlq_topic = app.topic(names.CHAT_TURNS_DLQ, key_serializer="raw", value_se
 candidates_dlq_topic = app.topic(
     names.MEMORY_CANDIDATES_DLQ, key_serializer="raw", value_serializer="raw"
 )
+sinks_dlq_topic = app.topic(names.MEMORY_SINKS_DLQ, key_serializer="raw", value_serializer="raw")
 
 
 def _table(name: str, help: str, **kwargs: object) -> faust.Table:

@@ -22,6 +22,7 @@ def run_worker(settings: Settings) -> None:
     import agents.commands  # noqa: F401
     import agents.dedup  # noqa: F401
     import agents.ingest  # noqa: F401
+    import agents.sinks  # noqa: F401  (registers its agent only when a sink is configured)
     import streams.web  # noqa: F401
     from streams.app import app
 

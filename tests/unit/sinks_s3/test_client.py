@@ -21,12 +21,14 @@ from sinks.langgraph_store import EmbeddingError, TitanEmbedder
 from sinks.s3vectors import S3VectorsDestination
 from sinks.s3vectors_client import (
     Boto3VectorsClient,
+    IndexInfo,
     StoredVector,
     VectorsError,
     VectorsNotFound,
     VectorsUnavailable,
     VectorsValidationError,
 )
+from sinks.s3vectors_index import ensure_index
 from sinks.s3vectors_layout import memory_vector
 from streams.settings import Settings
 from tests.unit.sinks_s3.conftest import Backend, memory_document
@@ -182,3 +184,20 @@ def test_titan_request_and_answer() -> None:
 def test_titan_dimensions_are_checked() -> None:
     with pytest.raises(ValueError, match="not 384"):
         TitanEmbedder(object(), dimension=384)
+
+
+def test_ensure_index_tolerates_another_worker_creating_it_first(
+        stubbed: tuple[Boto3VectorsClient, Stubber]) -> None:
+    client, stubber = stubbed
+    index = {"index": {"vectorBucketName": "bkt", "indexName": "idx", "indexArn": "arn", "dataType": "float32",
+                       "dimension": 8, "distanceMetric": "cosine", "creationTime": 0,
+                       "metadataConfiguration": {"nonFilterableMetadataKeys": ["value_json", "namespace"]}}}
+    stubber.add_client_error("get_vector_bucket", "NotFoundException", http_status_code=404)
+    stubber.add_client_error("create_vector_bucket", "ConflictException", http_status_code=409)
+    stubber.add_client_error("get_index", "NotFoundException", http_status_code=404)
+    stubber.add_client_error("create_index", "ConflictException", http_status_code=409,
+                             expected_params={**WHERE, "dataType": "float32", "dimension": 8,
+                                              "distanceMetric": "cosine", "metadataConfiguration":
+                                              {"nonFilterableMetadataKeys": ["value_json", "namespace"]}})
+    stubber.add_response("get_index", index, WHERE)
+    assert ensure_index(client, dimension=8, distance="COSINE") == IndexInfo(8, "cosine", ("value_json", "namespace"))

@@ -1,0 +1,96 @@
+"""The sink agent's routing: an event is acked only once its records are safe in every sink."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+import agents.sinks as sink_stage
+from sinks.base import SinkRecord
+from streams.app import app
+from streams.settings import Settings
+from tests.unit.sinks.fakes import FakeDestination, Recorder, runner
+from topics.events import MemoryEvent
+
+TS = datetime(2024, 5, 1, 10, tzinfo=timezone.utc)
+
+
+def event(kind: str = "created", memory_id: str = "m1") -> MemoryEvent:
+    return MemoryEvent(event_id=f"e-{kind}", kind=kind, user_id="ana", thread_id="t1",  # type: ignore[arg-type]
+                       memory_id=memory_id, rev=1, ts=TS, summary="s", category="Personal",
+                       meta={"type": "semantic"})
+
+
+def two_records(ev: MemoryEvent, audit, memories) -> list[SinkRecord]:
+    return [SinkRecord(key=f"{ev.event_id}:{i}", op="upsert", user_id=ev.user_id) for i in (1, 2)]
+
+
+class Acks:
+    def __init__(self) -> None:
+        self.count = 0
+
+    async def __call__(self) -> None:
+        self.count += 1
+
+
+async def test_the_event_is_acked_only_after_every_destination_wrote_its_records():
+    r = Recorder()
+    slow, fast = FakeDestination("slow"), FakeDestination("fast")
+    slow.gate.clear()
+    plans = [sink_stage.SinkPlan(runner(slow, r), two_records),
+             sink_stage.SinkPlan(runner(fast, r), sink_stage.memory_records)]
+    for plan in plans:
+        await plan.runner.start()
+    ack = Acks()
+    submitted = await sink_stage.route(event(), plans, ack, {}, {"m1": {"id": "m1", "user_id": "ana"}})
+    assert submitted == 3
+    await plans[1].runner.flush()
+    assert fast.stored and ack.count == 0, "one sink is done, the other is not: no ack yet"
+    slow.gate.set()
+    for plan in plans:
+        await plan.runner.stop()
+    assert ack.count == 1 and len(slow.stored) == 2
+
+
+async def test_an_event_that_gives_no_records_is_acked_at_once():
+    plan = sink_stage.SinkPlan(runner(FakeDestination("none"), Recorder()), sink_stage.memory_records)
+    ack = Acks()
+    assert await sink_stage.route(event(memory_id="topic:ana:diet"), [plan], ack, {}, {}) == 0
+    assert ack.count == 1
+
+
+def test_vector_records_upsert_the_current_memory_and_delete_a_purged_one():
+    doc = {"id": "m1", "user_id": "ana", "state": "superseded"}
+    [upsert] = sink_stage.memory_records(event("superseded"), {}, {"m1": doc})
+    assert (upsert.op, upsert.key, upsert.document) == ("upsert", "m1", doc)
+    [delete] = sink_stage.memory_records(event("purged"), {}, {})
+    assert (delete.op, delete.key, delete.document) == ("delete", "m1", {"id": "m1", "type": "semantic"})
+
+
+def test_garbage_on_memory_events_gets_a_named_error():
+    with pytest.raises(ValueError, match="^invalid_event"):
+        sink_stage.parse_event(b'{"kind": "created"}')
+
+
+def test_destinations_come_from_settings_and_none_configured_registers_no_agent():
+    assert sink_stage.configured(Settings()) == []
+    assert sink_stage.configured(Settings(opensearch_url="http://os:9200", s3vectors_bucket="b",
+                                          s3vectors_index="i")) == ["opensearch", "s3vectors"]
+    assert sink_stage.configured(Settings(s3vectors_bucket="b")) == [], "bucket alone is not enough"
+    # The test environment configures no sink: the worker does not consume memory.events for it.
+    assert not hasattr(sink_stage, "sinks_agent")
+    assert "sinks" not in app.agents
+
+
+def test_the_s3vectors_hook_builds_the_destination_on_the_configured_bucket_and_index(monkeypatch):
+    for name, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+                        "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(name, value)
+
+    async def dead_letter(letter) -> None:
+        raise AssertionError("not used")
+
+    [plan] = sink_stage.make_plans(Settings(s3vectors_bucket="b1", s3vectors_index="i1"), dead_letter)
+    assert plan.runner.name == "s3vectors" and plan.records_of is sink_stage.memory_records
+    client = plan.runner.destination._client  # type: ignore[attr-defined]
+    assert (client.bucket, client.index) == ("b1", "i1")
