@@ -1,0 +1,171 @@
+"""docker-compose.yml, deploy/ and grafana/provisioning checked as far as this machine allows.
+
+Without a Docker engine nothing can start here, so the files are parsed and cross-checked: the
+services and their pinned images, the workers' environment against `Settings`, Prometheus'
+targets against the worker service, Grafana's mounts against the provisioning files. Where the
+`docker compose` plugin exists, `docker compose config` validates the file against the spec.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from streams.settings import Settings
+
+ROOT = Path(__file__).parents[2]
+COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+SERVICES: dict[str, Any] = COMPOSE["services"]
+WORKER = SERVICES["worker"]
+SETTINGS = {name.upper() for name in Settings.model_fields}
+# A fixed tag: not latest, not a bare name; a digest pin is fine too.
+PINNED = re.compile(r"^[\w./-]+(:(?!latest$)[\w][\w.-]*|@sha256:[0-9a-f]{64})$")
+INTERPOLATION = re.compile(r"\$\{(\w+)(?::?[-?+][^}]*)?\}")
+
+
+def mounts(service: dict[str, Any]) -> dict[str, Path]:
+    """Bind mounts of a service: container path -> host path (relative to the compose file)."""
+    out = {}
+    for volume in service.get("volumes", []):
+        source, target = volume.split(":")[:2]
+        if source.startswith("."):
+            out[target] = ROOT / source
+    return out
+
+
+def env(service: dict[str, Any]) -> dict[str, str]:
+    environment = service.get("environment", {})
+    if isinstance(environment, list):
+        environment = dict(item.split("=", 1) for item in environment)
+    return {k: str(v) for k, v in environment.items()}
+
+
+def test_the_stack_has_its_services_with_pinned_images():
+    assert {"kafka", "opensearch", "prometheus", "grafana", "worker"} <= set(SERVICES)
+    for name, service in SERVICES.items():
+        assert PINNED.match(service["image"]), f"{name}: image {service['image']!r} is not pinned"
+    assert SERVICES["kafka"]["image"].startswith("apache/kafka:")
+    assert WORKER["build"] == "."
+
+
+def test_kafka_runs_in_kraft_mode_and_the_workers_reach_it():
+    kafka = env(SERVICES["kafka"])
+    assert set(kafka["KAFKA_PROCESS_ROLES"].split(",")) == {"broker", "controller"}
+    assert not any("ZOOKEEPER" in key for key in kafka), "KRaft: no ZooKeeper"
+    assert "zookeeper" not in SERVICES
+    node = kafka["KAFKA_NODE_ID"]
+    assert kafka["KAFKA_CONTROLLER_QUORUM_VOTERS"].startswith(f"{node}@kafka:")
+    listener_names = {entry.split(":")[0] for entry in kafka["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"].split(",")}
+    listeners = {entry.split("://")[0] for entry in kafka["KAFKA_LISTENERS"].split(",")}
+    assert listeners <= listener_names and kafka["KAFKA_CONTROLLER_LISTENER_NAMES"] in listeners
+    advertised = dict(entry.split("://") for entry in kafka["KAFKA_ADVERTISED_LISTENERS"].split(","))
+    assert env(WORKER)["KAFKA_BROKER_URL"] == advertised[kafka["KAFKA_INTER_BROKER_LISTENER_NAME"]]
+    assert WORKER["depends_on"]["kafka"]["condition"] == "service_healthy"
+    assert "healthcheck" in SERVICES["kafka"]
+
+
+def test_worker_environment_names_real_settings():
+    unknown = set(env(WORKER)) - SETTINGS
+    assert not unknown, f"not settings of streams/settings.py: {sorted(unknown)}"
+    worker = env(WORKER)
+    assert worker["KAFKA_ONE_RECORD_BATCHES"] == "false", "Apache Kafka takes multi-record batches"
+    opensearch_url = worker["OPENSEARCH_URL"]
+    assert re.fullmatch(r"http://opensearch:9200", opensearch_url)
+    # Values that are not interpolated parse as the settings they are meant for.
+    literal = {k: v for k, v in worker.items() if "$" not in v}
+    Settings.model_validate({k.lower(): v for k, v in literal.items()})
+
+
+def test_every_worker_advertises_its_own_address():
+    """Faust forwards a user's request to the owner's canonical URL, http://WEB_HOST:WEB_PORT:
+    one fixed WEB_HOST (0.0.0.0, or a name all replicas share) would send it to the wrong
+    worker or nowhere."""
+    assert "WEB_HOST" not in env(WORKER)
+    command = " ".join(WORKER["command"])
+    assert re.search(r"export WEB_HOST=\$\$\(hostname -i", command), command
+    assert command.rstrip().endswith("exec memstream worker")
+    assert WORKER["deploy"]["replicas"] >= 2
+    assert "container_name" not in WORKER and "hostname" not in WORKER, "replicas need their own"
+
+
+def test_prometheus_scrapes_every_worker_with_a_key():
+    prometheus = SERVICES["prometheus"]
+    config_path = mounts(prometheus)["/etc/prometheus/prometheus.yml"]
+    config = yaml.safe_load(config_path.read_text())
+    (job,) = [j for j in config["scrape_configs"] if j["job_name"] == "memstream"]
+    assert job.get("metrics_path", "/metrics") == "/metrics"
+    (sd,) = job["dns_sd_configs"]
+    assert sd["names"] == ["worker"] and sd["type"] == "A"
+    assert str(sd["port"]) == env(WORKER)["WEB_PORT"]
+    # The bearer key file is the compose secret mounted into the Prometheus container.
+    credentials = job["authorization"]["credentials_file"]
+    (secret,) = prometheus["secrets"]
+    assert credentials == f"/run/secrets/{secret}"
+    assert secret in COMPOSE["secrets"]
+
+
+def test_grafana_provisioning_is_mounted_and_consistent():
+    grafana = mounts(SERVICES["grafana"])
+    provisioning = grafana["/etc/grafana/provisioning"]
+    (datasource,) = yaml.safe_load((provisioning / "datasources" / "prometheus.yml").read_text())["datasources"]
+    prometheus_port = SERVICES["prometheus"]["ports"][0].split(":")[-1]
+    assert datasource["url"] == f"http://prometheus:{prometheus_port}"
+    (provider,) = yaml.safe_load((provisioning / "dashboards" / "memstream.yml").read_text())["providers"]
+    dashboards_dir = grafana[provider["options"]["path"]]
+    dashboards = sorted(dashboards_dir.glob("*.json"))
+    assert len(dashboards) == 5
+    home = env(SERVICES["grafana"])["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"]
+    assert Path(home).parent == Path(provider["options"]["path"]) and (dashboards_dir / Path(home).name).exists()
+    for path in dashboards:
+        dashboard = json.loads(path.read_text())
+        uids = {p["datasource"]["uid"] for p in dashboard["panels"]}
+        assert uids == {datasource["uid"]}, f"{path.name} names datasources {uids}"
+
+
+def test_every_build_input_and_bind_mount_exists():
+    for name, service in SERVICES.items():
+        for target, source in mounts(service).items():
+            assert source.exists(), f"{name}: {source} (mounted at {target}) does not exist"
+    for line in (ROOT / "Dockerfile").read_text().splitlines():
+        if line.startswith("COPY "):
+            for source in line.split()[1:-1]:
+                assert (ROOT / source).exists(), f"Dockerfile copies {source}, which does not exist"
+
+
+def test_every_variable_the_stack_reads_is_documented():
+    readme = (ROOT / "README.md").read_text()
+    example = (ROOT / "deploy" / "env.example").read_text()
+    variables = set(INTERPOLATION.findall((ROOT / "docker-compose.yml").read_text()))
+    variables |= {s["environment"] for s in COMPOSE.get("secrets", {}).values() if "environment" in s}
+    assert variables
+    undocumented = [v for v in sorted(variables) if f"`{v}`" not in readme or v not in example]
+    assert not undocumented, f"in README's compose section and deploy/env.example: {undocumented}"
+
+
+def _compose_plugin() -> str | None:
+    """Why `docker compose config` cannot run here, or None when it can."""
+    docker = shutil.which("docker")
+    if docker is None:
+        return "the docker CLI is not installed"
+    probe = subprocess.run([docker, "compose", "version"], capture_output=True, text=True, timeout=30)
+    if probe.returncode != 0:
+        return f"the docker compose plugin is not installed ({(probe.stderr or probe.stdout).strip()[:120]})"
+    return None
+
+
+def test_docker_compose_config_accepts_the_file(tmp_path):
+    reason = _compose_plugin()
+    if reason:
+        pytest.skip(reason)
+    env_file = tmp_path / "test.env"
+    env_file.write_text("MEMSTREAM_API_KEYS=[]\nMEMSTREAM_METRICS_KEY=k\nGRAFANA_ADMIN_PASSWORD=p\n")
+    result = subprocess.run(
+        ["docker", "compose", "--env-file", str(env_file), "-f", str(ROOT / "docker-compose.yml"),
+         "config", "--quiet"], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
