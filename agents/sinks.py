@@ -24,6 +24,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Mapping
 
+from faust.types import EventT
 from pydantic import ValidationError
 
 from sinks.base import SinkRecord
@@ -149,6 +150,25 @@ def parse_event(raw: bytes | None) -> MemoryEvent:
         raise ValueError(f"invalid_event: {fields}") from None
 
 
+async def handle(event: EventT, plans: list[SinkPlan], ack: Ack) -> int:
+    """Route one `memory.events` record. A record that cannot be routed is dead-lettered and
+    acked: it never crashes the worker nor holds the partition's offset back."""
+    message = event.message
+    try:
+        parsed = parse_event(event.value)
+        return await route(parsed, plans, ack, audit_table, memories_table)
+    except Exception as exc:  # noqa: BLE001 - bad input or a routing bug: one record, not the stream
+        reason = str(exc) if isinstance(exc, ValueError) else f"routing_error: {type(exc).__name__}"
+        log.warning("memory.events record at %s[%d]@%d not routed to sinks: %s", message.topic,
+                    message.partition, message.offset, reason.split(":")[0])
+        key = (message.key or b"").decode("utf-8", "replace")
+        await send_sink_dead_letter(SinkDeadLetter(
+            sink="*", key=key, reason=reason, op="upsert", user_id=key,
+            record={"raw_b64": base64.b64encode(event.value or b"").decode("ascii")}))
+        await ack()
+        return 0
+
+
 async def sinks(stream):  # type: ignore[no-untyped-def]
     """The agent: route each event to the destinations, ack it when its records are safe."""
     plans = make_plans(settings, send_sink_dead_letter)
@@ -158,20 +178,7 @@ async def sinks(stream):  # type: ignore[no-untyped-def]
     events = stream.noack()
     try:
         async for event in events.events():
-            ack = _acker(events, event)
-            try:
-                parsed = parse_event(event.value)
-            except ValueError as exc:
-                key = (event.message.key or b"").decode("utf-8", "replace")
-                log.warning("memory.events record at %s[%d]@%d not routed to sinks: %s",
-                            event.message.topic, event.message.partition, event.message.offset,
-                            str(exc).split(":")[0])
-                await send_sink_dead_letter(SinkDeadLetter(
-                    sink="*", key=key, reason=str(exc), op="upsert", user_id=key,
-                    record={"raw_b64": base64.b64encode(event.value or b"").decode("ascii")}))
-                await ack()
-                continue
-            await route(parsed, plans, ack, audit_table, memories_table)
+            await handle(event, plans, _acker(events, event))
     finally:
         for plan in plans:
             await plan.runner.stop()

@@ -105,6 +105,7 @@ class SinkRunner:
         self._flush_lock = asyncio.Lock()
         self._oldest: float | None = None
         self._task: asyncio.Task[None] | None = None
+        self._ready = False
         metrics.BUFFERED.labels(sink=self.name).set(0)
 
     @property
@@ -113,8 +114,8 @@ class SinkRunner:
         return len(self._buffer)
 
     async def start(self) -> None:
-        """Prepare the destination, then write batches in the background."""
-        await self.destination.start()
+        """Write batches in the background. The destination is prepared before the first write,
+        with the writes' retries, so a destination that is down at start delays, never crashes."""
         self._task = asyncio.create_task(self._run(), name=f"sink-{self.name}")
 
     async def stop(self) -> None:
@@ -126,6 +127,7 @@ class SinkRunner:
             self._task = None
         await self.flush()
         await self.destination.close()
+        self._ready = False
 
     async def submit(self, record: SinkRecord, on_done: OnDone | None = None) -> None:
         """Accept a record; waits while the buffer is full (backpressure, never a drop)."""
@@ -209,6 +211,9 @@ class SinkRunner:
             async for attempt in self._retrying(TransientSinkError):
                 with attempt:
                     try:
+                        if not self._ready:
+                            await self.destination.start()
+                            self._ready = True
                         rejected = await self.destination.write(pending)
                     except PartialSinkError as exc:
                         metrics.ERRORS.labels(sink=self.name, kind="partial").inc()

@@ -17,8 +17,10 @@ class FakeDestination:
     """Stores records by key; fails as scripted. `gate` holds writes until it is set."""
 
     def __init__(self, name: str, failures: Sequence[BaseException] = (),
-                 refuse: frozenset[str] = frozenset()) -> None:
+                 refuse: frozenset[str] = frozenset(),
+                 start_failures: Sequence[BaseException] = ()) -> None:
         self.name = name
+        self.start_failures = list(start_failures)
         self.failures = list(failures)
         self.refuse = refuse
         self.stored: dict[str, SinkRecord] = {}
@@ -29,6 +31,8 @@ class FakeDestination:
         self.started = self.closed = False
 
     async def start(self) -> None:
+        if self.start_failures:
+            raise self.start_failures.pop(0)
         self.started = True
 
     async def write(self, batch: Sequence[SinkRecord]) -> list[Rejected]:

@@ -156,3 +156,14 @@ async def test_the_background_writer_flushes_a_full_batch():
 def test_config_is_validated():
     with pytest.raises(ValueError):
         RunnerConfig(batch_size=10, buffer_records=5)
+
+
+async def test_a_destination_down_at_start_is_prepared_with_the_write_retries():
+    dest = FakeDestination("t-start", start_failures=[TransientSinkError("connection refused")] * 2)
+    r = Recorder()
+    sink = runner(dest, r)
+    await sink.start()  # does not touch the destination
+    await sink.submit(rec("a"), r.on_done("a"))
+    await sink.stop()
+    assert dest.started and sorted(dest.stored) == ["a"] and r.done == ["a"]
+    assert len(r.sleeps) == 2 and not r.letters

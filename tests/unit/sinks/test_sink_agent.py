@@ -94,3 +94,32 @@ def test_the_s3vectors_hook_builds_the_destination_on_the_configured_bucket_and_
     assert plan.runner.name == "s3vectors" and plan.records_of is sink_stage.memory_records
     client = plan.runner.destination._client  # type: ignore[attr-defined]
     assert (client.bucket, client.index) == ("b1", "i1")
+
+
+class _Message:
+    topic, partition, offset, key = "memory.events", 0, 7, b"ana"
+
+
+class _Event:
+    def __init__(self, value: bytes) -> None:
+        self.value = value
+        self.message = _Message()
+
+
+async def test_a_record_that_cannot_be_routed_is_dead_lettered_and_acked(monkeypatch):
+    letters = []
+
+    async def capture(letter) -> None:
+        letters.append(letter)
+
+    def broken(ev, audit, memories):
+        raise KeyError("related_ids")
+
+    monkeypatch.setattr(sink_stage, "send_sink_dead_letter", capture)
+    plan = sink_stage.SinkPlan(runner(FakeDestination("t-route"), Recorder()), broken)
+    garbage, ack = Acks(), Acks()
+    assert await sink_stage.handle(_Event(b"not json"), [plan], garbage) == 0
+    assert await sink_stage.handle(_Event(event().model_dump_json().encode()), [plan], ack) == 0
+    assert [l.reason.split(":")[0] for l in letters] == ["invalid_event", "routing_error"]
+    assert letters[1].reason == "routing_error: KeyError" and letters[0].key == "ana"
+    assert garbage.count == ack.count == 1, "the offset moves on"
