@@ -104,3 +104,9 @@ thread_revs_table = _table(
     "user_id|thread_id -> {rev, turn, memories}: the per-thread revision (delta header) and "
     "the memories its latest turn wrote (for \"don't remember this\").",
 )
+recent_events_table = _table(
+    "recent_events",
+    "user_id -> the user's last SSE_REPLAY_EVENTS memory events, so an SSE client reconnecting "
+    "with Last-Event-ID resumes where it was, on whichever worker owns the user now; a purge "
+    "leaves only the content-free purged events.",
+)

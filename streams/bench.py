@@ -27,6 +27,7 @@ from aiokafka import AIOKafkaConsumer
 from rich.console import Console
 from rich.table import Table
 
+from streams import auth
 from streams.broker import EmbeddedBroker, create_topics, free_port
 from streams.client import ApiClient, TurnProducer, make_producer
 from streams.errors import BrokerError
@@ -52,6 +53,7 @@ class Stack:
     broker_url: str
     api_url: str
     one_record_batches: bool = True
+    api_key: str | None = None  # None: the client's default (MEMSTREAM_API_KEY)
     _broker: EmbeddedBroker | None = None
     _worker: subprocess.Popen | None = None
     _workdir: Path | None = None
@@ -71,13 +73,13 @@ class Stack:
 
 
 def start_worker(broker_url: str, web_port: int, data_dir: Path, app_id: str, partitions: int,
-                 log_path: Path) -> subprocess.Popen:
+                 log_path: Path, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
     """Start `memstream worker` as a child process (it dies with its parent)."""
     from streams.broker import _die_with_parent
 
     env = dict(os.environ, KAFKA_BROKER_URL=broker_url, WEB_PORT=str(web_port),
                DATA_DIR=str(data_dir), APP_ID=app_id, TOPIC_PARTITIONS=str(partitions),
-               WEB_HOST="127.0.0.1", TABLE_STORE="rocksdb://")
+               WEB_HOST="127.0.0.1", TABLE_STORE="rocksdb://", **(extra_env or {}))
     return subprocess.Popen(
         [sys.executable, "-m", "streams", "worker"], env=env, stdout=open(log_path, "ab"),
         stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
@@ -106,9 +108,12 @@ def start_stack(partitions: int) -> Stack:
     broker = EmbeddedBroker(log_path=workdir / "broker.log").start()
     asyncio.run(create_topics(broker.url, ALL_TOPICS, partitions))
     port = free_port()
+    key = auth.new_key()  # the fresh worker accepts this admin key only
+    keys = json.dumps([auth.entry_for(key, "bench", "admin").model_dump(exclude_none=True)])
     worker = start_worker(broker.url, port, workdir / "data", "memstream-bench", partitions,
-                          workdir / "worker.log")
-    stack = Stack(broker.url, f"http://127.0.0.1:{port}", True, broker, worker, workdir)
+                          workdir / "worker.log", {"MEMSTREAM_API_KEYS": keys})
+    stack = Stack(broker.url, f"http://127.0.0.1:{port}", True, api_key=key, _broker=broker,
+                  _worker=worker, _workdir=workdir)
     try:
         asyncio.run(wait_ready(stack.api_url, worker))
     except BaseException:
@@ -213,11 +218,11 @@ async def broker_raw_rate(broker_url: str, turns: list[Turn], partitions: int, o
         await consumer.stop()
 
 
-async def active_summaries(api_url: str, conversations: list[LocomoConversation]
-                           ) -> dict[tuple[str, str], list[str]]:
+async def active_summaries(api_url: str, conversations: list[LocomoConversation],
+                           api_key: str | None = None) -> dict[tuple[str, str], list[str]]:
     """Summaries of the active memories, by (user, memory type)."""
     out: dict[tuple[str, str], list[str]] = {}
-    async with ApiClient(api_url) as client:
+    async with ApiClient(api_url, api_key=api_key) as client:
         for conv in conversations:
             for m in await client.memories(conv.user_id):
                 if m["state"] == "active":
@@ -262,9 +267,10 @@ def stored_quality(summaries: dict[tuple[str, str], list[str]], conversations: l
     }
 
 
-async def query_all(api_url: str, conversations: list[LocomoConversation]) -> tuple[RecallReport, list[float]]:
+async def query_all(api_url: str, conversations: list[LocomoConversation],
+                    api_key: str | None = None) -> tuple[RecallReport, list[float]]:
     report, latencies = RecallReport(), []
-    async with ApiClient(api_url) as client:
+    async with ApiClient(api_url, api_key=api_key) as client:
         for conv in conversations:
             for question in conv.scored_questions:
                 started = time.perf_counter()
@@ -365,8 +371,8 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         console.print("measuring the broker's raw produce->consume rate ...")
         raw_rate = asyncio.run(broker_raw_rate(stack.broker_url, turns, partitions, stack.one_record_batches))
         console.print("querying ...")
-        report, query_ms = asyncio.run(query_all(stack.api_url, conversations))
-        summaries = asyncio.run(active_summaries(stack.api_url, conversations))
+        report, query_ms = asyncio.run(query_all(stack.api_url, conversations, stack.api_key))
+        summaries = asyncio.run(active_summaries(stack.api_url, conversations, stack.api_key))
     finally:
         stack.close()
     console.print("raw-turn baseline ...")

@@ -19,7 +19,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from streams.settings import get_settings
+from streams.settings import Settings, get_settings
 
 app = typer.Typer(
     help="memstream: streaming long-term memory for chat agents, on Kafka with Faust.\n\n"
@@ -29,6 +29,8 @@ app = typer.Typer(
 )
 bench_app = typer.Typer(help="Benchmarks that replay data sets through the running pipeline.")
 app.add_typer(bench_app, name="bench")
+keys_app = typer.Typer(help="API keys (streams/auth.py).")
+app.add_typer(keys_app, name="keys")
 console = Console(stderr=True)
 
 BrokerOpt = Annotated[
@@ -75,11 +77,36 @@ def run() -> None:
     try:
         from streams.worker import run_worker
 
+        _dev_admin_key(settings)
         console.print(f"[green]worker[/] web API on http://{settings.web_host}:{settings.web_port}")
         run_worker(settings)
     finally:
         if broker is not None:
             broker.stop()
+
+
+def _dev_admin_key(settings: Settings) -> None:
+    """With no key configured, `run` accepts one admin key and prints it to the console.
+
+    The key is made once per data dir and kept in DATA_DIR/admin-api-key (mode 0600), where the
+    local CLI finds it; it is never logged. Production workers take keys from the settings.
+    """
+    import os
+
+    from streams import auth
+
+    if len(auth.KeyRing.from_settings(settings)):
+        return
+    path = auth.dev_key_path(settings)
+    key = path.read_text(encoding="utf-8").strip() if path.exists() else ""
+    if not key:
+        key = auth.new_key()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(key + "\n")
+    auth.add_key(auth.entry_for(key, "admin", "admin"))
+    console.print(f"[yellow]no API keys configured[/]: admin key [bold]{key}[/] (kept in {path}; "
+                  f"the admin page is http://{settings.web_host}:{settings.web_port}/admin)")
 
 
 def _reset_tables(data_dir: Path) -> None:
@@ -282,6 +309,26 @@ def settings(
         value = getattr(current, name)
         shown = "****" if isinstance(value, SecretStr) and value.get_secret_value() else value
         print(f"{name.upper()}={'' if shown is None else shown}")
+
+
+@keys_app.command("new")
+def keys_new(
+    agent: Annotated[str, typer.Option(help="The agent id the key stands for (its category allowlist applies).")],
+    role: Annotated[str, typer.Option(help="agent or admin.")] = "agent",
+    user: Annotated[Optional[list[str]], typer.Option(help="Limit the key to this user id (repeatable).")] = None,
+) -> None:
+    """Make an API key: prints the key (give it to the client) and the entry the worker needs
+    (add it to MEMSTREAM_API_KEYS or API_KEYS_FILE; only its hash is kept)."""
+    from streams import auth
+
+    if role not in ("agent", "admin"):
+        console.print("[red]--role must be agent or admin[/]")
+        raise typer.Exit(2)
+    key = auth.new_key()
+    entry = auth.entry_for(key, agent, role, user)  # type: ignore[arg-type]
+    print(key)
+    console.print("worker entry (add to the JSON list of MEMSTREAM_API_KEYS or API_KEYS_FILE):")
+    print(entry.model_dump_json(exclude_none=True))
 
 
 @bench_app.command("locomo")

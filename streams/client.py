@@ -68,9 +68,17 @@ async def read_topic(
 class ApiClient:
     """HTTP client of the worker's API."""
 
-    def __init__(self, base_url: str, timeout: float = 30.0) -> None:
+    def __init__(self, base_url: str, timeout: float = 30.0, api_key: str | None = None) -> None:
+        """`api_key` defaults to MEMSTREAM_API_KEY, else the key `memstream run` wrote."""
+        from streams.auth import client_key
+        from streams.settings import get_settings
+
+        key = api_key or client_key(get_settings())
         self.base_url = base_url.rstrip("/")
-        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout))
+        self._session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=timeout),
+            headers={"Authorization": f"Bearer {key}"} if key else None,
+        )
 
     async def close(self) -> None:
         await self._session.close()

@@ -132,6 +132,31 @@ class Settings(BaseSettings):
         "trigger never retries.",
     )
 
+    # --- auth, registry, SSE (streams/auth.py, web_registry.py, sse.py) ------------------------
+    memstream_api_keys: str | None = Field(
+        None, description="API keys the worker accepts, as a JSON list of {agent_id, role "
+        "(agent|admin), sha256 (hex of the key), users (optional list)}; `memstream keys new` "
+        "prints an entry. Only hashes, never keys.",
+    )
+    api_keys_file: Path | None = Field(
+        None, description="File with more key entries (the same JSON list, or YAML).",
+    )
+    memstream_api_key: SecretStr | None = Field(
+        None, description="The key the CLI and clients send (default: DATA_DIR/admin-api-key, "
+        "written by `memstream run`).",
+    )
+    command_wait_max_seconds: float = Field(
+        10.0, gt=0, description="Longest a registry write with ?wait=1 waits for its command.",
+    )
+    sse_replay_events: int = Field(
+        200, ge=1, description="Recent events kept per user for SSE Last-Event-ID reconnects.",
+    )
+    sse_ping_seconds: float = Field(15.0, gt=0, description="SSE keep-alive comment interval.")
+    sse_queue_events: int = Field(
+        1000, ge=1, description="Events buffered per SSE client; a client that falls further "
+        "behind is disconnected and resumes with Last-Event-ID.",
+    )
+
     # --- observability ---------------------------------------------------------------------------
     metrics_lag_interval_seconds: float = Field(
         5.0, gt=0, description="How often a worker refreshes memstream_consumer_lag_records.",

@@ -1,20 +1,30 @@
-"""HTTP API of the worker (Faust web): health, metrics, and the per-user query.
+"""HTTP API of the worker (Faust web): health, metrics, OpenAPI, the admin page, and the
+per-user query; the registry (streams/web_registry.py) and SSE (streams/sse.py) register here.
 
-User routes are routed by Faust to the worker that owns the user's partition, so any worker
-can receive any request.
+Every route but /health and the admin page's files needs an API key (streams/auth.py). User
+routes are routed to the worker that owns the user's partition, so any worker can receive any
+request.
 """
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
+from aiohttp import web
 from faust.web import Request, Response, View
 
 from agents.dedup import index_cache, state
-from streams import metrics, ranking
+from streams import auth, metrics, openapi, ranking
 from streams.app import app, settings, users_table
 from streams.delta import render_delta
 from streams.query import rank, related_bullets
 from streams.services import embed
+
+auth.install(app.web.web_app, auth.KeyRing.from_settings(settings))
+import streams.sse  # noqa: E402,F401 - registers the SSE route and its agent
+import streams.web_registry  # noqa: E402,F401 - registers the registry routes
+
+ADMIN_DIR = Path(__file__).parent / "admin"
 
 WEIGHTS = ranking.RankWeights(
     similarity=settings.rank_w_similarity, importance=settings.rank_w_importance,
@@ -43,6 +53,25 @@ class Health(View):
 class Metrics(View):
     async def get(self, request: Request) -> Response:
         return self.bytes(metrics.render(), content_type="text/plain; version=0.0.4")
+
+
+@app.page("/openapi.json")
+class OpenApi(View):
+    """The OpenAPI 3 description of this API (streams/openapi.py)."""
+
+    async def get(self, request: Request) -> Response:
+        return self.json(openapi.build_spec())
+
+
+@app.page("/admin")
+class AdminPage(View):
+    """The admin page over the registry API (static; the key is entered in the page)."""
+
+    async def get(self, request: Request) -> Response:
+        return web.FileResponse(ADMIN_DIR / "index.html")
+
+
+app.web.add_static("/admin/static/", ADMIN_DIR / "static")
 
 
 def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
@@ -104,49 +133,3 @@ class UserOwner(View):
     @app.table_route(table=users_table, match_info="user_id")
     async def get(self, request: Request, user_id: str) -> Response:
         return self.json({"user_id": user_id, "host": settings.web_host, "port": settings.web_port})
-
-
-@app.page("/v1/users/{user_id}/memories/{memory_id}/history")
-class MemoryHistory(View):
-    """GET: the audit trail of one memory of the user, oldest first."""
-
-    @app.table_route(table=users_table, match_info="user_id")
-    async def get(self, request: Request, user_id: str, memory_id: str) -> Response:
-        entries = state().history(memory_id)
-        if not entries or entries[0]["user_id"] != user_id:
-            return self.json({"error": "no such memory"}, status=404)
-        return self.json({"memory_id": memory_id, "history": entries})
-
-
-@app.page("/v1/users/{user_id}/export")
-class UserExport(View):
-    """GET: everything memstream keeps about the user, as JSON: memories and their audit."""
-
-    @app.table_route(table=users_table, match_info="user_id")
-    async def get(self, request: Request, user_id: str) -> Response:
-        if not _recovered():
-            return self.json({"error": "recovering, retry shortly"}, status=503)
-        current = state()
-        docs = sorted(index_cache.ensure().user(user_id).docs.values(), key=lambda m: m.created_at)
-        return self.json({
-            "user_id": user_id,
-            "blocked_topics": current.blocked_topics(user_id),
-            "memories": [{**m.model_dump(mode="json", exclude={"embedding_b64"}),
-                          "history": current.history(m.id)} for m in docs],
-        })
-
-
-@app.page("/v1/users/{user_id}/memories")
-class UserMemories(View):
-    """GET: every memory of the user (any state), newest first, with provenance."""
-
-    @app.table_route(table=users_table, match_info="user_id")
-    async def get(self, request: Request, user_id: str) -> Response:
-        if not _recovered():
-            return self.json({"error": "recovering, retry shortly"}, status=503)
-        index = index_cache.ensure().user(user_id)
-        docs = sorted(index.docs.values(), key=lambda m: m.created_at, reverse=True)
-        return self.json(
-            {"user_id": user_id,
-             "items": [m.model_dump(mode="json", exclude={"embedding_b64"}) for m in docs]}
-        )

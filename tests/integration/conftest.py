@@ -14,6 +14,7 @@ from typing import Any, Iterable
 import pytest
 from aiokafka import AIOKafkaConsumer
 
+from streams import auth
 from streams.bench import Completion, start_worker, wait_ready
 from streams.broker import EmbeddedBroker, create_topics, free_port
 from streams.client import ApiClient, TurnProducer
@@ -21,6 +22,21 @@ from topics.names import ALL_TOPICS, MEMORY_PROGRESS
 from topics.turns import Turn
 
 PARTITIONS = 4
+
+# The keys every test worker accepts (only their hashes reach the worker, as in production).
+ADMIN_KEY = auth.new_key()
+PLANNER_KEY = auth.new_key()  # agent "planner": Goals, Budget, Finance, Conversation_Summary
+SCOPED_USER = f"scoped-{uuid.uuid4().hex[:8]}"
+SCOPED_KEY = auth.new_key()  # agent "supervisor" (every category), only for SCOPED_USER
+WORKER_KEYS = json.dumps([e.model_dump(exclude_none=True) for e in (
+    auth.entry_for(ADMIN_KEY, "it-admin", "admin"),
+    auth.entry_for(PLANNER_KEY, "planner", "agent"),
+    auth.entry_for(SCOPED_KEY, "supervisor", "agent", [SCOPED_USER]),
+)])
+
+
+def auth_headers(key: str = ADMIN_KEY) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
 
 
 @dataclass
@@ -40,7 +56,7 @@ class Worker:
 
     def start(self) -> "Worker":
         self.proc = start_worker(self.broker_url, self.port, self.data_dir, self.app_id, PARTITIONS,
-                                 self.log_path)
+                                 self.log_path, {"MEMSTREAM_API_KEYS": WORKER_KEYS})
         try:
             asyncio.run(wait_ready(self.api_url, self.proc, timeout=180))
         except Exception:
@@ -154,10 +170,10 @@ async def read_all(broker_url: str, topic: str, match: Any, expected: int, timeo
 
 
 async def query(api_url: str, user: str, text: str, top_k: int = 5) -> list[dict]:
-    async with ApiClient(api_url) as client:
+    async with ApiClient(api_url, api_key=ADMIN_KEY) as client:
         return await client.query(user, text, top_k)
 
 
 async def memories(api_url: str, user: str) -> list[dict]:
-    async with ApiClient(api_url) as client:
+    async with ApiClient(api_url, api_key=ADMIN_KEY) as client:
         return await client.memories(user)

@@ -13,6 +13,7 @@ import pytest
 
 from streams.bench import wait_ready
 from streams.broker import free_port
+from tests.integration.conftest import ADMIN_KEY
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).parents[2]
@@ -82,7 +83,7 @@ def test_bad_input_on_the_cli_is_a_clear_error():
 
 
 def test_replay_and_bench_on_a_locomo_file_never_seen(worker, tmp_path):
-    env = dict(os.environ, KAFKA_BROKER_URL=worker.broker_url)
+    env = dict(os.environ, KAFKA_BROKER_URL=worker.broker_url, MEMSTREAM_API_KEY=ADMIN_KEY)
     copy = tmp_path / "someone-else.json"
     copy.write_text(TINY.read_text())
     replayed = memstream("replay", str(copy), "--user-prefix", "cli-", env=env)

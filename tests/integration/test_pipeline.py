@@ -8,6 +8,7 @@ import aiohttp
 import pytest
 
 from tests.integration.conftest import (
+    auth_headers,
     make_turn,
     memories,
     produce,
@@ -55,7 +56,7 @@ def test_query_for_unknown_user_is_empty_and_bad_params_are_rejected(worker):
     assert asyncio.run(query(worker.api_url, unique_user(), "anything")) == []
 
     async def status(path: str) -> int:
-        async with aiohttp.ClientSession() as session:
+        async with aiohttp.ClientSession(headers=auth_headers()) as session:
             async with session.get(worker.api_url + path) as response:
                 return response.status
 
@@ -94,7 +95,7 @@ def test_bad_records_go_to_the_dlq_and_the_partition_keeps_flowing(worker):
     assert {base64.b64decode(d["raw_b64"]) for d in letters} == set(bad.values()), "raw bytes kept"
 
     async def metrics_text() -> str:
-        async with aiohttp.ClientSession() as session:
+        async with aiohttp.ClientSession(headers=auth_headers()) as session:
             async with session.get(worker.api_url + "/metrics") as response:
                 return await response.text()
 

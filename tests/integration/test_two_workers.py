@@ -9,6 +9,7 @@ from streams.broker import EmbeddedBroker, create_topics
 from tests.integration.conftest import (
     PARTITIONS,
     Worker,
+    auth_headers,
     make_turn,
     produce,
     query,
@@ -82,6 +83,6 @@ async def _owner(worker: Worker, user: str) -> int:
     """The port of the worker that holds `user` (answers /memories locally, not forwarded)."""
     import aiohttp
 
-    async with aiohttp.ClientSession() as session:
+    async with aiohttp.ClientSession(headers=auth_headers()) as session:
         async with session.get(f"{worker.api_url}/v1/users/{user}/owner") as response:
             return int((await response.json())["port"])
