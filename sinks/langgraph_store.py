@@ -167,10 +167,12 @@ class S3VectorsStore(BaseStore):
 
     @classmethod
     def from_settings(cls, settings: Settings, *, ensure: bool = True) -> S3VectorsStore:
-        """The store on the sink's index (AWS_REGION, S3V_*, BEDROCK_EMBED_MODEL_ID)."""
+        """The store on the sink's index (S3VECTORS_BUCKET / S3VECTORS_INDEX when set, else S3V_*;
+        AWS_REGION, BEDROCK_EMBED_MODEL_ID)."""
         store = cls(
-            Boto3VectorsClient.create(region=settings.aws_region, bucket=settings.s3v_bucket,
-                                      index=settings.s3v_index_memory),
+            Boto3VectorsClient.create(region=settings.aws_region,
+                                      bucket=settings.s3vectors_bucket or settings.s3v_bucket,
+                                      index=settings.s3vectors_index or settings.s3v_index_memory),
             TitanEmbedder.create(region=settings.aws_region, model_id=settings.bedrock_embed_model_id,
                                  dimension=settings.s3v_dimension or TITAN_V2_PROFILE.dim),
             distance=settings.s3v_distance,

@@ -213,3 +213,17 @@ def test_a_langgraph_graph_reads_memories_through_the_store(store: S3VectorsStor
     answer = graph.compile(store=store).invoke({"question": "What is Ana's dog called?", "context": []})
 
     assert FACTS["luna"][0] in answer["context"]
+
+
+def test_from_settings_opens_the_sinks_index(backend: Backend) -> None:
+    if backend.name != "moto":
+        pytest.skip("creates an index named by settings")
+    settings = backend.settings("unused", s3v_dimension=None, s3vectors_bucket="sink-bucket",
+                                s3vectors_index="sink-index")
+    store = S3VectorsStore.from_settings(settings)  # creates the bucket and the 1024 d index
+
+    store.put(ANA, "k", {"summary": "Ana has a dog."}, index=False)  # no embedding: no Bedrock call
+    assert backend.client("unused").describe_index() is None  # not the S3V_* index
+    raw = backend.s3v.get_index(vectorBucketName="sink-bucket", indexName="sink-index")["index"]
+    assert (raw["dimension"], raw["distanceMetric"]) == (1024, "cosine")
+    assert store.get(ANA, "k").value == {"summary": "Ana has a dog."}
