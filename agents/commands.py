@@ -12,9 +12,10 @@ import time
 from faust.types import EventT
 from pydantic import ValidationError
 
-from agents.dedup import state
+from agents.dedup import index_cache, state
 from streams import metrics
-from streams.app import app, commands_topic, settings
+from streams.access import record_reads
+from streams.app import app, applied_table, commands_topic, memories_table, settings
 from streams.memory_state import CommandError
 from streams.outputs import send_dead_letter, send_event, send_progress
 from streams.services import embed
@@ -42,6 +43,10 @@ def parse_command_record(raw: bytes | None, key: bytes | None) -> Command:
 
 async def apply(command: Command) -> str:
     """Apply one command and send its events (and the progress of the turn that said it)."""
+    if command.kind == "touch":  # a read: no event, no audit entry, no revision
+        record_reads(memories_table, applied_table, index_cache.ensure(), command)
+        metrics.COMMANDS.labels(kind=command.kind).inc()
+        return "applied"
     text = command.text if command.kind == "edit" else command.query
     vector = (await embed([text]))[0] if text else None
     applied = state().apply_command(command, vector)

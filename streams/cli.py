@@ -259,27 +259,48 @@ def query(
     text: Annotated[str, typer.Argument(help="The query text.")],
     user: Annotated[str, typer.Option(help="Whose memories.")],
     top_k: Annotated[int, typer.Option(help="How many memories.")] = 5,
+    agent: Annotated[str, typer.Option(help="Asking agent: its category allowlist applies (categories.yaml).")] = "supervisor",
+    category: Annotated[Optional[list[str]], typer.Option(help="Only this category (repeatable; must be in the agent's allowlist).")] = None,
+    threshold: Annotated[Optional[float], typer.Option(help="Drop items with a lower cosine similarity.")] = None,
+    budget_tokens: Annotated[Optional[int], typer.Option(help="Token budget of the answer.")] = None,
+    thread: Annotated[Optional[str], typer.Option(help="Thread of --since-rev.")] = None,
+    since_rev: Annotated[Optional[int], typer.Option(help="Delta header: changes of --thread since this revision.")] = None,
+    filters: Annotated[Optional[str], typer.Option(help='Filters as JSON, e.g. \'{"pinned": true, "importance_min": 3}\'.')] = None,
     api: ApiOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Query a user's memories, ranked (SPEC §5), with provenance."""
+    """Query a user's memories (memory.query, SPEC §5): ranked, filtered, with provenance."""
     from streams.client import ApiClient
     from streams.errors import ApiError
 
-    async def go() -> list[dict]:
+    request: dict = {"agent": agent, "query": text, "top_k": top_k, "return": "full"}
+    optional = {"categories": category or None, "threshold": threshold, "budget_tokens": budget_tokens,
+                "thread_id": thread, "since_rev": since_rev}
+    request.update({k: v for k, v in optional.items() if v is not None})
+    if filters:
+        try:
+            request["filters"] = json.loads(filters)
+        except ValueError:
+            console.print("[red]--filters is not valid JSON[/]")
+            raise typer.Exit(2)
+
+    async def go() -> dict:
         async with ApiClient(_api(api)) as client:
-            return await client.query(user, text, top_k)
+            return await client.memory_query(user, request)
 
     try:
-        items = asyncio.run(go())
+        answer = asyncio.run(go())
     except (ApiError, OSError) as exc:
         console.print(f"[red]query failed:[/] {exc}")
         raise typer.Exit(1)
+    items = answer["items"]
     if as_json:
         keys = ("id", "summary", "type", "category", "state", "score", "similarity",
-                "importance", "source_turn_ids", "created_at", "updated_at")
+                "importance", "source_turn_ids", "created_at", "updated_at", "text", "tokens")
         print(json.dumps([{k: item.get(k) for k in keys} for item in items], indent=2))
         return
+    if answer.get("delta") and answer["delta"]["header"]:
+        console.print(answer["delta"]["header"])
     if not items:
         console.print("no memories")
     for item in items:
@@ -287,6 +308,7 @@ def query(
             f"{item['score']:.3f} [{item['category']}] {item['summary']}  "
             f"[dim]({', '.join(item['source_turn_ids'])})[/]"
         )
+    console.print(f"[dim]{answer['tokens']} tokens[/]")
 
 
 @app.command()

@@ -96,8 +96,22 @@ class ApiClient:
                 raise ApiError(f"GET {path} -> {response.status}: {body[:300]}")
             return json.loads(body)
 
-    async def query(self, user_id: str, text: str, top_k: int = 10) -> list[dict[str, Any]]:
-        data = await self._get(f"/v1/users/{user_id}/query", {"q": text, "top_k": str(top_k)})
+    async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        async with self._session.post(self.base_url + path, json=body) as response:
+            text = await response.text()
+            if response.status != 200:
+                raise ApiError(f"POST {path} -> {response.status}: {text[:300]}")
+            return json.loads(text)
+
+    async def memory_query(self, user_id: str, request: dict[str, Any]) -> dict[str, Any]:
+        """POST one `memory.query` request (`topics.query.QueryRequest` fields); the whole answer."""
+        return await self._post(f"/v1/users/{user_id}/query", request)
+
+    async def query(self, user_id: str, text: str, top_k: int = 10, *, agent: str = "supervisor",
+                    **fields: Any) -> list[dict[str, Any]]:
+        """The items (`return: full`) of a query as `agent`; `fields` adds request fields."""
+        data = await self.memory_query(
+            user_id, {"agent": agent, "query": text, "top_k": top_k, "return": "full", **fields})
         return data["items"]
 
     async def memories(self, user_id: str) -> list[dict[str, Any]]:

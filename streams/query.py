@@ -1,15 +1,38 @@
-"""Answering a memory query from the in-worker index (SPEC §5 ranking)."""
+"""Answering `memory.query` from the in-worker index (SPEC §5, seed 001 §6).
+
+`plan_query` checks a request against the categories policy and the limits (fails closed) and
+resolves what it asks for; `execute` filters before ranking, ranks with the configurable
+weights and the related boost, drops what is under `threshold`, gives semantic items priority
+for the `top_k` slots and keeps 1-3 for episodic ones (more, and only from the asked dates, on
+recall intent; seed 003 "prioritise semantic; include 1-3 recent episodic"), lists the chosen
+items by score, and fits the delta header first and then the items into `budget_tokens`. Both are pure: the HTTP handler and the
+latency benchmark call the same code.
+"""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from streams import ranking
+from streams.categories import CategoryPolicy
 from streams.memory import Memory
+from streams.query_errors import InvalidQuery
+from streams.query_filters import base_mask, episodic_mask, row_predicate
+from streams.recall_intent import DateWindow, has_recall_intent, time_window
+from streams.token_budget import TokenCounter, fit
 from streams.vector_index import UserIndex
+from topics.query import (
+    DeltaHeader,
+    QueryFilters,
+    QueryRequest,
+    QueryResponse,
+    ReturnMode,
+    TimeWindow,
+)
 
 
 @dataclass(frozen=True)
@@ -44,16 +67,201 @@ def user_clock(index: UserIndex) -> datetime | None:
     return max(times) if times else None
 
 
+def _scored(pool: Sequence[tuple[Memory, float]], now: datetime,
+            weights: ranking.RankWeights) -> list[QueryHit]:
+    hits = [QueryHit(m, sim, ranking.score(m, sim, now, weights, max(m.relations.values(), default=0.0)))
+            for m, sim in pool]
+    hits.sort(key=lambda h: h.score, reverse=True)
+    return hits
+
+
 def rank(
     index: UserIndex, query_vector: np.ndarray, *, top_k: int, candidates: int,
     weights: ranking.RankWeights, now: datetime | None = None,
 ) -> list[QueryHit]:
-    """Top-k active memories by the ranking formula, over the best `candidates` by similarity."""
+    """Top-k active memories by the ranking formula, over the best `candidates` by similarity
+    (no policy, filters or budget: the offline pipeline and the scenario tests use it)."""
     pool = index.search(query_vector, max(candidates, top_k))
     if not pool:
         return []
     now = now or user_clock(index) or max(m.updated_at for m, _ in pool)
-    hits = [QueryHit(m, sim, ranking.score(m, sim, now, weights, max(m.relations.values(), default=0.0)))
-            for m, sim in pool]
-    hits.sort(key=lambda h: h.score, reverse=True)
-    return hits[:top_k]
+    return _scored(pool, now, weights)[:top_k]
+
+
+@dataclass(frozen=True)
+class QueryLimits:
+    default_top_k: int = 3
+    max_top_k: int = 100
+    max_budget_tokens: int = 32768
+    candidates: int = 24
+    episodic_max: int = 3
+    recall_episodic: int = 3
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> "QueryLimits":
+        return cls(default_top_k=settings.memory_k, max_top_k=settings.query_max_top_k,
+                   max_budget_tokens=settings.query_max_budget_tokens,
+                   candidates=settings.memory_context_topk,
+                   episodic_max=settings.query_episodic_max,
+                   recall_episodic=settings.query_recall_episodic)
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """A request resolved against the policy and limits: everything `execute` needs."""
+
+    user_id: str
+    agent: str
+    text: str
+    top_k: int
+    categories: frozenset[str]
+    filters: QueryFilters
+    threshold: float | None
+    mode: ReturnMode
+    budget_tokens: int | None
+    reference: datetime | None
+    recall: bool
+    window: DateWindow | None
+    episodic_reserve: int
+    episodic_cap: int
+    candidates: int
+
+
+def plan_query(request: QueryRequest, user_id: str, policy: CategoryPolicy, limits: QueryLimits,
+               reference: datetime | None) -> QueryPlan:
+    """Check `request` and resolve it; raises `InvalidQuery` / `QueryForbidden` (fail closed)."""
+    filters = request.filters
+    if filters.user_id is not None and filters.user_id != user_id:
+        raise InvalidQuery("filters.user_id must be the user of the route")
+    top_k = request.top_k or limits.default_top_k
+    if top_k > limits.max_top_k:
+        raise InvalidQuery(f"top_k must be at most {limits.max_top_k}")
+    if request.budget_tokens is not None and request.budget_tokens > limits.max_budget_tokens:
+        raise InvalidQuery(f"budget_tokens must be at most {limits.max_budget_tokens}")
+    categories = policy.allowed(request.agent, request.categories, filters.category)
+    reference = request.reference_time or reference
+    window = time_window(request.query, reference) if reference is not None else None
+    recall = window is not None or has_recall_intent(request.query)
+    if recall:
+        reserve, cap = min(limits.recall_episodic, top_k), top_k
+    else:
+        reserve, cap = (1 if top_k >= 2 else 0), limits.episodic_max
+    return QueryPlan(
+        user_id=user_id, agent=request.agent, text=request.query, top_k=top_k,
+        categories=categories, filters=filters, threshold=request.threshold,
+        mode=request.return_, budget_tokens=request.budget_tokens, reference=reference,
+        recall=recall, window=window, episodic_reserve=reserve, episodic_cap=cap,
+        candidates=max(limits.candidates, top_k),
+    )
+
+
+def _eligible(hits: list[QueryHit], plan: QueryPlan, policy: CategoryPolicy) -> list[QueryHit]:
+    """Hits at or above the threshold; categories with context `all` are exempt from it."""
+    if plan.threshold is None:
+        return hits
+    out = []
+    for hit in hits:
+        spec = policy.spec(hit.memory.category)
+        if hit.similarity >= plan.threshold or (spec is not None and spec.context == "all"):
+            out.append(hit)
+    return out
+
+
+def select(semantic: list[QueryHit], episodic: list[QueryHit], plan: QueryPlan,
+           policy: CategoryPolicy) -> tuple[list[QueryHit], list[QueryHit]]:
+    """Semantic first, keeping `episodic_reserve` slots for episodic items (when there are any),
+    at most `episodic_cap` episodic, and at most `rag_length` items of any one category."""
+    per_category: Counter[str] = Counter()
+
+    def take(hits: list[QueryHit], limit: int) -> list[QueryHit]:
+        out: list[QueryHit] = []
+        for hit in hits:
+            if len(out) >= limit:
+                break
+            key = hit.memory.category.casefold()
+            spec = policy.spec(key)
+            if spec is not None and spec.rag_length is not None and per_category[key] >= spec.rag_length:
+                continue
+            per_category[key] += 1
+            out.append(hit)
+        return out
+
+    reserve = min(plan.episodic_reserve, len(episodic))
+    chosen_semantic = take(semantic, plan.top_k - reserve)
+    chosen_episodic = take(episodic, min(plan.episodic_cap, plan.top_k - len(chosen_semantic)))
+    return chosen_semantic, chosen_episodic
+
+
+def bullet(memory: Memory) -> str:
+    return f"[{memory.category}] {memory.summary}"
+
+
+def _fit_header(header: str, budget: int | None, counter: TokenCounter) -> tuple[str, int]:
+    """The delta header within `budget`: its title and as many bullets (newest first) as fit;
+    nothing when not even one bullet fits."""
+    if not header:
+        return "", 0
+    lines = header.split("\n")
+    costs = counter.count_many(lines)
+    if budget is None or sum(costs) <= budget:
+        return header, sum(costs)
+    kept = fit(costs[1:], budget, reserved=costs[0])
+    if not kept.kept:
+        return "", 0
+    return "\n".join([lines[0], *(lines[1 + i] for i in kept.kept)]), kept.tokens
+
+
+def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: CategoryPolicy,
+            weights: ranking.RankWeights, counter: TokenCounter,
+            delta: tuple[int, int, str] | None = None) -> tuple[QueryResponse, list[QueryHit]]:
+    """Answer a planned query from one user's index.
+
+    `delta` is (current rev, since_rev, rendered header) when the request asked for it.
+    Returns the response and the hits it carries (whose access the caller records).
+    """
+    semantic: list[QueryHit] = []
+    episodic: list[QueryHit] = []
+    if len(index):
+        scores = index.similarities(vector)
+        allowed = base_mask(index, plan.categories, plan.filters)
+        is_episode = episodic_mask(index, plan.window)
+        accept = row_predicate(plan.filters)
+        now = plan.reference or user_clock(index)
+        assert now is not None
+        kinds = index.columns().episodic
+        semantic = _scored(index.best(scores, allowed & ~kinds, plan.candidates, accept), now, weights)
+        episodic = _scored(index.best(scores, allowed & is_episode, plan.candidates, accept), now, weights)
+    chosen_semantic, chosen_episodic = select(
+        _eligible(semantic, plan, policy), _eligible(episodic, plan, policy), plan, policy)
+    # Semantic items have priority for the slots; the answer lists what was chosen by score.
+    hits = sorted([*chosen_semantic, *chosen_episodic], key=lambda h: h.score, reverse=True)
+
+    header, header_tokens = "", 0
+    if delta is not None:
+        header, header_tokens = _fit_header(delta[2], plan.budget_tokens, counter)
+    lines = [f"- {bullet(h.memory)}" for h in hits]
+    costs = counter.count_many(lines)
+    fitted = fit(costs, plan.budget_tokens, reserved=header_tokens)
+    hits = [hits[i] for i in fitted.kept]
+    items = [_item(index, hits[n], costs[i], plan.mode) for n, i in enumerate(fitted.kept)]
+    context = "\n".join(([header] if header else []) + [lines[i] for i in fitted.kept])
+    response = QueryResponse(
+        user_id=plan.user_id, agent=plan.agent, **{"return": plan.mode},
+        delta=None if delta is None else DeltaHeader(rev=delta[0], since_rev=delta[1],
+                                                     header=header, tokens=header_tokens),
+        items=items, context=context, tokens=fitted.tokens, budget_tokens=plan.budget_tokens,
+        dropped_for_budget=fitted.dropped, recall_intent=plan.recall,
+        time_window=None if plan.window is None else TimeWindow(
+            phrase=plan.window.phrase, start=plan.window.start, end=plan.window.end),
+        reference_time=plan.reference,
+    )
+    return response, hits
+
+
+def _item(index: UserIndex, hit: QueryHit, tokens: int, mode: ReturnMode) -> dict[str, Any]:
+    memory = hit.memory
+    if mode == "bullets":
+        return {"id": memory.id, "category": memory.category, "type": memory.type,
+                "text": bullet(memory), "tokens": tokens}
+    return {**hit.as_item(), "text": bullet(memory), "tokens": tokens,
+            "related": related_bullets(index, memory)}

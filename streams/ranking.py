@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from streams.memory import Memory
 
@@ -38,4 +39,13 @@ def score(
         + weights.recency * recency_decay(memory.last_accessed, now, weights.half_life_days)
         + weights.pinned * (1.0 if memory.pinned else 0.0)
         + weights.related * related_strength
+    )
+
+
+def weights_from_settings(settings: Any) -> RankWeights:
+    """The ranking weights of the settings (RANK_W_*, RECENCY_HALF_LIFE_DAYS)."""
+    return RankWeights(
+        similarity=settings.rank_w_similarity, importance=settings.rank_w_importance,
+        recency=settings.rank_w_recency, pinned=settings.rank_w_pinned,
+        related=settings.rank_w_related, half_life_days=settings.recency_half_life_days,
     )

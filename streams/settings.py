@@ -89,6 +89,19 @@ class Settings(BaseSettings):
     rank_w_related: float = Field(0.05, description="Ranking weight of the strongest related edge.")
     recency_half_life_days: float = Field(90.0, description="Half-life of the recency term.")
     query_max_top_k: int = Field(100, description="Largest top_k a query may ask for.")
+    categories_path: Path | None = Field(
+        None, description="Categories YAML (seed 001 §5: categories, context modes, per-agent "
+        "allowlists); unset: the repository's categories.yaml.",
+    )
+    query_episodic_max: int = Field(
+        3, ge=1, description="Episodic items in a query answer at most (one is kept for them when "
+        "top_k >= 2 and one matches), unless the query has recall intent.",
+    )
+    query_recall_episodic: int = Field(
+        3, ge=1, description="Episodic items kept for a query with recall intent (\"what did we "
+        "discuss last week\"); the rest of top_k may be episodic too.",
+    )
+    query_max_budget_tokens: int = Field(32768, ge=1, description="Largest budget_tokens a query may ask for.")
 
     # --- lifecycle (SPEC §4) ------------------------------------------------------------------
     ttl_days: int = Field(60, description="Days without access before a TTL soft-delete.")

@@ -7,30 +7,28 @@ request.
 """
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
+from typing import Callable
 
 from aiohttp import web
 from faust.web import Request, Response, View
 
-from agents.dedup import index_cache, state
-from streams import auth, metrics, openapi, ranking
+from streams import auth, metrics, openapi
 from streams.app import app, settings, users_table
-from streams.delta import render_delta
-from streams.query import rank, related_bullets
-from streams.services import embed
+from streams.query_api import answer, parse_body, parse_params
+from streams.query_errors import CategoriesConfigError, QueryError
+from streams.routing import route_to_owner
+from topics.query import QueryRequest
+
+log = logging.getLogger(__name__)
 
 auth.install(app.web.web_app, auth.KeyRing.from_settings(settings))
 import streams.sse  # noqa: E402,F401 - registers the SSE route and its agent
 import streams.web_registry  # noqa: E402,F401 - registers the registry routes
 
 ADMIN_DIR = Path(__file__).parent / "admin"
-
-WEIGHTS = ranking.RankWeights(
-    similarity=settings.rank_w_similarity, importance=settings.rank_w_importance,
-    recency=settings.rank_w_recency, pinned=settings.rank_w_pinned,
-    related=settings.rank_w_related, half_life_days=settings.recency_half_life_days,
-)
 
 
 def _recovered() -> bool:
@@ -74,54 +72,37 @@ class AdminPage(View):
 app.web.add_static("/admin/static/", ADMIN_DIR / "static")
 
 
-def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
-    raw = request.query.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be an integer") from None
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be between {low} and {high}")
-    return value
-
-
 @app.page("/v1/users/{user_id}/query")
 class UserQuery(View):
-    """GET ?q=text&top_k=n: the user's top-k memories for `q`, ranked, with provenance."""
+    """memory.query (SPEC §5): POST a JSON `topics.query.QueryRequest`, or GET ?q=&agent=&….
+
+    Answered by the worker that owns the user: GET is routed by `app.table_route`, POST by
+    `route_to_owner` (which forwards the body; faust's router does not).
+    """
 
     @app.table_route(table=users_table, match_info="user_id")
     async def get(self, request: Request, user_id: str) -> Response:
+        return await self._answer(request, user_id, lambda: parse_params(
+            request.query, request.get("principal")))
+
+    @route_to_owner(app, users_table, "user_id")
+    async def post(self, request: Request, user_id: str) -> Response:
+        body = await request.read()
+        return await self._answer(request, user_id, lambda: parse_body(body))
+
+    async def _answer(self, request: Request, user_id: str,
+                      parse: Callable[[], QueryRequest]) -> Response:
         started = time.perf_counter()
-        text = request.query.get("q", "").strip()
-        if not text:
-            return self.json({"error": "q (the query text) is required"}, status=400)
-        if len(text) > settings.max_turn_chars:
-            return self.json({"error": "q is too long"}, status=400)
         try:
-            top_k = _int_param(request, "top_k", settings.memory_k, 1, settings.query_max_top_k)
-        except ValueError as exc:
-            return self.json({"error": str(exc)}, status=400)
-        if not _recovered():
-            return self.json({"error": "recovering, retry shortly"}, status=503)
-        thread_id = request.query.get("thread_id")
-        try:
-            since_rev = _int_param(request, "since_rev", -1, 0, 2**62)
-        except ValueError as exc:
-            return self.json({"error": str(exc)}, status=400)
-        if since_rev >= 0 and not thread_id:
-            return self.json({"error": "since_rev needs thread_id"}, status=400)
-        vector = (await embed([text]))[0]
-        index = index_cache.ensure().user(user_id)
-        hits = rank(index, vector, top_k=top_k, candidates=settings.memory_context_topk, weights=WEIGHTS)
-        body: dict = {"user_id": user_id,
-                      "items": [{**h.as_item(), "related": related_bullets(index, h.memory)} for h in hits]}
-        if since_rev >= 0 and thread_id:
-            current = state()
-            changes = current.changes_since(user_id, thread_id, since_rev)
-            body["delta"] = {"rev": current.current_rev(user_id, thread_id),
-                             "header": render_delta(since_rev, changes)}
+            query = parse()
+            if not _recovered():
+                return self.json({"error": "recovering, retry shortly"}, status=503)
+            body = await answer(query, user_id, request.get("principal"))
+        except QueryError as exc:
+            return self.json({"error": str(exc)}, status=exc.status)
+        except CategoriesConfigError as exc:
+            log.error("queries refused: %s", exc)
+            return self.json({"error": f"categories config: {exc}"}, status=503)
         metrics.QUERY_SECONDS.observe(time.perf_counter() - started)
         return self.json(body)
 

@@ -7,13 +7,14 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validato
 
 CommandKind = Literal[
     "forget", "dont_remember", "pin", "unpin", "edit", "delete", "restore", "purge_user",
-    "block_topic", "unblock_topic",
+    "block_topic", "unblock_topic", "touch",
 ]
 _NEEDS = {
     "edit": ("memory_id", "text"),
     "restore": ("memory_id",),
     "block_topic": ("topic",),
     "unblock_topic": ("topic",),
+    "touch": ("memory_ids",),
 }
 
 
@@ -22,6 +23,10 @@ class Command(BaseModel):
 
     A memory is named by `memory_id`, or (forget, pin, unpin, delete) described by `query`,
     which matches the user's closest active memories.
+
+    `touch` records a read: the query API sends it with the ids it returned and `ts` = the
+    read time, and the commands stage refreshes `last_accessed`/`access_count` (a read never
+    writes tables from the web handler).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -33,6 +38,8 @@ class Command(BaseModel):
     thread_id: str = Field("commands", min_length=1, max_length=200)
     turn_id: str | None = Field(None, description="The chat turn that said it, if any.")
     memory_id: str | None = None
+    memory_ids: list[str] = Field(default_factory=list, max_length=100,
+                                  description="touch: the memories that were read.")
     query: str | None = Field(None, max_length=2000)
     text: str | None = Field(None, max_length=280)
     topic: str | None = Field(None, max_length=200)
