@@ -69,3 +69,5 @@ async def update_consumer_lag() -> None:
         publish(await partition_lags(app))
     except ConsumerNotStarted:
         log.debug("consumer not started yet; consumer lag not updated")
+    except Exception as exc:  # noqa: BLE001 - a metric must never take the worker down
+        log.warning("consumer lag not updated: %s", type(exc).__name__)
