@@ -222,9 +222,9 @@ class UserMemory(RegistryView):
 
     @route_to_owner(app, users_table, "user_id")
     async def patch(self, request: Request, user_id: str, memory_id: str) -> Response:
-        body = _body(EditBody, await request.read())
         if _find(user_id, memory_id, _scope(request)) is None:
             return _error(404, "no such memory")
+        body = _body(EditBody, await request.read())
         return await send_commands(request, user_id, [("edit", {"memory_id": memory_id, "text": body.text})])
 
     @route_to_owner(app, users_table, "user_id")
