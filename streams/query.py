@@ -2,10 +2,10 @@
 
 `plan_query` checks a request against the categories policy and the limits (fails closed) and
 resolves what it asks for; `execute` filters before ranking, ranks with the configurable
-weights and the related boost, drops what is under `threshold`, gives semantic items priority
-for the `top_k` slots and keeps 1-3 for episodic ones (more, and only from the asked dates, on
-recall intent; seed 003 "prioritise semantic; include 1-3 recent episodic"), lists the chosen
-items by score, and fits the delta header first and then the items into `budget_tokens`. Both are pure: the HTTP handler and the
+weights and the related boost, drops what is under `threshold`, fills `top_k` by score with
+1-3 episodic items at most and the rest semantic (seed 003: "prioritise semantic; include 1-3
+recent episodic"; on recall intent more episodic ones, only from the asked dates), and fits
+the delta header first and then the items into `budget_tokens`. Both are pure: the HTTP handler and the
 latency benchmark call the same code.
 """
 from __future__ import annotations
@@ -168,28 +168,34 @@ def _eligible(hits: list[QueryHit], plan: QueryPlan, policy: CategoryPolicy) -> 
 
 
 def select(semantic: list[QueryHit], episodic: list[QueryHit], plan: QueryPlan,
-           policy: CategoryPolicy) -> tuple[list[QueryHit], list[QueryHit]]:
-    """Semantic first, keeping `episodic_reserve` slots for episodic items (when there are any),
-    at most `episodic_cap` episodic, and at most `rag_length` items of any one category."""
+           policy: CategoryPolicy) -> list[QueryHit]:
+    """The answer's items, best score first, within the episodic slots: `episodic_reserve` of
+    them kept for episodic items when there are any (1 by default), at most `episodic_cap`
+    (3 by default) so the rest goes to semantic ones; at most `rag_length` of one category."""
     per_category: Counter[str] = Counter()
 
-    def take(hits: list[QueryHit], limit: int) -> list[QueryHit]:
-        out: list[QueryHit] = []
-        for hit in hits:
-            if len(out) >= limit:
-                break
-            key = hit.memory.category.casefold()
-            spec = policy.spec(key)
-            if spec is not None and spec.rag_length is not None and per_category[key] >= spec.rag_length:
-                continue
-            per_category[key] += 1
-            out.append(hit)
-        return out
+    def fits(hit: QueryHit) -> bool:
+        key = hit.memory.category.casefold()
+        spec = policy.spec(key)
+        return spec is None or spec.rag_length is None or per_category[key] < spec.rag_length
 
-    reserve = min(plan.episodic_reserve, len(episodic))
-    chosen_semantic = take(semantic, plan.top_k - reserve)
-    chosen_episodic = take(episodic, min(plan.episodic_cap, plan.top_k - len(chosen_semantic)))
-    return chosen_semantic, chosen_episodic
+    chosen: list[QueryHit] = []
+    for hit in episodic[:min(plan.episodic_reserve, plan.episodic_cap)]:
+        if fits(hit):
+            per_category[hit.memory.category.casefold()] += 1
+            chosen.append(hit)
+    n_episodic = len(chosen)
+    rest = sorted([*semantic, *(h for h in episodic if h not in chosen)], key=lambda h: -h.score)
+    for hit in rest:
+        if len(chosen) >= plan.top_k:
+            break
+        is_episode = hit.memory.type == "episodic"
+        if (is_episode and n_episodic >= plan.episodic_cap) or not fits(hit):
+            continue
+        per_category[hit.memory.category.casefold()] += 1
+        n_episodic += is_episode
+        chosen.append(hit)
+    return sorted(chosen, key=lambda h: -h.score)
 
 
 def bullet(memory: Memory) -> str:
@@ -231,10 +237,7 @@ def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: Categ
         kinds = index.columns().episodic
         semantic = _scored(index.best(scores, allowed & ~kinds, plan.candidates, accept), now, weights)
         episodic = _scored(index.best(scores, allowed & is_episode, plan.candidates, accept), now, weights)
-    chosen_semantic, chosen_episodic = select(
-        _eligible(semantic, plan, policy), _eligible(episodic, plan, policy), plan, policy)
-    # Semantic items have priority for the slots; the answer lists what was chosen by score.
-    hits = sorted([*chosen_semantic, *chosen_episodic], key=lambda h: h.score, reverse=True)
+    hits = select(_eligible(semantic, plan, policy), _eligible(episodic, plan, policy), plan, policy)
 
     header, header_tokens = "", 0
     if delta is not None:

@@ -7,7 +7,9 @@ import pytest
 
 from streams.broker import EmbeddedBroker, create_topics
 from tests.integration.conftest import (
+    ADMIN_KEY,
     PARTITIONS,
+    PLANNER_KEY,
     Worker,
     auth_headers,
     make_turn,
@@ -30,16 +32,31 @@ def test_any_worker_answers_for_any_user(tmp_path):
             # The first worker must have given up half of its partitions before we go on.
             asyncio.run(_until_both_own_partitions(first, second))
             users = users_on_every_partition(per_partition=2)
-            turns = [make_turn(u, "1", f"I adopted a parrot named Kiwi{i} last spring.")
-                     for i, u in enumerate(users)]
+            turns = [t for i, u in enumerate(users) for t in (
+                make_turn(u, "1", f"I adopted a parrot named Kiwi{i} last spring."),
+                make_turn(u, "2", f"I am saving {100 + i} euros a month for a new car."))]
             asyncio.run(produce(broker.url, turns))
             asyncio.run(wait_processed(broker.url, turns, timeout=180))
             for i, user in enumerate(users):
                 via_first = asyncio.run(query(first.api_url, user, "Which bird?", top_k=1))
                 via_second = asyncio.run(query(second.api_url, user, "Which bird?", top_k=1))
-                assert via_first and via_first == via_second
+                assert via_first and [m["id"] for m in via_first] == [m["id"] for m in via_second]
                 assert f"Kiwi{i}" in via_first[0]["summary"]
                 assert via_first[0]["user_id"] == user
+                # The whole memory.query, POSTed (its body forwarded to the owner), from either.
+                full = {"agent": "planner", "query": "How much does Ana save?", "top_k": 3,
+                        "categories": ["Finance", "Budget"], "threshold": 0.1, "budget_tokens": 200,
+                        "filters": {"user_id": user, "role": "user", "importance_max": 5},
+                        "since_rev": 0, "thread_id": "t1", "return": "bullets"}
+                answers = [asyncio.run(_post(w, user, full)) for w in (first, second)]
+                assert answers[0] == answers[1] and answers[0][0] == 200, answers
+                body = answers[0][1]
+                assert [item["text"] for item in body["items"]] == [
+                    f"[Finance] Ana is saving {100 + i} euros a month for a new car."]
+                assert body["context"].startswith("Memory updates since rev 0:")
+                refused = [asyncio.run(_post(w, user, {**full, "categories": ["Personal"]}, PLANNER_KEY))
+                           for w in (first, second)]
+                assert [status for status, _ in refused] == [403, 403], refused
             owners = {asyncio.run(_owner(first, u)) for u in users}
             assert owners == {first.port, second.port}, "users live on both workers"
         finally:
@@ -77,6 +94,14 @@ async def _until_both_own_partitions(a: Worker, b: Worker, timeout: float = 120.
                 return
             await asyncio.sleep(0.25)
     raise AssertionError("the two workers never shared the partitions")
+
+
+async def _post(worker: Worker, user: str, body: dict, key: str = ADMIN_KEY) -> tuple[int, dict]:
+    import aiohttp
+
+    async with aiohttp.ClientSession(headers=auth_headers(key)) as session:
+        async with session.post(f"{worker.api_url}/v1/users/{user}/query", json=body) as response:
+            return response.status, await response.json()
 
 
 async def _owner(worker: Worker, user: str) -> int:

@@ -111,19 +111,29 @@ def test_top_k_and_return_modes():
     assert "embedding_b64" not in full.items[0]
 
 
-def test_semantic_has_priority_and_one_to_three_episodic_are_kept():
-    episodes = [(mem(f"e{i}", type="episodic", category="Conversation_Summary",
-                     date_iso=f"2024-05-0{i + 1}"), 0.95) for i in range(5)]
-    facts = [(mem(f"s{i}"), 0.6) for i in range(5)]
-    index = index_of(*episodes, *facts)
-    plain = ask(index, top_k=4, query="Ana's dog")[0]
-    assert [i["type"] for i in plain.items].count("episodic") == 1, "one slot kept for episodic"
-    big = ask(index, top_k=10, query="Ana's dog")[0]
-    assert [i["type"] for i in big.items].count("episodic") == 3, "at most three by default"
-    only_episodes = ask(index_of(*episodes), top_k=4, query="Ana's dog")[0]
-    assert len(only_episodes.items) == 3
-    recall = ask(index, top_k=4, query="what did we discuss with Ana?")[0]
-    assert recall.recall_intent and [i["type"] for i in recall.items].count("episodic") == 3
+def episodes(n: int, similarity: float) -> list[tuple[Memory, float]]:
+    return [(mem(f"e{i}", type="episodic", category="Conversation_Summary",
+                 date_iso=f"2024-05-0{i + 1}"), similarity) for i in range(n)]
+
+
+def facts(n: int, similarity: float) -> list[tuple[Memory, float]]:
+    return [(mem(f"s{i}"), similarity) for i in range(n)]
+
+
+def kinds(response) -> list[str]:
+    return [item["type"] for item in response[0].items]
+
+
+def test_one_to_three_episodic_items_and_the_rest_semantic():
+    assert kinds(ask(index_of(*episodes(5, 0.5), *facts(5, 0.9)), top_k=4, query="Ana's dog")
+                 ).count("episodic") == 1, "one slot is kept for episodic"
+    assert kinds(ask(index_of(*episodes(5, 0.5), *facts(5, 0.9)), top_k=1, query="Ana's dog")
+                 ) == ["semantic"], "top_k=1 is the best item"
+    assert kinds(ask(index_of(*episodes(5, 0.95), *facts(5, 0.6)), top_k=10, query="Ana's dog")
+                 ).count("episodic") == 3, "at most three, however similar"
+    assert len(ask(index_of(*episodes(5, 0.95)), top_k=4, query="Ana's dog")[0].items) == 3
+    recall = ask(index_of(*episodes(5, 0.95), *facts(5, 0.6)), top_k=6, query="what did we discuss?")
+    assert recall[0].recall_intent and kinds(recall).count("episodic") == 5
 
 
 def test_time_phrase_filters_episodic_buckets_only():
