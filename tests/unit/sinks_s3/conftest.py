@@ -117,6 +117,13 @@ class Backend:
             self._clients[index] = InMemoryQueryVectors(inner) if self.name == "moto" else inner
         return self._clients[index]
 
+    def client_in_bucket(self, index: str) -> VectorsClient:
+        """`client(index)` with its bucket created (the index is not)."""
+        client = self.client(index)
+        if not client.bucket_exists():
+            client.create_bucket()
+        return client
+
     def settings(self, index: str, **overrides: Any) -> Settings:
         values: dict[str, Any] = {"aws_region": REGION, "s3v_bucket": self.bucket,
                                   "s3v_index_memory": index, "s3v_distance": "cosine",

@@ -134,9 +134,7 @@ def test_query_vectors_asks_for_metadata_and_distance(stubbed: tuple[Boto3Vector
 
 def test_puts_and_gets_are_split_at_the_service_limits(backend: Backend) -> None:
     index = backend.new_index()
-    client = backend.client(index)
-    if not client.bucket_exists():
-        client.create_bucket()
+    client = backend.client_in_bucket(index)
     client.create_index(dimension=2, distance="euclidean", non_filterable_keys=["value_json"])
     vectors = [StoredVector(f"k{i:04d}", {"i": i}, [1.0, float(i)]) for i in range(1100)]
     sent: dict[str, list[int]] = {"PutVectors": [], "GetVectors": []}

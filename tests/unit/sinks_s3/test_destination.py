@@ -58,9 +58,7 @@ async def test_start_refuses_an_index_of_another_dimension_or_distance(backend: 
 
 async def test_start_refuses_an_index_where_value_json_is_filterable(backend: Backend) -> None:
     index = backend.new_index()
-    client = backend.client(index)
-    if not client.bucket_exists():
-        client.create_bucket()
+    client = backend.client_in_bucket(index)
     client.create_index(dimension=8, distance="cosine", non_filterable_keys=["other"])
     with pytest.raises(PermanentSinkError, match="without value_json, namespace as non-filterable"):
         await S3VectorsDestination(backend.settings(index), client=client).start()
@@ -154,9 +152,7 @@ async def test_records_that_cannot_be_laid_out_are_rejected_alone(backend: Backe
 
 async def test_writes_to_a_missing_index_fail_permanently(backend: Backend) -> None:
     index = backend.new_index()
-    client = backend.client(index)
-    if not client.bucket_exists():
-        client.create_bucket()
+    client = backend.client_in_bucket(index)
     destination = S3VectorsDestination(backend.settings(index), client=client)
     with pytest.raises(PermanentSinkError, match="NotFoundException"):
         await destination.write([upsert(memory_document("m1", "Ana has a dog."))])

@@ -12,8 +12,7 @@ from tests.unit.sinks_s3.conftest import Backend
 def index_of(backend: Backend, distance: str) -> VectorsClient:
     if backend.name != "moto":
         pytest.skip("the fake itself")
-    client = backend.client(backend.new_index())
-    client.create_bucket()
+    client = backend.client_in_bucket(backend.new_index())
     client.create_index(dimension=2, distance=distance, non_filterable_keys=["value_json"])
     client.put_vectors([
         StoredVector("east", {"side": "east", "n": 1, "value_json": "{}"}, [1.0, 0.0]),
