@@ -109,6 +109,40 @@ def same_subject(a_summary: str, a_entities: Sequence[str], b_summary: str, b_en
     return len(ca & cb) / max(len(ca | cb), 1) >= 0.5
 
 
+# Single-valued predicates: a subject has one value at a time ("lives in", "works at", "favourite
+# band is"), so the same subject and predicate with another value is a changed fact.
+_SLOT = re.compile(
+    r"^(?P<subject>.+?)\s+(?P<predicate>lives in|lives at|moved to|works at|works for|works as|"
+    r"is employed (?:at|by)|studies|is studying|majors in|drives|is called|is named|"
+    r"is married to|is dating|is engaged to|(?:is )?(?:planned|scheduled|set|booked) for|"
+    r"favou?rite [a-z]+(?: [a-z]+)? is|is (?:now )?(?:\d+|a|an)(?= )|is(?= (?:vegan|vegetarian|"
+    r"pescatarian|single|married|divorced|engaged|retired)\b))\s+(?P<value>[^,;]+?)\s*\.?$"
+)
+SLOT_LOW = 0.6
+"""A changed single-valued slot is looked for among neighbours down to this cosine."""
+_SLOT_NOISE = frozenset("a an the now currently still again".split())
+
+
+def _slot(clause: str) -> tuple[str, str, frozenset[str]] | None:
+    """(subject, predicate, value words) of a single-valued statement, or None."""
+    m = _SLOT.match(clause.strip())
+    if not m:
+        return None
+    value = frozenset(w.lower() for w in _WORD.findall(m.group("value")) + _NUMBER.findall(
+        m.group("value")) if w.lower() not in _SLOT_NOISE)
+    subject = " ".join(w.lower() for w in _WORD.findall(m.group("subject")))
+    return (subject, m.group("predicate").lower(), value) if value and subject else None
+
+
+def changed_slot(summary: str, old_summary: str) -> bool:
+    """Same subject and single-valued predicate, and a value neither side contains:
+    "Ana lives in Berlin." / "Ana lives in Lisbon." — not "… lives in Lisbon with Rui."."""
+    new, old = _slot(summary), _slot(old_summary)
+    if new is None or old is None or new[:2] != old[:2]:
+        return False
+    return not (new[2] <= old[2] or old[2] <= new[2])
+
+
 _CLAUSE_SPLIT = re.compile(r"\s*[,;]\s*(?:and\s+|but\s+)?|\s+(?:but|and now|so now)\s+")
 
 
@@ -116,12 +150,18 @@ def contradicts(summary: str, entities: Sequence[str], old_summary: str,
                 old_entities: Sequence[str]) -> bool:
     """`summary`, or one clause of it, changes a value of `old_summary` about the same subject:
     "Ana is not a vegetarian anymore, Ana eats fish now." contradicts "Ana is a vegetarian."."""
-    clauses = [summary, *(c for c in _CLAUSE_SPLIT.split(summary) if c and c != summary)]
     return any(
-        (conflicting_values(clause, old_summary) or opposite_polarity(clause, old_summary))
-        and same_subject(clause, entities if clause == summary else (), old_summary, old_entities)
-        for clause in clauses
+        changed_slot(clause, old_summary)
+        or ((conflicting_values(clause, old_summary) or opposite_polarity(clause, old_summary))
+            and same_subject(clause, entities if clause == summary else (), old_summary,
+                             old_entities))
+        for clause in clauses(summary)
     )
+
+
+def clauses(summary: str) -> list[str]:
+    """The summary, then its clauses ("A, and B" → "A", "B") when it has several."""
+    return [summary, *(c for c in _CLAUSE_SPLIT.split(summary) if c and c != summary)]
 
 
 def same_fact_heuristic(
@@ -156,6 +196,14 @@ def decide(
     # A changed value scores lower than a paraphrase ("Luna is 3 years old" / "Luna turned 4":
     # 0.90 with MiniLM), so conflicts are looked for below the check band.
     conflict_low = bands.check_low - 0.1
+    if memory_type == "semantic" and use_heuristics:
+        # The same subject and single-valued predicate with another value ("lives in Lisbon" /
+        # "lives in Berlin", cosine 0.77) is a change however far the values embed apart.
+        for memory, score in neighbours:
+            if score < SLOT_LOW:
+                break
+            if any(changed_slot(clause, memory.summary) for clause in clauses(summary)):
+                return DedupDecision(Action.supersede, memory, score, "changed_slot")
     for memory, score in neighbours:
         if memory_type == "episodic" and abs(event_time - memory.created_at) > merge_window:
             continue  # episodic merges only within the window

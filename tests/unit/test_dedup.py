@@ -1,5 +1,9 @@
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
+from streams import dedup
+
 from streams.dedup import Action, decide, same_fact_heuristic
 from streams.embedder import EmbedderProfile
 
@@ -68,3 +72,25 @@ def test_episodic_bands_are_stricter():
 def test_same_fact_heuristic_conflicting_numbers():
     assert not same_fact_heuristic("Luna is 3.", [], "Luna is 4.", [])
     assert same_fact_heuristic("Luna is 3.", [], "Luna is 3 now.", [])
+
+
+@pytest.mark.parametrize("new, old, changed", [
+    ("Ana lives in Berlin.", "Ana lives in Lisbon.", True),
+    ("Jon works at Bosch.", "Jon works at Siemens.", True),
+    ("Jon's favourite band is Coldplay.", "Jon's favourite band is Radiohead.", True),
+    ("Ana is vegan.", "Ana is vegetarian.", True),
+    ("Ana lives in Lisbon with Rui.", "Ana lives in Lisbon.", False),   # more detail, not a change
+    ("Ana's father lives in Porto.", "Ana's mother lives in Lisbon.", False),  # another subject
+    ("Ana lives in Lisbon.", "Ana lives in Lisbon.", False),
+    ("Ana loves Berlin.", "Ana lives in Lisbon.", False),               # another predicate
+])
+def test_changed_single_valued_slot(new: str, old: str, changed: bool) -> None:
+    assert dedup.changed_slot(new, old) is changed
+
+
+def test_a_changed_slot_supersedes_below_the_conflict_band() -> None:
+    """'lives in Lisbon' / 'lives in Berlin' embed at ~0.77 (MiniLM), under the band where value
+    conflicts are looked for; the slot still makes it a supersede, not a second current city."""
+    old = memory("Ana lives in Lisbon.")
+    decision = run([(old, 0.77)], summary="Ana lives in Berlin.")
+    assert decision.action is dedup.Action.supersede and decision.target is old
