@@ -382,6 +382,26 @@ def bench_locomo(
         render_report(report, Console())
 
 
+@bench_app.command("query")
+def bench_query(
+    memories: Annotated[list[int], typer.Option("--memories", help="Memories of the one user (repeatable).")] = [1000, 10000],
+    rounds: Annotated[int, typer.Option(help="Passes over the query set.")] = 5,
+    top_k: Annotated[int, typer.Option(help="Items per query.")] = 5,
+    budget_tokens: Annotated[int, typer.Option(help="Token budget of our answers.")] = 256,
+    as_json: JsonOpt = False,
+) -> None:
+    """memory.query p50/p95 at N memories beside LangGraph's InMemoryStore (same embedder, same
+    queries, same run). Document embeddings are cached under DATA_DIR."""
+    from streams.bench_query import render, run_query_bench
+
+    report = run_query_bench(memories, rounds=rounds, top_k=top_k, budget_tokens=budget_tokens,
+                             cache_dir=get_settings().data_dir / "bench-cache")
+    if as_json:
+        print(json.dumps(report, indent=2))
+    else:
+        render(report, Console())
+
+
 @bench_app.command("policy")
 def bench_policy(
     files: Annotated[list[Path], typer.Argument(help="LoCoMo conversation files: real turns that must pass.", exists=True, dir_okay=False)],

@@ -125,16 +125,30 @@ class UserIndex:
 
     def best(self, scores: np.ndarray, mask: np.ndarray, k: int,
              accept: Callable[[Memory], bool] | None = None) -> list[tuple[Memory, float]]:
-        """Top-k (memory, score) among rows in `mask` that `accept` (when given) takes."""
+        """Top-k (memory, score) among rows in `mask` that `accept` (when given) takes.
+
+        Sorts only the best few rows (`argpartition`) and falls back to a full sort when
+        `accept` turns too many of them down.
+        """
         rows = np.flatnonzero(mask)
-        out: list[tuple[Memory, float]] = []
-        for row in rows[np.argsort(-scores[rows], kind="stable")]:
-            doc = self.docs[self.ids[row]]
-            if accept is None or accept(doc):
-                out.append((doc, float(scores[row])))
-                if len(out) >= k:
-                    break
-        return out
+        candidates = -scores[rows]
+        take = min(rows.size, k if accept is None else 4 * k)
+        while True:
+            if take < rows.size:
+                best = np.argpartition(candidates, take - 1)[:take]
+                order = best[np.argsort(candidates[best], kind="stable")]
+            else:
+                order = np.argsort(candidates, kind="stable")
+            out: list[tuple[Memory, float]] = []
+            for row in rows[order]:
+                doc = self.docs[self.ids[row]]
+                if accept is None or accept(doc):
+                    out.append((doc, float(scores[row])))
+                    if len(out) >= k:
+                        return out
+            if take >= rows.size:
+                return out
+            take = rows.size
 
     def search(
         self, query: np.ndarray, k: int, accept: Callable[[Memory], bool] = lambda m: m.is_visible

@@ -192,3 +192,13 @@ def test_limits_are_errors():
 def test_empty_index_answers_nothing():
     answer = ask(UserIndex(DIM), top_k=3)[0]
     assert answer.items == [] and answer.context == "" and answer.tokens == 0
+
+
+def test_index_best_falls_back_to_a_full_sort_when_accept_refuses_the_top_rows():
+    index = index_of(*[(mem(f"m{i:02d}", run_id="skip" if i < 12 else "keep"), 0.99 - i / 100)
+                       for i in range(14)])
+    scores = index.similarities(Q)
+    every = np.ones(len(index), dtype=bool)
+    assert [m.id for m, _ in index.best(scores, every, 2)] == ["m00", "m01"]
+    kept = index.best(scores, every, 2, accept=lambda m: m.run_id == "keep")
+    assert [m.id for m, _ in kept] == ["m12", "m13"]
