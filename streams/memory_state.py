@@ -489,6 +489,8 @@ class MemoryState:
         for key in [k for k in self.audit.keys() if _text(k).startswith(f"topic:{user_id}:")]:
             del self.audit[key]
         for key, record in list(self.applied.items()):
+            if not isinstance(record, dict):
+                continue  # e.g. the touch command's list of seen ids (streams/access.py)
             if any(e.get("user_id") == user_id for e in record.get("events", [])):
                 self.applied[key] = {"outcome": "purged", "memory_id": record["memory_id"], "events": []}
 

@@ -97,6 +97,10 @@ OPERATIONS: tuple[Operation, ...] = (
               params=WRITE_PARAMS),
     Operation("delete", USER + "/blocked-topics/{topic}", "Unblock a topic.", WRITE,
               params=WRITE_PARAMS),
+    *(Operation("get", path, f"Faust's built-in view {path} (admin key): partition routing "
+                "and raw table entries, for operators.", {200: "object"}, tag="faust")
+      for path in ("/", "/router/", "/router/topics", "/router/{name}/", "/router/{name}/{key}/",
+                   "/table/", "/table/{name}/", "/table/{name}/{key}/")),
     Operation("get", USER + "/commands/{command_id}", "Whether a command was applied, and its "
               "events.", {200: m.CommandOutcome, 404: m.Error, 422: m.CommandOutcome},
               params=(WAIT,)),
