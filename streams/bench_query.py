@@ -3,7 +3,7 @@
 For each size N, one user gets N synthetic but realistic memories (facts about family, work,
 places, money, goals and dated episodes, with categories, importance, pins, provenance and
 related edges), embedded once with the project's embedder and cached on disk. The same queries
-then run, interleaved, through:
+then run, in alternating blocks in the same process, through:
 
 - ours: embed the query, `plan_query` + `execute` — exactly what the HTTP handler calls: the
   agent's allowlist, filters, the ranking formula with the related boost, 1-3 episodic, time
@@ -11,7 +11,8 @@ then run, interleaved, through:
 - `InMemoryStore.search` over the same memories, indexed with the same embedder (its `embed`
   function reads the cached document vectors and embeds each query with the model, like ours).
 
-Both timings include embedding the query, so they are comparable end to end; the query
+Both timings include embedding the query on a worker thread (ours as the worker does it,
+`InMemoryStore` in its own thread pool), so they are comparable end to end; the query
 embedding alone is reported beside them. Figures are measured, never asserted.
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import random
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -149,10 +151,18 @@ def build(memories: Sequence[Memory], vectors: np.ndarray, embedder: Embedder, *
     limits, weights = QueryLimits(), RankWeights()
     header = "Memory updates since rev 40:\n- +created: [Goals] Ana wants to learn to sail (imp=3)"
 
+    # The worker embeds off the event loop, in the default executor's threads
+    # (`streams.services.embed`); so does this. (torch on the main thread of a busy machine can
+    # be several times slower than on a worker thread, which would skew the comparison.)
+    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-embed")
+
+    def embed_query(text: str) -> np.ndarray:
+        return worker.submit(embedder.embed, [text]).result()[0]
+
     def ours(text: str) -> Any:
         request = QueryRequest(agent="supervisor", query=text, top_k=top_k,
                                budget_tokens=budget_tokens, filters={"importance_min": 1})
-        vector = embedder.embed([text])[0]
+        vector = embed_query(text)
         plan = plan_query(request, USER, policy, limits, NOW)
         return execute(index, vector, plan, policy, weights, counter, (41, 40, header))[0]
 
@@ -173,24 +183,26 @@ def build(memories: Sequence[Memory], vectors: np.ndarray, embedder: Embedder, *
         return store.search(namespace, query=text, limit=top_k)
 
     def embed_only(text: str) -> Any:
-        return embedder.embed([text])[0]
+        return embed_query(text)
 
     return Contenders(ours, in_memory_store, embed_only)
 
 
 def measure(contenders: Contenders, queries: Sequence[str], rounds: int) -> dict[str, dict[str, float]]:
-    """Interleave the paths query by query (same load, same caches), after one warm-up pass."""
-    runs: dict[str, list[float]] = {"ours": [], "in_memory_store": [], "embed_only": []}
+    """Each round runs every path over all queries, in turn (the order alternating between
+    rounds), after one warm-up pass. Paths run in blocks rather than query by query: torch's
+    thread team of one path slows the next path's first call down when they alternate."""
     paths = {"ours": contenders.ours, "in_memory_store": contenders.in_memory_store,
              "embed_only": contenders.embed_only}
-    for text in queries:
-        for fn in paths.values():
-            fn(text)
-    for _ in range(rounds):
+    runs: dict[str, list[float]] = {name: [] for name in paths}
+    for fn in paths.values():
         for text in queries:
-            for name, fn in paths.items():
+            fn(text)
+    for r in range(rounds):
+        for name in (list(paths) if r % 2 == 0 else list(reversed(paths))):
+            for text in queries:
                 started = time.perf_counter()
-                fn(text)
+                paths[name](text)
                 runs[name].append((time.perf_counter() - started) * 1000)
     return {name: percentiles(values) for name, values in runs.items()}
 

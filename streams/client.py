@@ -89,19 +89,18 @@ class ApiClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def _get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        async with self._session.get(self.base_url + path, params=params) as response:
+    async def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        async with self._session.request(method, self.base_url + path, **kwargs) as response:
             body = await response.text()
             if response.status != 200:
-                raise ApiError(f"GET {path} -> {response.status}: {body[:300]}")
+                raise ApiError(f"{method} {path} -> {response.status}: {body[:300]}")
             return json.loads(body)
 
+    async def _get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        return await self._call("GET", path, params=params)
+
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        async with self._session.post(self.base_url + path, json=body) as response:
-            text = await response.text()
-            if response.status != 200:
-                raise ApiError(f"POST {path} -> {response.status}: {text[:300]}")
-            return json.loads(text)
+        return await self._call("POST", path, json=body)
 
     async def memory_query(self, user_id: str, request: dict[str, Any]) -> dict[str, Any]:
         """POST one `memory.query` request (`topics.query.QueryRequest` fields); the whole answer."""
