@@ -162,7 +162,8 @@ class Settings(BaseSettings):
         10.0, gt=0, description="Longest a registry write with ?wait=1 waits for its command.",
     )
     sse_replay_events: int = Field(
-        200, ge=1, description="Recent events kept per user for SSE Last-Event-ID reconnects.",
+        50, ge=1, description="Recent events kept per user for SSE Last-Event-ID reconnects (the "
+        "whole list is rewritten to the table's changelog on every event: keep it small).",
     )
     sse_ping_seconds: float = Field(15.0, gt=0, description="SSE keep-alive comment interval.")
     sse_queue_events: int = Field(
