@@ -136,6 +136,15 @@ def test_one_to_three_episodic_items_and_the_rest_semantic():
     assert recall[0].recall_intent and kinds(recall).count("episodic") == 5
 
 
+def test_dated_event_facts_are_not_held_to_the_episode_slots():
+    """An event the extractor wrote from one turn is typed episodic but is a fact about the
+    user: it competes on score; only conversation episodes are capped at three."""
+    events = [(mem(f"v{i}", type="episodic", category="Personal", date_iso=f"2024-05-0{i + 1}"),
+               0.95) for i in range(5)]
+    assert kinds(ask(index_of(*events, *facts(5, 0.6)), top_k=10, query="Ana's dog")
+                 ).count("episodic") == 5
+
+
 def test_time_phrase_filters_episodic_buckets_only():
     index = index_of(
         (mem("week", type="episodic", category="Conversation_Summary", date_iso="2024-05-08"), 0.5),
