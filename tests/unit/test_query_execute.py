@@ -145,6 +145,20 @@ def test_dated_event_facts_are_not_held_to_the_episode_slots():
                  ).count("episodic") == 5
 
 
+def test_one_candidate_pool_by_similarity_for_both_types():
+    """Candidates are the most similar items whatever their type (a pool per type would let
+    important but barely similar items outrank the relevant ones); episodic items beyond the
+    pool come in only for the kept slot."""
+    index = index_of(*[(mem(f"s{i}", importance=1), 0.8) for i in range(4)],
+                     *[(mem(f"v{i}", type="episodic", importance=5, pinned=True,
+                            date_iso="2024-05-01"), 0.5) for i in range(4)])
+    request = QueryRequest.model_validate_json(json.dumps({"agent": "supervisor",
+                                                           "query": "Ana", "top_k": 4}))
+    plan = plan_query(request, "u", POLICY, QueryLimits(candidates=4), NOW)
+    response, _ = execute(index, Q, plan, POLICY, RankWeights(), get_counter())
+    assert kinds((response,)).count("episodic") == 1
+
+
 def test_time_phrase_filters_episodic_buckets_only():
     index = index_of(
         (mem("week", type="episodic", category="Conversation_Summary", date_iso="2024-05-08"), 0.5),
