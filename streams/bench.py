@@ -274,7 +274,10 @@ async def query_all(api_url: str, conversations: list[LocomoConversation],
         for conv in conversations:
             for question in conv.scored_questions:
                 started = time.perf_counter()
-                items = await client.query(conv.user_id, question.question, top_k=max(KS))
+                # record_access=False: LoCoMo questions are independent; a read refreshing
+                # last_accessed would lift its items' recency for every later question.
+                items = await client.query(conv.user_id, question.question, top_k=max(KS),
+                                           record_access=False)
                 latencies.append((time.perf_counter() - started) * 1000)
                 report.add(question.evidence, [(i["summary"], i["source_turn_ids"]) for i in items])
     return report, latencies

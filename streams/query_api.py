@@ -99,7 +99,8 @@ async def answer(request: QueryRequest, user_id: str, principal: Any) -> dict[st
                              get_counter(), delta)
     # The read time is the query's "now", but never later than the user's clock: a request
     # dated in the future must not keep memories from ever expiring.
-    read_time = min(t for t in (plan.reference, clock) if t is not None) if hits else None
+    read_time = (min(t for t in (plan.reference, clock) if t is not None)
+                 if hits and request.record_access else None)
     if read_time is not None:
         await send_command(Command(
             command_id=f"touch-{uuid.uuid4().hex}", kind="touch", user_id=user_id,

@@ -99,6 +99,10 @@ class QueryRequest(BaseModel):
     since_rev: int | None = Field(None, ge=0, description="Delta header since this thread revision.")
     thread_id: str | None = Field(None, min_length=1, max_length=200,
                                   description="The thread whose revisions since_rev counts.")
+    record_access: bool = Field(
+        True, description="Refresh last_accessed/access_count of the returned memories (through "
+        "the stream). False for evaluation and inspection reads, so one read does not rank the "
+        "next (recency counts from the last access).")
     reference_time: AwareDatetime | None = Field(
         None, description="The 'now' of time phrases and recency; default: the user's clock "
         "(the latest event time of their turns), never the worker's wall clock.")

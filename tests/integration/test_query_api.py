@@ -131,6 +131,8 @@ def test_reads_refresh_last_accessed_and_access_count_through_the_stream(worker)
     # touch sent before it has too.
     assert asyncio.run(call(api, "POST", pin.format(anchor)))[0] == 200
     before = memories()
+    peek = ask(worker, user, query="Where does Ana live?", top_k=2, record_access=False)
+    assert peek[0] == 200 and peek[1]["items"]  # an evaluation read: must not count below
     status, answer = ask(worker, user, query="Where does Ana work?", top_k=1)
     read = {i["id"] for i in answer["items"]}
     assert status == 200 and len(read) == 1
