@@ -46,6 +46,11 @@ def create_app(settings: Settings) -> faust.App:
 settings = get_settings()
 app = create_app(settings)
 
+
+def tables_ready() -> bool:
+    """Tables recovered and no rebalance under way: the worker can answer from its tables."""
+    return bool(app.tables.recovery.completed.is_set()) and not app.rebalancing
+
 # Inputs arrive as raw bytes so that bad records can be dead-lettered untouched.
 turns_topic = app.topic(
     names.CHAT_TURNS, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw"

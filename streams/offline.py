@@ -22,14 +22,6 @@ from topics.commands import Command
 from topics.turns import Turn
 
 
-def rank_weights(settings: Settings) -> ranking.RankWeights:
-    return ranking.RankWeights(
-        similarity=settings.rank_w_similarity, importance=settings.rank_w_importance,
-        recency=settings.rank_w_recency, pinned=settings.rank_w_pinned,
-        related=settings.rank_w_related, half_life_days=settings.recency_half_life_days,
-    )
-
-
 class OfflinePipeline:
     """Turns in, memories in dicts, queries answered — all in this process."""
 
@@ -47,7 +39,7 @@ class OfflinePipeline:
                 use_heuristics=settings.memory_enable_entity_heuristics,
             ),
         )
-        self.weights = rank_weights(settings)
+        self.weights = ranking.weights_from_settings(settings)
         self.buffers: dict[str, dict] = {}
         self.turn_log: dict[str, dict] = {}
         self.episodes = rules_from(settings)

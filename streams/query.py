@@ -256,8 +256,9 @@ def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: Categ
             pool += [(m, sc) for m, sc in index.best(scores, allowed & is_episode,
                                                      plan.episodic_reserve, accept)
                      if m.id not in in_pool]
-        semantic = _scored([h for h in pool if h[0].type != "episodic"], now, weights)
-        episodic = _scored([h for h in pool if h[0].type == "episodic"], now, weights)
+        scored = _scored(pool, now, weights)
+        semantic = [h for h in scored if h.memory.type != "episodic"]
+        episodic = [h for h in scored if h.memory.type == "episodic"]
     hits = select(_eligible(semantic, plan, policy), _eligible(episodic, plan, policy), plan, policy)
 
     header, header_tokens = "", 0

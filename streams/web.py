@@ -16,7 +16,7 @@ from aiohttp import web
 from faust.web import Request, Response, View
 
 from streams import auth, metrics, openapi
-from streams.app import app, settings, users_table
+from streams.app import app, settings, tables_ready, users_table
 from streams.query_api import answer, parse_body, parse_params
 from streams.query_errors import CategoriesConfigError, QueryError
 from streams.routing import route_to_owner
@@ -31,17 +31,12 @@ import streams.web_registry  # noqa: E402,F401 - registers the registry routes
 ADMIN_DIR = Path(__file__).parent / "admin"
 
 
-def _recovered() -> bool:
-    recovery = app.tables.recovery
-    return bool(recovery.completed.is_set()) and not app.rebalancing
-
-
 @app.page("/health")
 class Health(View):
     """Liveness and readiness: `ready` once tables are recovered and partitions assigned."""
 
     async def get(self, request: Request) -> Response:
-        ready = _recovered()
+        ready = tables_ready()
         partitions = len(app.consumer.assignment()) if ready else 0
         return self.json({"status": "ok", "ready": ready, "partitions": partitions},
                          status=200 if ready else 503)
@@ -95,7 +90,7 @@ class UserQuery(View):
         started = time.perf_counter()
         try:
             query = parse()
-            if not _recovered():
+            if not tables_ready():
                 return self.json({"error": "recovering, retry shortly"}, status=503)
             body = await answer(query, user_id, request.get("principal"))
         except QueryError as exc:

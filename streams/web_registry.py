@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from agents.dedup import index_cache, state
 from streams import auth
-from streams.app import app, applied_table, settings, users_table
+from streams.app import app, applied_table, settings, tables_ready, users_table
 from streams.command_waiter import CommandWaiter, Outcome, applied_key, outcome_of_applied
 from streams.memory import Memory
 from streams.outputs import send_command
@@ -173,8 +173,7 @@ class RegistryView(View):
 
 
 def _not_ready() -> web.Response | None:
-    ready = app.tables.recovery.completed.is_set() and not app.rebalancing
-    return None if ready else web.json_response(
+    return None if tables_ready() else web.json_response(
         {"error": "recovering, retry shortly"}, status=503, headers={"Retry-After": "1"})
 
 
