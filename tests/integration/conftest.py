@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+import aiohttp
 import pytest
 from aiokafka import AIOKafkaConsumer
 
@@ -37,6 +38,18 @@ WORKER_KEYS = json.dumps([e.model_dump(exclude_none=True) for e in (
 
 def auth_headers(key: str = ADMIN_KEY) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
+
+
+async def call(base: str, method: str, path: str, body: Any = None, key: str = ADMIN_KEY,
+               headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    """(status, body) of one request sent with `key`: the body as JSON, or its text if not JSON."""
+    async with aiohttp.ClientSession(headers=auth_headers(key)) as session:
+        async with session.request(method, base + path, json=body, headers=headers) as response:
+            text = await response.text()
+            try:
+                return response.status, json.loads(text)
+            except ValueError:
+                return response.status, text
 
 
 @dataclass

@@ -4,18 +4,16 @@ the stream."""
 from __future__ import annotations
 
 import asyncio
-import json
 from datetime import datetime
 from typing import Any
 
-import aiohttp
 import pytest
 
 from streams.token_budget import get_counter
 from tests.integration.conftest import (
     ADMIN_KEY,
     PLANNER_KEY,
-    auth_headers,
+    call,
     make_turn,
     produce,
     unique_user,
@@ -32,13 +30,6 @@ TURNS = [  # (text, event time): what the rules extractor makes of each is noted
     ("I pay 900 euros rent every month for my flat.", "2024-05-01T10:03:00+00:00"),  # Finance, imp 1
     ("I am saving 300 euros a month for a new car.", "2024-05-01T10:04:00+00:00"),  # Finance, imp 3
 ]
-
-
-async def call(base: str, method: str, path: str, body: Any = None,
-               key: str = ADMIN_KEY) -> tuple[int, Any]:
-    async with aiohttp.ClientSession(headers=auth_headers(key)) as session:
-        async with session.request(method, base + path, json=body) as response:
-            return response.status, json.loads(await response.text())
 
 
 def when(text: str) -> datetime:

@@ -6,13 +6,12 @@ import asyncio
 import json
 from typing import Any
 
-import aiohttp
 import pytest
 
 from tests.integration.conftest import (
     ADMIN_KEY,
     PLANNER_KEY,
-    auth_headers,
+    call,
     make_turn,
     produce,
     query,
@@ -37,14 +36,7 @@ class Api:
 
     async def call(self, method: str, path: str, body: Any = None,
                    headers: dict[str, str] | None = None) -> tuple[int, Any]:
-        async with aiohttp.ClientSession(headers=auth_headers(self.key)) as session:
-            async with session.request(method, self.base + path, json=body,
-                                       headers=headers) as response:
-                text = await response.text()
-                try:
-                    return response.status, json.loads(text)
-                except ValueError:
-                    return response.status, text
+        return await call(self.base, method, path, body, self.key, headers)
 
 
 def run(coro: Any) -> Any:
