@@ -13,12 +13,12 @@ from faust.types import EventT
 from pydantic import ValidationError
 
 from agents.dedup import index_cache, state
-from streams import metrics
-from streams.access import record_reads
-from streams.app import app, applied_table, commands_topic, memories_table, settings
-from streams.memory_state import CommandError
-from streams.outputs import send_dead_letter, send_event, send_progress
-from streams.services import embed
+from streams.observability import metrics
+from streams.memory.access import record_reads
+from streams.app.factory import app, applied_table, commands_topic, memories_table, settings
+from streams.memory.state import CommandError
+from streams.pipeline.outputs import send_dead_letter, send_event, send_progress
+from streams.app.services import embed
 from topics.commands import Command
 from topics.dlq import DeadLetter
 from topics.progress import TurnProgress

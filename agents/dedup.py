@@ -1,7 +1,7 @@
 """Stage 2 — dedup/merge: embed candidates, search the user's own memories, create or update.
 
 Input `memory.candidates`. State: the `memories`, `applied`, `users` and `thread_revs` tables,
-worked on by `streams.memory_state.MemoryState`. Outputs: `memory.events` (created/updated),
+worked on by `streams.memory.state.MemoryState`. Outputs: `memory.events` (created/updated),
 `memory.progress`, `memory.candidates.dlq`.
 
 Idempotency: a candidate's id is deterministic (user, source turn, fact index). The `applied`
@@ -18,8 +18,8 @@ from typing import Sequence
 import numpy as np
 from faust.types import EventT
 
-from streams import metrics
-from streams.app import (
+from streams.observability import metrics
+from streams.app.factory import (
     app,
     applied_table,
     audit_table,
@@ -29,13 +29,13 @@ from streams.app import (
     thread_revs_table,
     users_table,
 )
-from streams.embedder import EmbedderProfile
-from streams.faust_compat import event_scope
-from streams.memory import Memory
-from streams.memory_state import DedupConfig, MemoryState
-from streams.outputs import send_dead_letter, send_event, send_progress
-from streams.services import embed, get_embedder, get_index, get_llm
-from streams.vector_index import VectorIndex
+from streams.providers.embedder import EmbedderProfile
+from streams.app.faust_compat import event_scope
+from streams.memory.model import Memory
+from streams.memory.state import DedupConfig, MemoryState
+from streams.pipeline.outputs import send_dead_letter, send_event, send_progress
+from streams.app.services import embed, get_embedder, get_index, get_llm
+from streams.memory.vector_index import VectorIndex
 from topics.candidates import Candidate
 from topics.dlq import DeadLetter
 from topics.progress import TurnProgress

@@ -10,9 +10,11 @@ import time
 
 from faust.types import EventT
 
-import streams.consumer_lag  # noqa: F401 - registers the worker's consumer-lag timer
-from streams import ids, metrics, policy
-from streams.app import (
+import streams.observability.consumer_lag  # noqa: F401 - registers the worker's consumer-lag timer
+from streams.memory import ids
+from streams.observability import metrics
+from streams.write import policy
+from streams.app.factory import (
     app,
     buffers_table,
     settings,
@@ -20,19 +22,19 @@ from streams.app import (
     turns_topic,
     users_table,
 )
-from streams.episodic import Observed, observe, rules_from
+from streams.write.episodic import Observed, observe, rules_from
 from streams.errors import InvalidRecord
-from streams.facts import FactPipeline, candidates_of, hot_command, mentions_topic
-from streams.outputs import (
+from streams.write.facts import FactPipeline, candidates_of, hot_command, mentions_topic
+from streams.pipeline.outputs import (
     send_candidate,
     send_command,
     send_dead_letter,
     send_event,
     send_progress,
 )
-from streams.services import get_llm
-from streams.trigger import CommandKind, ExplicitCommand
-from streams.validation import parse_turn
+from streams.app.services import get_llm
+from streams.write.trigger import CommandKind, ExplicitCommand
+from streams.write.validation import parse_turn
 from topics.dlq import DeadLetter
 from topics.events import MemoryEvent
 from topics.progress import TurnProgress

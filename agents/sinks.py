@@ -29,8 +29,8 @@ from pydantic import ValidationError
 
 from sinks.base import SinkRecord
 from sinks.runner import DeadLetterSender, RunnerConfig, SinkRunner
-from streams.app import app, audit_table, events_topic, memories_table, settings, sinks_dlq_topic
-from streams.settings import Settings
+from streams.app.factory import app, audit_table, events_topic, memories_table, settings, sinks_dlq_topic
+from streams.app.settings import Settings
 from topics.events import MemoryEvent
 from topics.sinks_dlq import SinkDeadLetter
 

@@ -61,8 +61,8 @@ from sinks.s3vectors_layout import (
     search_item_of,
     vector_key,
 )
-from streams.embedder import TITAN_V2_PROFILE
-from streams.settings import Settings
+from streams.providers.embedder import TITAN_V2_PROFILE
+from streams.app.settings import Settings
 
 TITAN_DIMENSIONS = (256, 512, 1024)
 TITAN_MAX_CHARS = 50_000  # Titan Text Embeddings V2 takes up to 50,000 characters (8,192 tokens)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from streams.metrics import REGISTRY
+from streams.observability.metrics import REGISTRY
 
 RECORDS = Counter(
     "memstream_sink_records_total",

@@ -28,8 +28,8 @@ from sinks.s3vectors_client import (
 )
 from sinks.s3vectors_index import IndexMismatchError, ensure_index
 from sinks.s3vectors_layout import LayoutError, memory_delete_keys, memory_vector
-from streams.embedder import MINILM_PROFILE, TITAN_V2_PROFILE
-from streams.settings import Settings
+from streams.providers.embedder import MINILM_PROFILE, TITAN_V2_PROFILE
+from streams.app.settings import Settings
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -1,3 +1,3 @@
-from streams.cli import main
+from streams.tools.cli import main
 
 main()

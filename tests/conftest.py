@@ -6,7 +6,7 @@ import tempfile
 
 import pytest
 
-# Must run before streams.app is imported: the app reads its settings at import time.
+# Must run before streams.app.factory is imported: the app reads its settings at import time.
 os.environ.setdefault("TABLE_STORE", "memory://")
 os.environ.setdefault("DATA_DIR", tempfile.mkdtemp(prefix="memstream-test-"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -18,6 +18,6 @@ for _name in ("KAFKA_BROKER_URL", "APP_ID", "WEB_PORT"):
 @pytest.fixture(scope="session")
 def minilm_embedder():
     """The real local embedder (all-MiniLM-L6-v2), loaded once per test session."""
-    from streams.embedder import LocalMiniLMEmbedder
+    from streams.providers.embedder import LocalMiniLMEmbedder
 
     return LocalMiniLMEmbedder()

@@ -15,7 +15,7 @@ from typing import Iterable
 import pytest
 import requests
 
-from streams.broker import create_topics
+from streams.tools.broker import create_topics
 from tests.integration.conftest import PARTITIONS, Worker
 from topics.names import ALL_TOPICS
 

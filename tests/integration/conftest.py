@@ -15,10 +15,10 @@ import aiohttp
 import pytest
 from aiokafka import AIOKafkaConsumer
 
-from streams import auth
-from streams.bench import Completion, start_worker, wait_ready
-from streams.broker import EmbeddedBroker, create_topics, free_port
-from streams.client import ApiClient, TurnProducer
+from streams.api import auth
+from streams.eval.bench import Completion, start_worker, wait_ready
+from streams.tools.broker import EmbeddedBroker, create_topics, free_port
+from streams.tools.client import ApiClient, TurnProducer
 from topics.names import ALL_TOPICS, MEMORY_PROGRESS
 from topics.turns import Turn
 

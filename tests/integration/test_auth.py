@@ -10,7 +10,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from streams.auth import is_public
+from streams.api.auth import is_public
 from tests.integration.conftest import (
     ADMIN_KEY,
     PLANNER_KEY,
@@ -31,8 +31,8 @@ FILL = {"user_id": "someone", "memory_id": "m-1", "topic": "x", "command_id": "c
 
 def registered_routes() -> list[tuple[str, str]]:
     """(method, path template) of every route the worker serves, Faust's own views included."""
-    from streams.app import app
-    import streams.web  # noqa: F401 - registers every route
+    from streams.app.factory import app
+    import streams.api.web  # noqa: F401 - registers every route
 
     if not any(r.resource.canonical.startswith("/router") for r in app.web.web_app.router.routes()):
         app.web.blueprints.apply(app.web)  # what the worker does when its web server starts

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from streams.bench import wait_ready
-from streams.broker import free_port
+from streams.eval.bench import wait_ready
+from streams.tools.broker import free_port
 from tests.integration.conftest import ADMIN_KEY
 
 pytestmark = pytest.mark.integration
@@ -48,7 +48,7 @@ def test_run_starts_broker_and_worker_send_query_work_and_stop_stops_everything(
         assert json.loads(sent.stdout)["topic"] == "chat.turns"
 
         # Wait for the memory through the stream, then query it through the CLI.
-        from streams.client import read_topic
+        from streams.tools.client import read_topic
 
         async def created() -> dict:
             async for _k, event in read_topic(f"127.0.0.1:{broker_port}", "memory.events"):

@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from streams.broker import EmbeddedBroker, create_topics
+from streams.tools.broker import EmbeddedBroker, create_topics
 from tests.integration.conftest import (
     PARTITIONS,
     Worker,

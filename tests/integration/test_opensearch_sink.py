@@ -19,7 +19,7 @@ from osmem_server import OsmemServer
 from sinks.base import SinkRecord, TransientSinkError
 from sinks.opensearch import OpenSearchDestination, records_for_event
 from sinks.runner import RunnerConfig, SinkRunner
-from streams.broker import EmbeddedBroker, create_topics, free_port
+from streams.tools.broker import EmbeddedBroker, create_topics, free_port
 from tests.integration.conftest import (
     PARTITIONS,
     Worker,

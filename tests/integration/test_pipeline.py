@@ -77,7 +77,7 @@ def test_bad_records_go_to_the_dlq_and_the_partition_keeps_flowing(worker):
     }
 
     async def send_all() -> None:
-        from streams.client import TurnProducer
+        from streams.tools.client import TurnProducer
 
         async with TurnProducer(worker.broker_url) as producer:
             for value in bad.values():

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from streams.token_budget import get_counter
+from streams.read.token_budget import get_counter
 from tests.integration.conftest import (
     ADMIN_KEY,
     PLANNER_KEY,

@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 
-from streams.broker import EmbeddedBroker, create_topics
+from streams.tools.broker import EmbeddedBroker, create_topics
 from tests.integration.conftest import (
     ADMIN_KEY,
     PARTITIONS,

@@ -41,11 +41,11 @@ from typing import Any
 
 import numpy as np
 
-from streams.delta import render_delta
-from streams.memory import Memory
-from streams.memory_state import CommandError
-from streams.offline import OfflinePipeline
-from streams.settings import Settings
+from streams.read.delta import render_delta
+from streams.memory.model import Memory
+from streams.memory.state import CommandError
+from streams.pipeline.inprocess import OfflinePipeline
+from streams.app.settings import Settings
 from topics.commands import Command
 from topics.turns import Turn
 

@@ -6,8 +6,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from streams import auth
-from streams.settings import Settings
+from streams.api import auth
+from streams.app.settings import Settings
 from topics.events import MemoryEvent
 
 
@@ -66,7 +66,7 @@ def event(event_id: str, kind: str = "created", summary: str = "Ana has a dog.")
 
 
 def test_sse_buffer_drops_replays_keeps_the_newest_and_is_emptied_of_content_by_a_purge():
-    from streams.sse import after, remember
+    from streams.api.sse import after, remember
 
     buffer: list = []
     for i in range(5):

@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from streams.calibration import (
+from streams.eval.calibration import (
     DEFAULT_PAIRS,
     Pair,
     cosines,
@@ -20,8 +20,8 @@ from streams.calibration import (
     metrics,
     recommend,
 )
-from streams.dedup import Action
-from streams.embedder import EmbedderProfile
+from streams.memory.dedup import Action
+from streams.providers.embedder import EmbedderProfile
 
 # The seed 002 bands: these tests check the evaluation arithmetic, not the calibration.
 SEED_BANDS = EmbedderProfile("seed-bands", 384, 0.90, 0.80, 0.92, 0.85)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from streams.settings import Settings
+from streams.app.settings import Settings
 
 ROOT = Path(__file__).parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())

@@ -2,14 +2,14 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from streams import dedup
+from streams.memory import dedup
 
-from streams.dedup import Action, decide, same_fact_heuristic
-from streams.embedder import EmbedderProfile
+from streams.memory.dedup import Action, decide, same_fact_heuristic
+from streams.providers.embedder import EmbedderProfile
 
 # The seed 002 bands: these tests check the decision logic, not MiniLM's calibration.
 SEED_BANDS = EmbedderProfile("seed-bands", 384, 0.90, 0.80, 0.92, 0.85)
-from streams.memory import Memory
+from streams.memory.model import Memory
 
 T0 = datetime(2024, 5, 1, tzinfo=timezone.utc)
 

@@ -1,4 +1,4 @@
-from streams.delta import render_delta
+from streams.read.delta import render_delta
 
 
 def change(rev: int, kind: str = "created", summary: str = "Preferred name is Ana") -> dict:

@@ -1,6 +1,6 @@
 from datetime import datetime, timedelta, timezone
 
-from streams.episodic import (
+from streams.write.episodic import (
     EpisodeRules,
     after_turn,
     due,
@@ -55,7 +55,7 @@ def test_episode_summary_has_the_seed_format_and_covers_the_window():
 
 
 def test_observe_closes_an_episode_on_overflow_with_the_window_as_provenance():
-    from streams.episodic import observe
+    from streams.write.episodic import observe
 
     rules = EpisodeRules(cooldown_turns=3, cooldown_minutes=10, max_per_day=5, buffer_turns=4)
     entry, episodes, log = None, [], {}

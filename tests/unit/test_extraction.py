@@ -6,7 +6,7 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from streams.extraction import RulesExtractor, fit, resolve_dates, third_person
+from streams.write.extraction import RulesExtractor, fit, resolve_dates, third_person
 from topics.candidates import Fact
 from topics.turns import Role, Turn
 

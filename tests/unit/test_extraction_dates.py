@@ -5,7 +5,7 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from streams.extraction import RulesExtractor, resolve_dates
+from streams.write.extraction import RulesExtractor, resolve_dates
 from topics.turns import Role, Turn
 
 DAY = date(2023, 5, 8)  # a Monday

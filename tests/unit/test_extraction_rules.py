@@ -5,14 +5,14 @@ from datetime import datetime, timezone
 
 import pytest
 
-from streams.extraction import RulesExtractor, third_person
-from streams.text_rules import (
+from streams.write.extraction import RulesExtractor, third_person
+from streams.write.text_rules import (
     clean_sentence,
     fact_sentences,
     is_expletive_it,
     sentence_signals,
 )
-from streams.writing import validate_summary
+from streams.write.writing import validate_summary
 from topics.turns import Role, Turn
 
 TS = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)

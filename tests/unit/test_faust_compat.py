@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from faust.types import TP
 
-from streams.faust_compat import ReadOffsets
+from streams.app.faust_compat import ReadOffsets
 
 CANDIDATES = TP("memory.candidates", 1)
 CHANGELOG = TP("memstream-memories-changelog", 1)

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streams.gold import (
+from streams.eval.gold import (
     DEFAULT_THRESHOLD,
     best_similarities,
     evidence_ids,
@@ -117,8 +117,8 @@ def test_stored_quality_of_the_bench(tmp_path: Path) -> None:
     without gold observations is left out of precision instead of counting as misses."""
     from types import SimpleNamespace
 
-    from streams.bench import stored_quality
-    from streams.locomo import load_conversation
+    from streams.eval.bench import stored_quality
+    from streams.eval.locomo import load_conversation
 
     with_gold = write(tmp_path, CONV)
     bare = tmp_path / "no-gold.json"

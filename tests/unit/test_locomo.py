@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from streams.locomo import (
+from streams.eval.locomo import (
     load_conversation,
     load_turns_jsonl,
     normalise_evidence,

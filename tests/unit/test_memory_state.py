@@ -3,12 +3,12 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from streams.embedder import EmbedderProfile
+from streams.providers.embedder import EmbedderProfile
 
 # The seed 002 bands: these tests check the decision logic, not MiniLM's calibration.
 SEED_BANDS = EmbedderProfile("seed-bands", 384, 0.90, 0.80, 0.92, 0.85)
-from streams.memory_state import DedupConfig, MemoryState, candidate_id
-from streams.vector_index import VectorIndex
+from streams.memory.state import DedupConfig, MemoryState, candidate_id
+from streams.memory.vector_index import VectorIndex
 from topics.candidates import Candidate, Fact
 from topics.turns import Turn
 

@@ -6,10 +6,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from faust.types import TP
 
-from streams import metrics
-from streams.consumer_lag import publish
-from streams.episodic import EpisodeRules, after_turn, due, observe
-from streams.metrics import REGISTRY, record_decision
+from streams.observability import metrics
+from streams.observability.consumer_lag import publish
+from streams.write.episodic import EpisodeRules, after_turn, due, observe
+from streams.observability.metrics import REGISTRY, record_decision
 from topics.turns import Turn
 
 T0 = datetime(2024, 5, 1, 10, tzinfo=timezone.utc)

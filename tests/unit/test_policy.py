@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from streams.policy import REDACTED, PolicyViolation, find_secrets, is_storable, redact
+from streams.write.policy import REDACTED, PolicyViolation, find_secrets, is_storable, redact
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

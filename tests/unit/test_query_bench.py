@@ -1,5 +1,5 @@
 """`memstream bench query`: both paths answer over the same memories; figures are reported."""
-from streams.bench_query import build, cached_embeddings, measure, synthetic_memories
+from streams.eval.bench_query import build, cached_embeddings, measure, synthetic_memories
 
 
 def test_synthetic_memories_are_deterministic_and_mixed():

@@ -1,8 +1,8 @@
 """Categories YAML and per-agent allowlists (seed 001 §5): enforced, failing closed."""
 import pytest
 
-from streams.categories import CategoryPolicy, load_policy
-from streams.query_errors import CategoriesConfigError, InvalidQuery, QueryForbidden
+from streams.read.categories import CategoryPolicy, load_policy
+from streams.read.errors import CategoriesConfigError, InvalidQuery, QueryForbidden
 
 YAML = """
 categories:

@@ -5,13 +5,13 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from streams.categories import CategoryPolicy, load_policy
-from streams.memory import Memory
-from streams.query import QueryLimits, execute, plan_query
-from streams.query_errors import InvalidQuery
-from streams.ranking import RankWeights
-from streams.token_budget import get_counter
-from streams.vector_index import UserIndex
+from streams.read.categories import CategoryPolicy, load_policy
+from streams.memory.model import Memory
+from streams.read.query import QueryLimits, execute, plan_query
+from streams.read.errors import InvalidQuery
+from streams.read.ranking import RankWeights
+from streams.read.token_budget import get_counter
+from streams.memory.vector_index import UserIndex
 from topics.query import QueryRequest
 
 NOW = datetime(2024, 5, 15, 12, tzinfo=timezone.utc)

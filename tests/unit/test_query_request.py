@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from streams.query_api import check_principal, parse_body, parse_params
-from streams.query_errors import InvalidQuery, QueryForbidden
+from streams.api.query import check_principal, parse_body, parse_params
+from streams.read.errors import InvalidQuery, QueryForbidden
 
 
 def body(**fields) -> bytes:

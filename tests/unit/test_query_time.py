@@ -3,7 +3,7 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from streams.recall_intent import has_recall_intent, time_window
+from streams.read.recall_intent import has_recall_intent, time_window
 
 NOW = datetime(2024, 5, 15, 12, tzinfo=timezone.utc)  # a Wednesday
 

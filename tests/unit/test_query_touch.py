@@ -6,10 +6,10 @@ import pytest
 
 import agents.commands as commands_stage
 import agents.dedup as dedup_stage
-from streams.access import record_reads
-from streams.app import applied_table, memories_table
-from streams.memory import Memory
-from streams.vector_index import VectorIndex, encode_vector
+from streams.memory.access import record_reads
+from streams.app.factory import applied_table, memories_table
+from streams.memory.model import Memory
+from streams.memory.vector_index import VectorIndex, encode_vector
 from topics.commands import Command
 
 T0 = datetime(2024, 5, 1, 10, tzinfo=timezone.utc)

@@ -2,11 +2,11 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-from streams import ids
-from streams.memory import Memory
-from streams.query import rank
-from streams.ranking import RankWeights, importance_norm, recency_decay, score
-from streams.vector_index import UserIndex, VectorIndex, decode_vector, encode_vector
+from streams.memory import ids
+from streams.memory.model import Memory
+from streams.read.query import rank
+from streams.read.ranking import RankWeights, importance_norm, recency_decay, score
+from streams.memory.vector_index import UserIndex, VectorIndex, decode_vector, encode_vector
 
 T0 = datetime(2024, 5, 1, tzinfo=timezone.utc)
 

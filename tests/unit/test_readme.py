@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from streams.settings import Settings
+from streams.app.settings import Settings
 
 README = (Path(__file__).parents[2] / "README.md").read_text()
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streams.locomo import load_conversation
-from streams.recall import RawTurnBaseline, RecallReport, dia_id_of, score_question
+from streams.eval.locomo import load_conversation
+from streams.eval.recall import RawTurnBaseline, RecallReport, dia_id_of, score_question
 from topics.turns import Turn
 
 TINY = Path(__file__).parent.parent / "data" / "locomo_tiny.json"
@@ -94,7 +94,7 @@ def test_baseline_is_per_user_and_feeds_report():
 def test_duplicate_rate_counts_memories_with_a_near_twin():
     import numpy as np
 
-    from streams.recall import duplicate_rate
+    from streams.eval.recall import duplicate_rate
 
     a = np.array([[1.0, 0.0], [0.999, 0.0447], [0.0, 1.0]], dtype=np.float32)
     a /= np.linalg.norm(a, axis=1, keepdims=True)

@@ -1,8 +1,8 @@
 import pytest
 
-from streams.facts import FactPipeline
-from streams.sensitivity import PATTERNS, sensitive_categories
-from streams.settings import Settings
+from streams.write.facts import FactPipeline
+from streams.write.sensitivity import PATTERNS, sensitive_categories
+from streams.app.settings import Settings
 from topics.turns import Turn
 
 ALL = list(PATTERNS)

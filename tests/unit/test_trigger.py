@@ -5,14 +5,14 @@ from datetime import datetime, timezone
 
 import pytest
 
-from streams.text_rules import (
+from streams.write.text_rules import (
     is_filler,
     is_greeting,
     is_question,
     split_sentences,
     strip_caption,
 )
-from streams.trigger import CommandKind, TriggerDecision, parse_command, rules_trigger
+from streams.write.trigger import CommandKind, TriggerDecision, parse_command, rules_trigger
 from topics.turns import Role, Turn
 
 TS = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
@@ -160,7 +160,7 @@ def test_helpers() -> None:
     "That's so cool!", "Life is good.", "I loved it.", "I went camping with my family last week.",
 ])
 def test_trigger_confidence_agrees_with_the_extractor(text: str) -> None:
-    from streams.extraction import RulesExtractor
+    from streams.write.extraction import RulesExtractor
 
     confident = rules_trigger(turn(text)).confidence >= 0.6
     assert confident == bool(RulesExtractor().extract(turn(text))), text
@@ -174,7 +174,7 @@ def test_trigger_confidence_agrees_with_the_extractor(text: str) -> None:
     "The weather is nice today.", "Same for me honestly.", "Work has been busy.",
 ])
 def test_trigger_agrees_with_the_extractor_on_new_rules(text: str) -> None:
-    from streams.extraction import RulesExtractor
+    from streams.write.extraction import RulesExtractor
 
     confident = rules_trigger(turn(text)).confidence >= 0.6
     assert confident == bool(RulesExtractor().extract(turn(text))), text

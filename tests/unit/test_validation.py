@@ -3,7 +3,7 @@ import json
 import pytest
 
 from streams.errors import InvalidRecord
-from streams.validation import parse_turn
+from streams.write.validation import parse_turn
 
 GOOD = {
     "user_id": "u1", "thread_id": "t1", "turn_id": "1", "role": "user", "speaker": "Ana",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from streams.writing import (
+from streams.write.writing import (
     DANGLING_PRONOUN,
     EMPTY,
     FIRST_OR_SECOND_PERSON,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from streams.app import applied_table, memories_table, thread_revs_table, users_table
+from streams.app.factory import applied_table, memories_table, thread_revs_table, users_table
 from topics.turns import Turn
 
 

@@ -4,7 +4,7 @@ from datetime import datetime, timezone
 import agents.commands as commands_stage
 import agents.dedup as dedup_stage
 import agents.ingest as ingest_stage
-from streams.app import memories_table
+from streams.app.factory import memories_table
 from tests.unit.agents.conftest import turn
 from topics.candidates import Candidate, Fact
 from topics.commands import Command

@@ -1,6 +1,6 @@
 """Faust test_context tests of the dedup stage (real agent, in-memory tables)."""
 import agents.dedup as dedup_stage
-from streams.app import memories_table
+from streams.app.factory import memories_table
 from tests.unit.agents.conftest import turn
 from topics.candidates import Candidate, Fact
 

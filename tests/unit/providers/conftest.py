@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from streams.metrics import REGISTRY
-from streams.settings import Settings
+from streams.observability.metrics import REGISTRY
+from streams.app.settings import Settings
 from topics.turns import Role, Turn
 
 TS = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from streams.dedup import same_fact_heuristic
-from streams.extraction import RulesExtractor
-from streams.providers import AnthropicProvider, GuardedLLM, Task
-from streams.providers.prompts import system_prompt
-from streams.trigger import TriggerDecision, rules_trigger
+from streams.memory.dedup import same_fact_heuristic
+from streams.write.extraction import RulesExtractor
+from streams.providers.llm import AnthropicProvider, GuardedLLM, Task
+from streams.providers.llm.prompts import system_prompt
+from streams.write.trigger import TriggerDecision, rules_trigger
 from tests.unit.providers.conftest import (
     FakeMessagesAPI,
     Reply,

@@ -11,11 +11,11 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.stub import ANY, Stubber
 
-from streams.dedup import same_fact_heuristic
-from streams.extraction import RulesExtractor
-from streams.providers import BedrockProvider, GuardedLLM, Task
-from streams.providers.prompts import system_prompt
-from streams.trigger import TriggerDecision, rules_trigger
+from streams.memory.dedup import same_fact_heuristic
+from streams.write.extraction import RulesExtractor
+from streams.providers.llm import BedrockProvider, GuardedLLM, Task
+from streams.providers.llm.prompts import system_prompt
+from streams.write.trigger import TriggerDecision, rules_trigger
 from tests.unit.providers.conftest import fallbacks, settings, turn
 
 MODEL = "amazon.nova-micro-v1:0"

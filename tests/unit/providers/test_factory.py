@@ -5,9 +5,9 @@ import logging
 
 import pytest
 
-from streams.dedup import same_fact_heuristic
-from streams.extraction import RulesExtractor
-from streams.providers import (
+from streams.memory.dedup import same_fact_heuristic
+from streams.write.extraction import RulesExtractor
+from streams.providers.llm import (
     NO_LLM_MESSAGE,
     AnthropicProvider,
     BedrockProvider,
@@ -15,9 +15,9 @@ from streams.providers import (
     LLMConfigError,
     create_provider,
 )
-from streams.providers.metrics import LLM_CALLS
-from streams.settings import Settings
-from streams.trigger import rules_trigger
+from streams.providers.llm.metrics import LLM_CALLS
+from streams.app.settings import Settings
+from streams.write.trigger import rules_trigger
 from tests.unit.providers.conftest import settings, turn
 
 SECRET = "sk-ant-test-0123456789abcdef"

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import agents.ingest as ingest_stage
-from streams.providers import AnthropicProvider, GuardedLLM
+from streams.providers.llm import AnthropicProvider, GuardedLLM
 from tests.unit.agents.conftest import captured  # noqa: F401 - fixture
 from tests.unit.providers.conftest import Reply, settings, turn
 from tests.unit.providers.test_anthropic import EXTRACT_OK, TEXT, TRIGGER_OK

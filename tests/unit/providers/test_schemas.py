@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from streams.providers import LLMInvalidOutput, Task
-from streams.providers.parsing import json_object, parse_output
-from streams.providers.prompts import system_prompt
-from streams.providers.schemas import (
+from streams.providers.llm import LLMInvalidOutput, Task
+from streams.providers.llm.parsing import json_object, parse_output
+from streams.providers.llm.prompts import system_prompt
+from streams.providers.llm.schemas import (
     ExtractionOutput,
     FactOutput,
     SameFactOutput,

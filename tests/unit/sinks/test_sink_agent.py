@@ -7,8 +7,8 @@ import pytest
 
 import agents.sinks as sink_stage
 from sinks.base import SinkRecord
-from streams.app import app
-from streams.settings import Settings
+from streams.app.factory import app
+from streams.app.settings import Settings
 from tests.unit.sinks.fakes import FakeDestination, Recorder, runner
 from topics.events import MemoryEvent
 

@@ -28,9 +28,9 @@ import pytest
 from botocore.response import StreamingBody
 
 from sinks.s3vectors_client import Boto3VectorsClient, VectorsClient
-from sinks.s3vectors_fake import InMemoryQueryVectors
-from streams.memory import Memory
-from streams.settings import Settings
+from tests.fakes.s3vectors_query import InMemoryQueryVectors
+from streams.memory.model import Memory
+from streams.app.settings import Settings
 
 REGION = os.environ.get("MEMSTREAM_IT_REGION", "us-east-1")
 FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",

@@ -1,0 +1,109 @@
+"""The query route's work between HTTP and `streams.read.query`, on the worker that owns the user.
+
+Parses a request (JSON body, or the GET query string), checks it against the caller's principal
+(set by the auth middleware, when there is one), answers it from the user's index, and sends a
+`touch` command with what was read: the commands stage refreshes `last_accessed`/`access_count`,
+the handler never writes a table.
+"""
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Mapping
+
+from pydantic import ValidationError
+
+from agents.dedup import index_cache, state
+from streams.read import ranking
+from streams.app.factory import settings, users_table
+from streams.read.categories import load_policy
+from streams.read.delta import render_delta
+from streams.pipeline.outputs import send_command
+from streams.read.query import QueryLimits, execute, plan_query
+from streams.read.errors import InvalidQuery, QueryForbidden
+from streams.app.services import embed
+from streams.read.token_budget import get_counter
+from topics.commands import Command
+from topics.query import QueryRequest, validation_message
+
+_GET_PARAMS = {"q": "query", "agent": "agent", "top_k": "top_k", "threshold": "threshold",
+               "return": "return", "budget_tokens": "budget_tokens", "since_rev": "since_rev",
+               "thread_id": "thread_id", "reference_time": "reference_time"}
+
+
+def _principal_field(principal: Any, name: str) -> Any:
+    if isinstance(principal, Mapping):
+        return principal.get(name)
+    return getattr(principal, name, None)
+
+
+def check_principal(principal: Any, agent: str) -> None:
+    """An agent's API key may only query as that agent; an admin's as any agent."""
+    if principal is None:
+        return
+    role = _principal_field(principal, "role")
+    if role == "admin":
+        return
+    if role != "agent" or _principal_field(principal, "agent_id") != agent:
+        raise QueryForbidden(f"this API key may not query as agent {agent!r}")
+
+
+def parse_body(raw: bytes) -> QueryRequest:
+    try:
+        return QueryRequest.model_validate_json(raw or b"")
+    except ValidationError as exc:
+        if any(e["type"] == "json_invalid" for e in exc.errors()):
+            raise InvalidQuery("the body is not a valid JSON object") from None
+        raise InvalidQuery(validation_message(exc)) from None
+
+
+def parse_params(params: Mapping[str, str], principal: Any) -> QueryRequest:
+    """The GET form: q, agent (default: the API key's agent), top_k, threshold, return,
+    budget_tokens, since_rev, thread_id, reference_time, categories (comma-separated)."""
+    unknown = sorted(set(params) - set(_GET_PARAMS) - {"categories"})
+    if unknown:
+        raise InvalidQuery(f"unknown parameters: {unknown}")
+    data: dict[str, Any] = {field: params[name] for name, field in _GET_PARAMS.items() if name in params}
+    if "categories" in params:
+        data["categories"] = [c.strip() for c in params["categories"].split(",")]
+    if "agent" not in data and _principal_field(principal, "role") == "agent":
+        data["agent"] = _principal_field(principal, "agent_id")
+    try:
+        return QueryRequest.model_validate(data, strict=False)
+    except ValidationError as exc:
+        raise InvalidQuery(validation_message(exc).replace("query:", "q:")) from None
+
+
+def user_reference(user_id: str) -> datetime | None:
+    """The user's clock: the latest event time of their turns (from the users table)."""
+    info = users_table.get(user_id) or {}
+    clock = info.get("clock")
+    return datetime.fromisoformat(clock) if clock else None
+
+
+async def answer(request: QueryRequest, user_id: str, principal: Any) -> dict[str, Any]:
+    """Answer one query for `user_id` (this worker owns the user). Raises `QueryError`."""
+    check_principal(principal, request.agent)
+    policy = load_policy(settings.categories_path)
+    clock = user_reference(user_id)
+    plan = plan_query(request, user_id, policy, QueryLimits.from_settings(settings), clock)
+    vector = (await embed([plan.text]))[0]
+    index = index_cache.ensure().user(user_id)
+    delta = None
+    if request.since_rev is not None and request.thread_id is not None:
+        current = state()
+        changes = current.changes_since(user_id, request.thread_id, request.since_rev)
+        delta = (current.current_rev(user_id, request.thread_id), request.since_rev,
+                 render_delta(request.since_rev, changes))
+    response, hits = execute(index, vector, plan, policy, ranking.weights_from_settings(settings),
+                             get_counter(), delta)
+    # The read time is the query's "now", but never later than the user's clock: a request
+    # dated in the future must not keep memories from ever expiring.
+    read_time = (min(t for t in (plan.reference, clock) if t is not None)
+                 if hits and request.record_access else None)
+    if read_time is not None:
+        await send_command(Command(
+            command_id=f"touch-{uuid.uuid4().hex}", kind="touch", user_id=user_id,
+            ts=read_time, thread_id="queries", memory_ids=[h.memory.id for h in hits],
+            actor=f"agent:{request.agent}"))
+    return response.model_dump(mode="json", by_alias=True)

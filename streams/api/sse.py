@@ -1,0 +1,215 @@
+"""Server-sent events: `GET /v1/users/{user_id}/events`, the user's `memory.*` events, live.
+
+The `sse` agent consumes `memory.events` in the worker that owns each partition, keeps each
+user's last `SSE_REPLAY_EVENTS` events in the `recent_events` table (so the buffer moves with
+the partition) and hands every new event to the connected clients of that user. Each SSE
+message is `id: <event_id>`, `event: memory.<kind>`, `data: <MemoryEvent JSON>`.
+
+A client reconnecting with `Last-Event-ID` (header, or `?last_event_id=`) gets the events after
+that one from the buffer; if the id is no longer buffered it gets one `reset` message first
+(re-read the registry, then follow on). A request reaching a worker that does not own the user
+is streamed through from the owner. When partitions are revoked every stream ends, and clients
+resume with Last-Event-ID at the new owner. Replayed records (at-least-once) are sent once:
+events are dropped by id.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import deque
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from aiohttp_sse import sse_response
+from faust.web import Request, Response, View
+from pydantic import ValidationError
+from yarl import URL
+
+from streams.api import auth
+from streams.app.factory import app, events_topic, recent_events_table, settings, users_table
+from streams.api.routing import FORWARDED
+from topics.events import MemoryEvent
+
+log = logging.getLogger(__name__)
+_CLOSE = object()
+
+
+class Subscriber:
+    """One connected client: its queue of events, closed when it falls too far behind."""
+
+    def __init__(self, limit: int) -> None:
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.limit = limit
+
+    def offer(self, event: dict[str, Any]) -> bool:
+        """Queue an event; False (and the stream ends) when the client is too far behind."""
+        if self.queue.qsize() >= self.limit:
+            self.close()
+            return False
+        self.queue.put_nowait(event)
+        return True
+
+    def close(self) -> None:
+        self.queue.put_nowait(_CLOSE)
+
+
+class Hub:
+    """The clients connected to this worker, by user."""
+
+    def __init__(self) -> None:
+        self._subscribers: dict[str, set[Subscriber]] = {}
+
+    def subscribe(self, user_id: str) -> Subscriber:
+        subscriber = Subscriber(settings.sse_queue_events)
+        self._subscribers.setdefault(user_id, set()).add(subscriber)
+        return subscriber
+
+    def unsubscribe(self, user_id: str, subscriber: Subscriber) -> None:
+        subscribers = self._subscribers.get(user_id, set())
+        subscribers.discard(subscriber)
+        if not subscribers:
+            self._subscribers.pop(user_id, None)
+
+    def publish(self, user_id: str, event: dict[str, Any]) -> None:
+        for subscriber in list(self._subscribers.get(user_id, ())):
+            if not subscriber.offer(event):
+                self.unsubscribe(user_id, subscriber)
+
+    def close_all(self) -> None:
+        for user_id, subscribers in list(self._subscribers.items()):
+            for subscriber in subscribers:
+                subscriber.close()
+            self._subscribers.pop(user_id, None)
+
+
+hub = Hub()
+
+
+def remember(buffer: list[dict[str, Any]], event: MemoryEvent, size: int) -> list[dict[str, Any]] | None:
+    """The user's buffer with `event` added, or None when the event is already in it (a replay).
+
+    A purge keeps only content-free purged events.
+    """
+    if any(e["event_id"] == event.event_id for e in buffer):
+        return None
+    if event.kind == "purged":
+        buffer = [e for e in buffer if e["kind"] == "purged"]
+    return [*buffer, event.model_dump(mode="json")][-size:]
+
+
+def after(buffer: list[dict[str, Any]], last_event_id: str | None) -> tuple[list[dict[str, Any]], bool]:
+    """The buffered events after `last_event_id`, and whether that id was found (None: none)."""
+    if not last_event_id:
+        return [], True
+    for i, event in enumerate(buffer):
+        if event["event_id"] == last_event_id:
+            return buffer[i + 1:], True
+    return list(buffer), False
+
+
+@app.agent(events_topic, name="sse")
+async def sse_agent(stream):  # type: ignore[no-untyped-def]
+    """Buffer each user's recent events and fan them out to connected clients."""
+    async for value in stream:
+        try:
+            event = MemoryEvent.model_validate_json(value)
+        except (ValidationError, ValueError):
+            log.warning("sse: skipped a memory.events record that is not a MemoryEvent")
+            continue
+        buffer = remember(list(recent_events_table.get(event.user_id) or []), event,
+                          settings.sse_replay_events)
+        if buffer is None:
+            continue
+        recent_events_table[event.user_id] = buffer
+        hub.publish(event.user_id, buffer[-1])
+        yield event.event_id
+
+
+@app.on_partitions_revoked.connect
+async def _end_streams_on_revoke(sender: Any, revoked: Any, **kwargs: Any) -> None:
+    """Streams of users this worker may no longer own end; clients resume at the new owner."""
+    if revoked:
+        hub.close_all()
+
+
+def _visible(event: dict[str, Any], scope: frozenset[str] | None) -> bool:
+    """An agent key sees the events of its categories, and content-free purge events."""
+    return scope is None or event["kind"] == "purged" or event["category"].casefold() in scope
+
+
+def _owner(user_id: str) -> URL | None:
+    """The owner's URL, None when it is this worker; KeyError when the partition is unassigned."""
+    owner: URL = app.router.key_store(users_table.name, user_id)
+    here = URL(str(app.conf.canonical_url))
+    return None if (owner.host, owner.port) == (here.host, here.port) else owner
+
+
+async def _proxy(request: web.Request, dest: URL) -> web.StreamResponse:
+    """Stream the owner's answer through unchanged (the key travels in the headers)."""
+    url = request.url.with_host(dest.host or "").with_port(dest.port)
+    headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host", "connection")}
+    timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
+    async with app.http_client.get(url, headers={**headers, FORWARDED: "1"}, timeout=timeout) as upstream:
+        if upstream.status != 200:
+            return web.Response(body=await upstream.read(), status=upstream.status,
+                                content_type=upstream.content_type)
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                               "Cache-Control": "no-cache"})
+        await response.prepare(request)
+        async for chunk in upstream.content.iter_any():
+            await response.write(chunk)
+        return response
+
+
+@app.page("/v1/users/{user_id}/events")
+class UserEvents(View):
+    """GET: the user's memory.* events as text/event-stream; Last-Event-ID resumes."""
+
+    async def get(self, request: Request, user_id: str) -> Response:
+        try:
+            dest = _owner(user_id)
+            if dest is not None and request.headers.get(FORWARDED):
+                raise KeyError(user_id)  # a second hop: the assignment is changing
+        except KeyError:
+            return web.json_response({"error": "the user's partition is moving, retry shortly"},
+                                     status=503, headers={"Retry-After": "1"})
+        if dest is not None:
+            return await _proxy(request, dest)
+        scope = auth.category_scope(auth.principal_of(request), settings.categories_path)
+        last_id = request.headers.get("Last-Event-ID") or request.query.get("last_event_id")
+        subscriber = hub.subscribe(user_id)  # before reading the buffer: nothing falls between
+        try:
+            async with sse_response(request, ping_interval=settings.sse_ping_seconds) as response:
+                backlog, found = after(list(recent_events_table.get(user_id) or []), last_id)
+                if not found:
+                    await response.send(json.dumps({"last_event_id": last_id}), event="reset")
+                sent: deque[str] = deque(maxlen=settings.sse_replay_events + settings.sse_queue_events)
+                for event in backlog:
+                    await self._send(response, event, scope, sent)
+                closed = asyncio.ensure_future(response.wait())
+                try:
+                    while True:
+                        getter = asyncio.ensure_future(subscriber.queue.get())
+                        await asyncio.wait({getter, closed}, return_when=asyncio.FIRST_COMPLETED)
+                        if not getter.done():
+                            getter.cancel()
+                            break
+                        item = getter.result()
+                        if item is _CLOSE:
+                            break
+                        await self._send(response, item, scope, sent)
+                finally:
+                    closed.cancel()
+        finally:
+            hub.unsubscribe(user_id, subscriber)
+        return response
+
+    @staticmethod
+    async def _send(response: Any, event: dict[str, Any], scope: frozenset[str] | None,
+                    sent: deque[str]) -> None:
+        if event["event_id"] in sent or not _visible(event, scope):
+            return
+        sent.append(event["event_id"])
+        await response.send(json.dumps(event), id=event["event_id"], event=f"memory.{event['kind']}")

@@ -1,0 +1,197 @@
+"""In-worker nearest-neighbour index over the memories of the users a worker owns.
+
+The durable state is the Faust `memories` table (RocksDB + changelog); this index is a cache
+rebuilt from it after every recovery, so it never needs its own persistence.
+"""
+from __future__ import annotations
+
+import base64
+import logging
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+import numpy as np
+
+from streams.memory.model import Memory
+
+log = logging.getLogger(__name__)
+
+
+def encode_vector(vector: np.ndarray) -> str:
+    return base64.b64encode(np.asarray(vector, dtype=np.float32).tobytes()).decode("ascii")
+
+
+def decode_vector(data: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(data), dtype=np.float32)
+
+
+def _day(date_iso: str | None) -> int:
+    """`YYYY-MM-DD` as the int YYYYMMDD (0 when none), so date windows compare as numbers."""
+    return int(date_iso.replace("-", "")) if date_iso else 0
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Per-row attributes of a user's memories (rows aligned with `UserIndex.ids`), so the
+    filters of a query are numpy masks instead of a Python loop over every memory."""
+
+    visible: np.ndarray
+    episodic: np.ndarray
+    category: np.ndarray
+    importance: np.ndarray
+    pinned: np.ndarray
+    updated: np.ndarray
+    day: np.ndarray
+
+
+_COLUMN_TYPES = {"visible": np.bool_, "episodic": np.bool_, "category": np.int32,
+                 "importance": np.int8, "pinned": np.bool_, "updated": np.float64, "day": np.int32}
+
+
+@dataclass
+class UserIndex:
+    """Memories of one user with their embeddings as one matrix (rows aligned with `ids`).
+
+    Rows live in buffers that double when full, so building an index of n memories copies
+    O(n) rows rather than O(n^2) (`np.vstack` per upsert). Beside each vector the row keeps the
+    columns a query filters on (`Columns`); categories are stored as codes of `category_codes`.
+    """
+
+    dim: int
+    ids: list[str] = field(default_factory=list)
+    docs: dict[str, Memory] = field(default_factory=dict)
+    category_codes: dict[str, int] = field(default_factory=dict)
+    _buffer: np.ndarray | None = None
+    _columns: dict[str, np.ndarray] = field(default_factory=dict)
+    _rows: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def _matrix(self) -> np.ndarray | None:
+        return None if self._buffer is None else self._buffer[: len(self.ids)]
+
+    def upsert(self, memory: Memory, vector: np.ndarray) -> None:
+        self.docs[memory.id] = memory
+        row = self._rows.get(memory.id)
+        vec = np.asarray(vector, dtype=np.float32).reshape(self.dim)
+        if row is None:
+            row = self._rows[memory.id] = len(self.ids)
+            self.ids.append(memory.id)
+            if self._buffer is None or row >= len(self._buffer):
+                self._grow(max(16, 2 * row), used=row)
+        assert self._buffer is not None
+        self._buffer[row] = vec
+        self._write_columns(row, memory)
+
+    def _grow(self, capacity: int, used: int) -> None:
+        grown = np.zeros((capacity, self.dim), dtype=np.float32)
+        if self._buffer is not None:
+            grown[:used] = self._buffer[:used]
+        self._buffer = grown
+        for name, dtype in _COLUMN_TYPES.items():
+            column = np.zeros(capacity, dtype=dtype)
+            if name in self._columns:
+                column[:used] = self._columns[name][:used]
+            self._columns[name] = column
+
+    def _write_columns(self, row: int, memory: Memory) -> None:
+        code = self.category_codes.setdefault(memory.category.casefold(), len(self.category_codes))
+        values = {"visible": memory.is_visible, "episodic": memory.type == "episodic",
+                  "category": code, "importance": memory.importance, "pinned": memory.pinned,
+                  "updated": memory.updated_at.timestamp(), "day": _day(memory.date_iso)}
+        for name, value in values.items():
+            self._columns[name][row] = value
+
+    def update_doc(self, memory: Memory) -> None:
+        """Replace the document of a memory whose summary (so vector) did not change."""
+        self.docs[memory.id] = memory
+        row = self._rows.get(memory.id)
+        if row is not None:
+            self._write_columns(row, memory)
+
+    def columns(self) -> Columns:
+        """The filter columns of the current rows (views, not copies)."""
+        n = len(self.ids)
+        if not n:
+            empty = {name: np.zeros(0, dtype=dtype) for name, dtype in _COLUMN_TYPES.items()}
+            return Columns(**empty)
+        return Columns(**{name: column[:n] for name, column in self._columns.items()})
+
+    def similarities(self, query: np.ndarray) -> np.ndarray:
+        """Cosine of every row to `query` (rows and query are L2-normalised)."""
+        matrix = self._matrix
+        if matrix is None:
+            return np.zeros(0, dtype=np.float32)
+        return matrix @ np.asarray(query, dtype=np.float32)
+
+    def best(self, scores: np.ndarray, mask: np.ndarray, k: int,
+             accept: Callable[[Memory], bool] | None = None) -> list[tuple[Memory, float]]:
+        """Top-k (memory, score) among rows in `mask` that `accept` (when given) takes.
+
+        Sorts only the best few rows (`argpartition`) and falls back to a full sort when
+        `accept` turns too many of them down.
+        """
+        rows = np.flatnonzero(mask)
+        candidates = -scores[rows]
+        take = min(rows.size, k if accept is None else 4 * k)
+        while True:
+            if take < rows.size:
+                best = np.argpartition(candidates, take - 1)[:take]
+                order = best[np.argsort(candidates[best], kind="stable")]
+            else:
+                order = np.argsort(candidates, kind="stable")
+            out: list[tuple[Memory, float]] = []
+            for row in rows[order]:
+                doc = self.docs[self.ids[row]]
+                if accept is None or accept(doc):
+                    out.append((doc, float(scores[row])))
+                    if len(out) >= k:
+                        return out
+            if take >= rows.size:
+                return out
+            take = rows.size
+
+    def search(
+        self, query: np.ndarray, k: int, accept: Callable[[Memory], bool] = lambda m: m.is_visible
+    ) -> list[tuple[Memory, float]]:
+        """Top-k (memory, cosine) among accepted memories, best first."""
+        if not self.ids:
+            return []
+        return self.best(self.similarities(query), np.ones(len(self.ids), dtype=bool), k, accept)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+class VectorIndex:
+    """Per-user indexes, keyed by user id."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._users: dict[str, UserIndex] = {}
+
+    def user(self, user_id: str) -> UserIndex:
+        index = self._users.get(user_id)
+        if index is None:
+            index = self._users[user_id] = UserIndex(self.dim)
+        return index
+
+    def clear(self) -> None:
+        self._users.clear()
+
+    def drop_user(self, user_id: str) -> None:
+        self._users.pop(user_id, None)
+
+    def rebuild(self, memories: Iterable[Memory]) -> int:
+        """Replace the whole index with `memories` (those with an embedding); return the count."""
+        self.clear()
+        count = 0
+        for memory in memories:
+            if memory.embedding_b64:
+                vector = decode_vector(memory.embedding_b64)
+                if vector.size != self.dim:  # another embedder's vector: never searchable here
+                    log.warning("memory %s has a %d-d vector, the index is %d-d; skipped",
+                                memory.id, vector.size, self.dim)
+                    continue
+                self.user(memory.user_id).upsert(memory, vector)
+                count += 1
+        return count

@@ -1,0 +1,1 @@
+"""Prometheus metrics and the consumer-lag gauge."""

@@ -1,0 +1,40 @@
+"""Tiny-LLM providers (SPEC §4, §6): Anthropic or Bedrock behind one interface, rules behind both.
+
+The pipeline uses `GuardedLLM` (built with `GuardedLLM.from_settings`); its methods always answer,
+from the model within the time budget or from the rules.
+"""
+from __future__ import annotations
+
+from streams.providers.llm.anthropic_provider import AnthropicProvider
+from streams.providers.llm.base import LLMProvider, Task
+from streams.providers.llm.bedrock_provider import BedrockProvider
+from streams.providers.llm.errors import (
+    LLMConfigError,
+    LLMError,
+    LLMInvalidOutput,
+    LLMRateLimited,
+    LLMRequestError,
+    LLMServerError,
+    LLMTimeout,
+    LLMUnavailable,
+)
+from streams.providers.llm.factory import NO_LLM_MESSAGE, create_provider
+from streams.providers.llm.guarded import GuardedLLM
+
+__all__ = [
+    "NO_LLM_MESSAGE",
+    "AnthropicProvider",
+    "BedrockProvider",
+    "GuardedLLM",
+    "LLMConfigError",
+    "LLMError",
+    "LLMInvalidOutput",
+    "LLMProvider",
+    "LLMRateLimited",
+    "LLMRequestError",
+    "LLMServerError",
+    "LLMTimeout",
+    "LLMUnavailable",
+    "Task",
+    "create_provider",
+]

@@ -1,0 +1,83 @@
+"""Claude (Haiku) over the Anthropic Messages API, with the official async SDK."""
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+from anthropic import AsyncAnthropic
+
+from streams.providers.llm.base import MAX_TOKENS, Task
+from streams.providers.llm.errors import (
+    LLMError,
+    LLMInvalidOutput,
+    LLMRateLimited,
+    LLMRequestError,
+    LLMServerError,
+    LLMTimeout,
+    LLMUnavailable,
+)
+
+# Spans carry metadata only, whatever ANTHROPIC_OPEN_TELEMETRY_* says: prompts hold user text,
+# and secrets and PII never reach traces (SPEC §7).
+_TELEMETRY: Any = {"traces": {"enabled": True, "content_mode": "metadata_only"}}
+
+
+def _mapped(exc: anthropic.AnthropicError) -> LLMError:
+    """The named memstream error of an SDK error (its `reason` labels the fallback)."""
+    if isinstance(exc, anthropic.APITimeoutError):
+        return LLMTimeout("anthropic request timed out")
+    if isinstance(exc, anthropic.APIConnectionError):
+        return LLMUnavailable("anthropic unreachable")
+    if isinstance(exc, anthropic.APIResponseValidationError):
+        return LLMInvalidOutput("anthropic response did not match the Messages schema")
+    if isinstance(exc, anthropic.APIStatusError):
+        status = exc.status_code
+        if status == 429:
+            return LLMRateLimited("anthropic 429")
+        if status in (408, 504):
+            return LLMTimeout(f"anthropic {status}")
+        if status >= 500:
+            return LLMServerError(f"anthropic {status}")
+        return LLMRequestError(f"anthropic {status}")
+    return LLMError(type(exc).__name__)
+
+
+class AnthropicProvider:
+    """`LLMProvider` over `AsyncAnthropic`.
+
+    Two views of one client (one connection pool): the trigger's never retries; the classifier's
+    and the same-fact check's retry with the SDK's exponential backoff (0.5 s, 1 s, … plus jitter,
+    honouring retry-after), cut short by the caller's budget.
+    """
+
+    name = "anthropic"
+
+    def __init__(self, client: AsyncAnthropic, model: str, *, max_retries: int = 2) -> None:
+        self.model = model
+        self._client = client
+        self._hot = client.with_options(max_retries=0)
+        self._cold = client.with_options(max_retries=max_retries)
+
+    @classmethod
+    def build(cls, *, api_key: str, model: str, base_url: str | None = None,
+              max_retries: int = 2) -> AnthropicProvider:
+        """A provider with its own client (the key stays inside the SDK client)."""
+        client = AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0,
+                                open_telemetry=_TELEMETRY)
+        return cls(client, model, max_retries=max_retries)
+
+    async def complete(self, task: Task, system: str, user: str, *, timeout_s: float) -> str:
+        client = self._hot if task is Task.trigger else self._cold
+        try:
+            message = await client.messages.create(
+                model=self.model, max_tokens=MAX_TOKENS[task], system=system,
+                messages=[{"role": "user", "content": user}], timeout=timeout_s,
+            )
+        except anthropic.AnthropicError as exc:
+            raise _mapped(exc) from exc
+        if message.stop_reason == "max_tokens":
+            raise LLMInvalidOutput("anthropic answer cut at max_tokens")
+        return "".join(block.text for block in message.content if block.type == "text")
+
+    async def aclose(self) -> None:
+        await self._client.close()

@@ -1,0 +1,59 @@
+"""Which LLM provider the settings ask for, if any (SPEC §6: no LLM by default, rules instead)."""
+from __future__ import annotations
+
+import logging
+
+from streams.providers.llm.anthropic_provider import AnthropicProvider
+from streams.providers.llm.base import LLMProvider
+from streams.providers.llm.bedrock_provider import BedrockProvider
+from streams.providers.llm.errors import LLMConfigError
+from streams.app.settings import Settings
+
+log = logging.getLogger(__name__)
+
+NO_LLM_MESSAGE = "no LLM configured: using rules for trigger, extraction and same-fact"
+
+
+def _anthropic_key(settings: Settings) -> str:
+    """The API key, "" when unset (the value never leaves the SDK client and this function)."""
+    return settings.anthropic_api_key.get_secret_value().strip() if settings.anthropic_api_key else ""
+
+
+def _anthropic(settings: Settings) -> AnthropicProvider:
+    key = _anthropic_key(settings)
+    if not key:
+        raise LLMConfigError("LLM_PROVIDER=anthropic needs ANTHROPIC_API_KEY")
+    return AnthropicProvider.build(
+        api_key=key, model=settings.memory_tiny_llm_model_id or settings.anthropic_model,
+        base_url=settings.anthropic_base_url, max_retries=settings.llm_max_retries,
+    )
+
+
+def _bedrock(settings: Settings) -> BedrockProvider:
+    return BedrockProvider.build(
+        model=settings.memory_tiny_llm_model_id or settings.bedrock_model_id,
+        region=settings.aws_region, trigger_timeout_s=settings.trigger_budget_ms / 1000,
+        timeout_s=max(settings.llm_extract_budget_ms, settings.llm_same_fact_budget_ms) / 1000,
+        max_retries=settings.llm_max_retries,
+    )
+
+
+def create_provider(settings: Settings) -> LLMProvider | None:
+    """The configured provider, or None (the rules answer everything).
+
+    `LLM_PROVIDER`: `auto` (default) picks Anthropic when `ANTHROPIC_API_KEY` is set, else none;
+    `anthropic`, `bedrock` and `none` choose explicitly. `MEMORY_TINY_LLM_MODEL_ID` (seed 002),
+    when set, overrides the provider's model. Raises `LLMConfigError` for `anthropic` without a key.
+    """
+    choice = settings.llm_provider
+    if choice == "auto":
+        choice = "anthropic" if _anthropic_key(settings) else "none"
+    if choice == "none":
+        log.info(NO_LLM_MESSAGE)
+        return None
+    provider: AnthropicProvider | BedrockProvider = (
+        _anthropic(settings) if choice == "anthropic" else _bedrock(settings)
+    )
+    log.info("LLM provider %s (model %s) for trigger, extraction and same-fact; rules on failure",
+             provider.name, provider.model)
+    return provider

@@ -1,0 +1,179 @@
+"""`GuardedLLM`: the three LLM questions of the pipeline, each always answered.
+
+Every call runs under a hard time budget; a timeout, an error (429, 5xx, connection) or an answer
+that fails its schema falls back to the rules (`rules_trigger`, `RulesExtractor`,
+`same_fact_heuristic`), counted in `memstream_llm_fallbacks_total{provider,task,reason}`. With no
+provider configured the rules answer directly and nothing is counted.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from streams.memory.dedup import same_fact_heuristic
+from streams.write.extraction import RulesExtractor, fit, resolve_dates
+from streams.write.policy import find_secrets
+from streams.providers.llm.base import LLMProvider, Task
+from streams.providers.llm.errors import LLMError, LLMInvalidOutput, LLMTimeout
+from streams.providers.llm.factory import create_provider
+from streams.providers.llm.inputs import (
+    extract_input,
+    same_fact_input,
+    trigger_input,
+    turn_day,
+)
+from streams.providers.llm.metrics import LLM_CALLS, LLM_FALLBACKS, LLM_SECONDS
+from streams.providers.llm.parsing import parse_output
+from streams.providers.llm.prompts import system_prompt
+from streams.providers.llm.schemas import ExtractionOutput, SameFactOutput, TriggerOutput
+from streams.app.settings import Settings
+from streams.write.text_rules import strip_caption
+from streams.write.trigger import TriggerDecision, parse_command, rules_trigger
+from topics.candidates import Fact
+from topics.turns import Role, Turn
+
+log = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=BaseModel)
+R = TypeVar("R")
+
+
+def rules_only(turn: Turn) -> bool:
+    """Turns the LLM is never asked about.
+
+    Tool and system turns (the rules skip them); explicit commands, which the hot path applies
+    deterministically ("don't remember this" must never be stored because a model thought
+    otherwise); and turns carrying a secret, which must not leave the worker.
+    """
+    if turn.role not in (Role.user, Role.assistant) or not turn.text.strip():
+        return True
+    if turn.role == Role.user and parse_command(strip_caption(turn.text)[0]):
+        return True
+    return bool(find_secrets(turn.text))
+
+
+def _decision(out: TriggerOutput) -> TriggerDecision:
+    """The model's trigger answer as the pipeline's `TriggerDecision`."""
+    if not out.should_create:
+        return TriggerDecision(False, None, (), round(out.confidence, 3))
+    return TriggerDecision(True, out.type_hint, tuple(dict.fromkeys(out.tags_hint)),
+                           round(out.confidence, 3))
+
+
+class GuardedLLM:
+    """Trigger, classifier and same-fact check over an optional `LLMProvider`, with rules behind.
+
+    `context_turns` is the thread's recent buffer, oldest first (the turn itself may be in it).
+    """
+
+    def __init__(self, provider: LLMProvider | None, settings: Settings, *,
+                 extractor: RulesExtractor | None = None) -> None:
+        self.provider = provider
+        self.settings = settings
+        self.extractor = extractor or RulesExtractor(
+            max_facts=settings.max_facts_per_turn, max_chars=settings.summary_max_chars
+        )
+        self.budgets_s = {
+            Task.trigger: settings.trigger_budget_ms / 1000,
+            Task.extract: settings.llm_extract_budget_ms / 1000,
+            Task.same_fact: settings.llm_same_fact_budget_ms / 1000,
+        }
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> GuardedLLM:
+        """The facade over `create_provider(settings)`."""
+        return cls(create_provider(settings), settings)
+
+    async def trigger(self, turn: Turn, context_turns: Sequence[Turn] = ()) -> TriggerDecision:
+        """Should `turn` become a memory candidate? (hot path: 250 ms budget, no retries)."""
+        if self.provider is None or rules_only(turn):
+            return rules_trigger(turn)
+        decision = await self._ask(Task.trigger, trigger_input(turn, context_turns),
+                                   TriggerOutput, _decision)
+        return rules_trigger(turn) if decision is None else decision
+
+    async def extract(self, turn: Turn, context_turns: Sequence[Turn] = ()) -> list[Fact]:
+        """Up to `max_facts_per_turn` facts of `turn` (empty: skip). The safety policy is the
+        caller's, as for the rules extractor."""
+        if self.provider is None or rules_only(turn):
+            return self.extractor.extract(turn)
+        facts = await self._ask(Task.extract, extract_input(turn, context_turns),
+                                ExtractionOutput, lambda out: self._facts(out, turn))
+        return self.extractor.extract(turn) if facts is None else facts
+
+    async def same_fact(self, a: str, b: str, *, a_entities: Sequence[str] = (),
+                        b_entities: Sequence[str] = ()) -> bool:
+        """Do summaries `a` and `b` state the same fact? (dedup's check band)."""
+        def rules() -> bool:
+            if not self.settings.memory_enable_entity_heuristics:
+                return False  # no check available: keep both (create), never merge blindly
+            return same_fact_heuristic(a, a_entities, b, b_entities)
+
+        if self.provider is None:
+            return rules()
+        same = await self._ask(Task.same_fact, same_fact_input(a, b), SameFactOutput,
+                               lambda out: out.same_fact)
+        return rules() if same is None else same
+
+    async def aclose(self) -> None:
+        if self.provider is not None:
+            await self.provider.aclose()
+
+    def _facts(self, out: ExtractionOutput, turn: Turn) -> list[Fact]:
+        """Validated classifier output as facts: dates resolved against the turn, summaries
+        tidied to the length limit; a summary that does not name the speaker is invalid."""
+        if out.decision == "skip":
+            return []
+        name, day = turn.speaker_name, turn_day(turn)
+        facts: list[Fact] = []
+        seen: set[str] = set()
+        for item in out.facts[: self.settings.max_facts_per_turn]:
+            summary = fit(resolve_dates(item.summary, day), self.extractor.max_chars)
+            if name.lower() not in summary.lower():
+                raise LLMInvalidOutput("summary does not name the speaker")
+            if summary.lower() in seen:
+                continue
+            seen.add(summary.lower())
+            facts.append(Fact(
+                type=item.type or out.decision, summary=summary, category=item.category,
+                importance=item.importance, tags=list(dict.fromkeys(item.tags)),
+                entities=list(dict.fromkeys(item.entities)), entity_key=item.entity_key,
+            ))
+        return facts
+
+    async def _ask(self, task: Task, user: str, schema: type[M], convert: Callable[[M], R]) -> R | None:
+        """The provider's answer to `task`, validated and converted; None means "use the rules"
+        (and the fallback is counted with its reason)."""
+        provider = self.provider
+        assert provider is not None
+        budget = self.budgets_s[task]
+        started = time.perf_counter()
+        outcome = "fallback"
+        try:
+            text = await asyncio.wait_for(
+                provider.complete(task, system_prompt(task), user, timeout_s=budget), budget
+            )
+            result = convert(parse_output(text, schema))
+        except TimeoutError:  # our budget (asyncio.wait_for)
+            reason = LLMTimeout.reason
+        except LLMError as exc:
+            reason = exc.reason
+        except Exception as exc:  # noqa: BLE001 - a provider bug must not stall the stream either
+            log.warning("LLM %s %s failed unexpectedly (%s); using rules",
+                        provider.name, task.value, type(exc).__name__)
+            reason = LLMError.reason
+        else:
+            outcome = "ok"
+            LLM_CALLS.labels(provider.name, task.value, outcome).inc()
+            return result
+        finally:
+            LLM_SECONDS.labels(provider.name, task.value, outcome).observe(time.perf_counter() - started)
+        LLM_CALLS.labels(provider.name, task.value, "fallback").inc()
+        LLM_FALLBACKS.labels(provider.name, task.value, reason).inc()
+        log.debug("LLM %s %s fell back to rules: %s", provider.name, task.value, reason)
+        return None

@@ -1,0 +1,1 @@
+"""The read path: query planning, filters, ranking, token budget, recall intent, categories, the delta header."""

@@ -1,0 +1,53 @@
+"""The filters of `memory.query`, applied before ranking (seed 001 §6.1: server-side).
+
+Category allowlist, state, pinned, importance and update times are numpy masks over the index's
+columns; agent/run/actor/role are checked per candidate. Both only ever narrow the search.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from streams.memory.model import Memory
+from streams.read.recall_intent import DateWindow
+from streams.memory.vector_index import UserIndex
+from topics.query import QueryFilters
+
+
+def base_mask(index: UserIndex, categories: frozenset[str], filters: QueryFilters) -> np.ndarray:
+    """Rows that are visible (active), in an allowed category, and pass the column filters."""
+    cols = index.columns()
+    codes = [index.category_codes[c] for c in categories if c in index.category_codes]
+    mask = cols.visible & np.isin(cols.category, np.asarray(codes, dtype=np.int32))
+    if filters.pinned is not None:
+        mask &= cols.pinned == filters.pinned
+    if filters.importance_min is not None:
+        mask &= cols.importance >= filters.importance_min
+    if filters.importance_max is not None:
+        mask &= cols.importance <= filters.importance_max
+    if filters.after is not None:
+        mask &= cols.updated >= filters.after.timestamp()
+    if filters.before is not None:
+        mask &= cols.updated <= filters.before.timestamp()
+    return mask
+
+
+def episodic_mask(index: UserIndex, window: DateWindow | None) -> np.ndarray:
+    """Rows of episodic memories, dated inside `window` when there is one."""
+    cols = index.columns()
+    mask = cols.episodic.copy()
+    if window is not None:
+        start, end = (int(d.strftime("%Y%m%d")) for d in (window.start, window.end))
+        mask &= (cols.day >= start) & (cols.day <= end)
+    return mask
+
+
+def row_predicate(filters: QueryFilters) -> Callable[[Memory], bool] | None:
+    """The filters on provenance fields (agent, run, actor, role), or None when none is set."""
+    wanted = {name: value for name, value in (
+        ("agent_id", filters.agent_id), ("run_id", filters.run_id), ("actor_id", filters.actor_id),
+        ("role", filters.role.value if filters.role is not None else None)) if value is not None}
+    if not wanted:
+        return None
+    return lambda memory: all(getattr(memory, name) == value for name, value in wanted.items())

@@ -1,0 +1,292 @@
+"""Answering `memory.query` from the in-worker index (SPEC §5, seed 001 §6).
+
+`plan_query` checks a request against the categories policy and the limits (fails closed) and
+resolves what it asks for; `execute` filters before ranking, ranks with the configurable
+weights and the related boost, drops what is under `threshold`, fills `top_k` by score with
+1-3 episodic items at most and the rest semantic (seed 003: "prioritise semantic; include 1-3
+recent episodic"; on recall intent more episodic ones, only from the asked dates), and fits
+the delta header first and then the items into `budget_tokens`. Both are pure: the HTTP handler and the
+latency benchmark call the same code.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Sequence
+
+import numpy as np
+
+from streams.read import ranking
+from streams.read.categories import CategoryPolicy
+from streams.memory.model import Memory
+from streams.read.errors import InvalidQuery
+from streams.read.filters import base_mask, episodic_mask, row_predicate
+from streams.read.recall_intent import DateWindow, has_recall_intent, time_window
+from streams.read.token_budget import TokenCounter, fit
+from streams.memory.vector_index import UserIndex
+from topics.query import (
+    DeltaHeader,
+    QueryFilters,
+    QueryRequest,
+    QueryResponse,
+    ReturnMode,
+    TimeWindow,
+)
+
+
+@dataclass(frozen=True)
+class QueryHit:
+    memory: Memory
+    similarity: float
+    score: float
+
+    def as_item(self) -> dict[str, Any]:
+        """The JSON item of a query answer: the memory (no vector) with its scores."""
+        item = self.memory.model_dump(mode="json", exclude={"embedding_b64"})
+        item["score"] = round(self.score, 6)
+        item["similarity"] = round(self.similarity, 6)
+        return item
+
+
+def related_bullets(index: UserIndex, memory: Memory, limit: int = 2) -> list[dict[str, Any]]:
+    """The strongest `related_to` neighbours of a memory that are still active (seed 001 §2)."""
+    out = []
+    for other_id, strength in sorted(memory.relations.items(), key=lambda kv: -kv[1]):
+        other = index.docs.get(other_id)
+        if other is not None and other.is_visible:
+            out.append({"id": other.id, "summary": other.summary, "strength": strength})
+        if len(out) >= limit:
+            break
+    return out
+
+
+def user_clock(index: UserIndex) -> datetime | None:
+    """The user's "now": the latest event time among their memories (never the wall clock)."""
+    times = [m.updated_at for m in index.docs.values()] + [m.last_accessed for m in index.docs.values()]
+    return max(times) if times else None
+
+
+def _scored(pool: Sequence[tuple[Memory, float]], now: datetime,
+            weights: ranking.RankWeights) -> list[QueryHit]:
+    hits = [QueryHit(m, sim, ranking.score(m, sim, now, weights, max(m.relations.values(), default=0.0)))
+            for m, sim in pool]
+    hits.sort(key=lambda h: h.score, reverse=True)
+    return hits
+
+
+def rank(
+    index: UserIndex, query_vector: np.ndarray, *, top_k: int, candidates: int,
+    weights: ranking.RankWeights, now: datetime | None = None,
+) -> list[QueryHit]:
+    """Top-k active memories by the ranking formula, over the best `candidates` by similarity
+    (no policy, filters or budget: the offline pipeline and the scenario tests use it)."""
+    pool = index.search(query_vector, max(candidates, top_k))
+    if not pool:
+        return []
+    now = now or user_clock(index) or max(m.updated_at for m, _ in pool)
+    return _scored(pool, now, weights)[:top_k]
+
+
+@dataclass(frozen=True)
+class QueryLimits:
+    default_top_k: int = 3
+    max_top_k: int = 100
+    max_budget_tokens: int = 32768
+    candidates: int = 24
+    episodic_max: int = 3
+    recall_episodic: int = 3
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> "QueryLimits":
+        return cls(default_top_k=settings.memory_k, max_top_k=settings.query_max_top_k,
+                   max_budget_tokens=settings.query_max_budget_tokens,
+                   candidates=settings.memory_context_topk,
+                   episodic_max=settings.query_episodic_max,
+                   recall_episodic=settings.query_recall_episodic)
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """A request resolved against the policy and limits: everything `execute` needs."""
+
+    user_id: str
+    agent: str
+    text: str
+    top_k: int
+    categories: frozenset[str]
+    filters: QueryFilters
+    threshold: float | None
+    mode: ReturnMode
+    budget_tokens: int | None
+    reference: datetime | None
+    recall: bool
+    window: DateWindow | None
+    episodic_reserve: int
+    episodic_cap: int
+    candidates: int
+
+
+def plan_query(request: QueryRequest, user_id: str, policy: CategoryPolicy, limits: QueryLimits,
+               reference: datetime | None) -> QueryPlan:
+    """Check `request` and resolve it; raises `InvalidQuery` / `QueryForbidden` (fail closed)."""
+    filters = request.filters
+    if filters.user_id is not None and filters.user_id != user_id:
+        raise InvalidQuery("filters.user_id must be the user of the route")
+    top_k = request.top_k or limits.default_top_k
+    if top_k > limits.max_top_k:
+        raise InvalidQuery(f"top_k must be at most {limits.max_top_k}")
+    if request.budget_tokens is not None and request.budget_tokens > limits.max_budget_tokens:
+        raise InvalidQuery(f"budget_tokens must be at most {limits.max_budget_tokens}")
+    categories = policy.allowed(request.agent, request.categories, filters.category)
+    reference = request.reference_time or reference
+    window = time_window(request.query, reference) if reference is not None else None
+    recall = window is not None or has_recall_intent(request.query)
+    if recall:
+        reserve, cap = min(limits.recall_episodic, top_k), top_k
+    else:
+        reserve, cap = (1 if top_k >= 2 else 0), limits.episodic_max
+    return QueryPlan(
+        user_id=user_id, agent=request.agent, text=request.query, top_k=top_k,
+        categories=categories, filters=filters, threshold=request.threshold,
+        mode=request.return_, budget_tokens=request.budget_tokens, reference=reference,
+        recall=recall, window=window, episodic_reserve=reserve, episodic_cap=cap,
+        candidates=max(limits.candidates, top_k),
+    )
+
+
+def _eligible(hits: list[QueryHit], plan: QueryPlan, policy: CategoryPolicy) -> list[QueryHit]:
+    """Hits at or above the threshold; categories with context `all` are exempt from it."""
+    if plan.threshold is None:
+        return hits
+    out = []
+    for hit in hits:
+        spec = policy.spec(hit.memory.category)
+        if hit.similarity >= plan.threshold or (spec is not None and spec.context == "all"):
+            out.append(hit)
+    return out
+
+
+def is_conversation_episode(memory: Memory) -> bool:
+    """An episode of the after-turn capture ("On 2023-05-08 … we discussed …", seed 003), which
+    the 1–3 episodic slots are about. A dated event the extractor wrote from one turn ("Ana
+    adopted Luna on 3 May 2023") is typed episodic too but is a fact about the user: capping it
+    cost a tenth of LoCoMo recall_any@10 (0.659 -> 0.600), so it competes on score like a
+    semantic fact."""
+    return memory.type == "episodic" and (
+        memory.category == "Conversation_Summary" or "episode" in memory.tags)
+
+
+def select(semantic: list[QueryHit], episodic: list[QueryHit], plan: QueryPlan,
+           policy: CategoryPolicy) -> list[QueryHit]:
+    """The answer's items, best score first, within the episodic slots: `episodic_reserve` of
+    them kept for episodic items when there are any (1 by default), at most `episodic_cap`
+    (3 by default) so the rest goes to semantic ones; at most `rag_length` of one category."""
+    per_category: Counter[str] = Counter()
+
+    def fits(hit: QueryHit) -> bool:
+        key = hit.memory.category.casefold()
+        spec = policy.spec(key)
+        return spec is None or spec.rag_length is None or per_category[key] < spec.rag_length
+
+    chosen: list[QueryHit] = []
+    for hit in episodic[:min(plan.episodic_reserve, plan.episodic_cap)]:
+        if fits(hit):
+            per_category[hit.memory.category.casefold()] += 1
+            chosen.append(hit)
+    n_episodic = len(chosen)
+    rest = sorted([*semantic, *(h for h in episodic if h not in chosen)], key=lambda h: -h.score)
+    for hit in rest:
+        if len(chosen) >= plan.top_k:
+            break
+        is_episode = is_conversation_episode(hit.memory)
+        if (is_episode and n_episodic >= plan.episodic_cap) or not fits(hit):
+            continue
+        per_category[hit.memory.category.casefold()] += 1
+        n_episodic += is_episode
+        chosen.append(hit)
+    return sorted(chosen, key=lambda h: -h.score)
+
+
+def bullet(memory: Memory) -> str:
+    return f"[{memory.category}] {memory.summary}"
+
+
+def _fit_header(header: str, budget: int | None, counter: TokenCounter) -> tuple[str, int]:
+    """The delta header within `budget`: its title and as many bullets (newest first) as fit;
+    nothing when not even one bullet fits."""
+    if not header:
+        return "", 0
+    lines = header.split("\n")
+    costs = counter.count_many(lines)
+    if budget is None or sum(costs) <= budget:
+        return header, sum(costs)
+    kept = fit(costs[1:], budget, reserved=costs[0])
+    if not kept.kept:
+        return "", 0
+    return "\n".join([lines[0], *(lines[1 + i] for i in kept.kept)]), kept.tokens
+
+
+def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: CategoryPolicy,
+            weights: ranking.RankWeights, counter: TokenCounter,
+            delta: tuple[int, int, str] | None = None) -> tuple[QueryResponse, list[QueryHit]]:
+    """Answer a planned query from one user's index.
+
+    `delta` is (current rev, since_rev, rendered header) when the request asked for it.
+    Returns the response and the hits it carries (whose access the caller records).
+    """
+    semantic: list[QueryHit] = []
+    episodic: list[QueryHit] = []
+    if len(index):
+        scores = index.similarities(vector)
+        allowed = base_mask(index, plan.categories, plan.filters)
+        is_episode = episodic_mask(index, plan.window)
+        accept = row_predicate(plan.filters)
+        now = plan.reference or user_clock(index)
+        assert now is not None
+        kinds = index.columns().episodic
+        # One candidate pool by similarity for both types, as `rank` does: a pool per type
+        # doubles the candidates, and importance/recency then lift weakly similar items in
+        # (LoCoMo recall_any@10 0.619 -> 0.567 on conv-26/30). Episodic items for the kept
+        # slots are fetched beyond the pool only when it has too few.
+        pool = index.best(scores, allowed & (~kinds | is_episode), plan.candidates, accept)
+        in_pool = {m.id for m, _ in pool}
+        n_episodic = sum(m.type == "episodic" for m, _ in pool)
+        if n_episodic < plan.episodic_reserve:
+            pool += [(m, sc) for m, sc in index.best(scores, allowed & is_episode,
+                                                     plan.episodic_reserve, accept)
+                     if m.id not in in_pool]
+        scored = _scored(pool, now, weights)
+        semantic = [h for h in scored if h.memory.type != "episodic"]
+        episodic = [h for h in scored if h.memory.type == "episodic"]
+    hits = select(_eligible(semantic, plan, policy), _eligible(episodic, plan, policy), plan, policy)
+
+    header, header_tokens = "", 0
+    if delta is not None:
+        header, header_tokens = _fit_header(delta[2], plan.budget_tokens, counter)
+    lines = [f"- {bullet(h.memory)}" for h in hits]
+    costs = counter.count_many(lines)
+    fitted = fit(costs, plan.budget_tokens, reserved=header_tokens)
+    hits = [hits[i] for i in fitted.kept]
+    items = [_item(index, hits[n], costs[i], plan.mode) for n, i in enumerate(fitted.kept)]
+    context = "\n".join(([header] if header else []) + [lines[i] for i in fitted.kept])
+    response = QueryResponse(
+        user_id=plan.user_id, agent=plan.agent, **{"return": plan.mode},
+        delta=None if delta is None else DeltaHeader(rev=delta[0], since_rev=delta[1],
+                                                     header=header, tokens=header_tokens),
+        items=items, context=context, tokens=fitted.tokens, budget_tokens=plan.budget_tokens,
+        dropped_for_budget=fitted.dropped, recall_intent=plan.recall,
+        time_window=None if plan.window is None else TimeWindow(
+            phrase=plan.window.phrase, start=plan.window.start, end=plan.window.end),
+        reference_time=plan.reference,
+    )
+    return response, hits
+
+
+def _item(index: UserIndex, hit: QueryHit, tokens: int, mode: ReturnMode) -> dict[str, Any]:
+    memory = hit.memory
+    if mode == "bullets":
+        return {"id": memory.id, "category": memory.category, "type": memory.type,
+                "text": bullet(memory), "tokens": tokens}
+    return {**hit.as_item(), "text": bullet(memory), "tokens": tokens,
+            "related": related_bullets(index, memory)}

@@ -1,0 +1,1 @@
+"""What is not the service: the CLI, clients, the embedded broker, replay."""

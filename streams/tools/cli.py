@@ -1,0 +1,421 @@
+"""The `memstream` command line: run the service, send and replay turns, watch, query, bench."""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+)
+
+from streams.app.settings import Settings, get_settings
+
+app = typer.Typer(
+    help="memstream: streaming long-term memory for chat agents, on Kafka with Faust.\n\n"
+    "Settings come from the environment (see README). With no KAFKA_BROKER_URL, `run` starts "
+    "an embedded Kafka-compatible broker.",
+    no_args_is_help=True, add_completion=False,
+)
+bench_app = typer.Typer(help="Benchmarks that replay data sets through the running pipeline.")
+app.add_typer(bench_app, name="bench")
+keys_app = typer.Typer(help="API keys (streams/auth.py).")
+app.add_typer(keys_app, name="keys")
+console = Console(stderr=True)
+
+BrokerOpt = Annotated[
+    Optional[str], typer.Option("--broker", help="Kafka bootstrap servers (default: KAFKA_BROKER_URL or the embedded broker's address).")
+]
+ApiOpt = Annotated[
+    Optional[str], typer.Option("--api", help="Base URL of a worker's web API (default: http://WEB_HOST:WEB_PORT).")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+def _broker(broker: str | None) -> str:
+    return broker or get_settings().broker_url
+
+
+def _api(api: str | None) -> str:
+    settings = get_settings()
+    return api or f"http://{settings.web_host}:{settings.web_port}"
+
+
+def _setup_logging() -> None:
+    level = get_settings().log_level.upper()
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+@app.command()
+def run() -> None:
+    """Run the service: the embedded broker (unless KAFKA_BROKER_URL is set), topics, worker, web API.
+
+    Ctrl-C stops everything it started.
+    """
+    _setup_logging()
+    settings = get_settings()
+    broker = None
+    if settings.broker_is_embedded:
+        from streams.tools.broker import EmbeddedBroker
+
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        broker = EmbeddedBroker(settings.embedded_broker_port, settings.data_dir / "broker.log").start()
+        # The embedded broker keeps nothing on disk, so local table state from an earlier run
+        # would describe topics that no longer exist.
+        _reset_tables(settings.data_dir)
+        console.print(f"[green]embedded broker[/] on {broker.url} (memory storage)")
+    try:
+        from streams.app.worker import run_worker
+
+        _dev_admin_key(settings)
+        console.print(f"[green]worker[/] web API on http://{settings.web_host}:{settings.web_port}")
+        run_worker(settings)
+    finally:
+        if broker is not None:
+            broker.stop()
+
+
+def _dev_admin_key(settings: Settings) -> None:
+    """With no key configured, `run` accepts one admin key and prints it to the console.
+
+    The key is made once per data dir and kept in DATA_DIR/admin-api-key (mode 0600), where the
+    local CLI finds it; it is never logged. Production workers take keys from the settings.
+    """
+    import os
+
+    from streams.api import auth
+
+    if len(auth.KeyRing.from_settings(settings)):
+        return
+    path = auth.dev_key_path(settings)
+    key = path.read_text(encoding="utf-8").strip() if path.exists() else ""
+    if not key:
+        key = auth.new_key()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(key + "\n")
+    auth.add_key(auth.entry_for(key, "admin", "admin"))
+    console.print(f"[yellow]no API keys configured[/]: admin key [bold]{key}[/] (kept in {path}; "
+                  f"the admin page is http://{settings.web_host}:{settings.web_port}/admin)")
+
+
+def _reset_tables(data_dir: Path) -> None:
+    import shutil
+
+    # Faust keeps tables under DATA_DIR/v<app version>/tables.
+    for child in data_dir.glob("v*/tables"):
+        shutil.rmtree(child, ignore_errors=True)
+
+
+@app.command()
+def worker() -> None:
+    """Run one Faust worker against KAFKA_BROKER_URL (for scaling out: start several)."""
+    _setup_logging()
+    from streams.app.worker import run_worker
+
+    run_worker(get_settings())
+
+
+@app.command()
+def broker(port: Annotated[int, typer.Option(help="Port to listen on.")] = 9092) -> None:
+    """Run only the embedded broker (memory storage) until Ctrl-C; workers connect with KAFKA_BROKER_URL."""
+    import signal
+
+    from streams.tools.broker import EmbeddedBroker, ensure_topics
+    from topics.names import ALL_TOPICS
+
+    with EmbeddedBroker(port) as b:
+        ensure_topics(b.url, ALL_TOPICS, get_settings().topic_partitions)
+        console.print(f"embedded broker on {b.url}; topics created. Ctrl-C to stop.")
+        try:
+            signal.sigwait({signal.SIGINT, signal.SIGTERM})
+        except KeyboardInterrupt:
+            pass
+
+
+@app.command()
+def send(
+    text: Annotated[str, typer.Argument(help="What was said.")],
+    user: Annotated[str, typer.Option(help="user_id (the record key).")],
+    thread: Annotated[str, typer.Option(help="thread_id.")] = "main",
+    turn_id: Annotated[Optional[str], typer.Option(help="turn_id (default: a timestamp).")] = None,
+    role: Annotated[str, typer.Option(help="user | assistant | tool | system.")] = "user",
+    speaker: Annotated[Optional[str], typer.Option(help="Display name of the speaker.")] = None,
+    ts: Annotated[Optional[str], typer.Option(help="Event time, ISO 8601 with zone (default: now).")] = None,
+    broker: BrokerOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Send one chat turn to `chat.turns`."""
+    from pydantic import ValidationError
+
+    from streams.tools.client import TurnProducer
+    from topics.turns import Turn
+
+    now = datetime.now(timezone.utc)
+    try:
+        turn = Turn(
+            user_id=user, thread_id=thread, turn_id=turn_id or now.strftime("%Y%m%dT%H%M%S%f"),
+            role=role, speaker=speaker, text=text, ts=ts or now.isoformat(),  # type: ignore[arg-type]
+        )
+    except ValidationError as exc:
+        console.print(f"[red]invalid turn:[/] {exc}")
+        raise typer.Exit(2)
+
+    async def go() -> dict:
+        async with TurnProducer(_broker(broker), get_settings().kafka_one_record_batches) as producer:
+            meta = await (await producer.send_turn(turn))
+            return {"topic": meta.topic, "partition": meta.partition, "offset": meta.offset,
+                    "user_id": turn.user_id, "thread_id": turn.thread_id, "turn_id": turn.turn_id}
+
+    result = asyncio.run(go())
+    if as_json:
+        print(json.dumps(result))
+    else:
+        console.print(f"sent {result['user_id']}/{result['thread_id']}:{result['turn_id']} "
+                      f"-> {result['topic']}[{result['partition']}]@{result['offset']}")
+
+
+@app.command()
+def replay(
+    files: Annotated[list[Path], typer.Argument(help="JSON-lines files of turns, or LoCoMo conversation files.", exists=True, dir_okay=False)],
+    fmt: Annotated[str, typer.Option("--format", help="auto | jsonl | locomo.")] = "auto",
+    user_prefix: Annotated[str, typer.Option(help="Prefix added to LoCoMo user ids.")] = "",
+    broker: BrokerOpt = None,
+) -> None:
+    """Replay turns from files to `chat.turns`, with a progress bar.
+
+    LoCoMo files become one user per conversation and one thread per session.
+    """
+    from streams.tools.replay import load_turns
+
+    turns = []
+    for path in files:
+        turns.extend(load_turns(path, fmt, user_prefix))
+
+    async def go() -> None:
+        from streams.tools.client import TurnProducer
+
+        async with TurnProducer(_broker(broker), get_settings().kafka_one_record_batches) as producer:
+            with _progress() as bar:
+                task = bar.add_task("replaying turns", total=len(turns))
+                pending = []
+                for turn in turns:
+                    pending.append(await producer.send_turn(turn))
+                    bar.advance(task)
+                await asyncio.gather(*pending)
+
+    asyncio.run(go())
+    console.print(f"replayed {len(turns)} turns")
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        console=console,
+    )
+
+
+@app.command()
+def watch(
+    user: Annotated[Optional[str], typer.Option(help="Only this user's events.")] = None,
+    from_beginning: Annotated[bool, typer.Option(help="Start at the oldest event.")] = False,
+    broker: BrokerOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Watch `memory.events` live (Ctrl-C to stop)."""
+    from streams.tools.client import read_topic
+    from topics.names import MEMORY_EVENTS
+
+    async def go() -> None:
+        async for _key, event in read_topic(_broker(broker), MEMORY_EVENTS, from_beginning=from_beginning):
+            if user and event.get("user_id") != user:
+                continue
+            if as_json:
+                print(json.dumps(event), flush=True)
+            else:
+                console.print(
+                    f"[cyan]{event.get('kind', '?'):>9}[/] {event.get('user_id')} "
+                    f"rev={event.get('rev')} [{event.get('category')}] {event.get('summary')}"
+                )
+
+    try:
+        asyncio.run(go())
+    except KeyboardInterrupt:
+        pass
+
+
+@app.command()
+def query(
+    text: Annotated[str, typer.Argument(help="The query text.")],
+    user: Annotated[str, typer.Option(help="Whose memories.")],
+    top_k: Annotated[int, typer.Option(help="How many memories.")] = 5,
+    agent: Annotated[str, typer.Option(help="Asking agent: its category allowlist applies (categories.yaml).")] = "supervisor",
+    category: Annotated[Optional[list[str]], typer.Option(help="Only this category (repeatable; must be in the agent's allowlist).")] = None,
+    threshold: Annotated[Optional[float], typer.Option(help="Drop items with a lower cosine similarity.")] = None,
+    budget_tokens: Annotated[Optional[int], typer.Option(help="Token budget of the answer.")] = None,
+    thread: Annotated[Optional[str], typer.Option(help="Thread of --since-rev.")] = None,
+    since_rev: Annotated[Optional[int], typer.Option(help="Delta header: changes of --thread since this revision.")] = None,
+    filters: Annotated[Optional[str], typer.Option(help='Filters as JSON, e.g. \'{"pinned": true, "importance_min": 3}\'.')] = None,
+    api: ApiOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Query a user's memories (memory.query, SPEC §5): ranked, filtered, with provenance."""
+    from streams.tools.client import ApiClient
+    from streams.errors import ApiError
+
+    request: dict = {"agent": agent, "query": text, "top_k": top_k, "return": "full"}
+    optional = {"categories": category or None, "threshold": threshold, "budget_tokens": budget_tokens,
+                "thread_id": thread, "since_rev": since_rev}
+    request.update({k: v for k, v in optional.items() if v is not None})
+    if filters:
+        try:
+            request["filters"] = json.loads(filters)
+        except ValueError:
+            console.print("[red]--filters is not valid JSON[/]")
+            raise typer.Exit(2)
+
+    async def go() -> dict:
+        async with ApiClient(_api(api)) as client:
+            return await client.memory_query(user, request)
+
+    try:
+        answer = asyncio.run(go())
+    except (ApiError, OSError) as exc:
+        console.print(f"[red]query failed:[/] {exc}")
+        raise typer.Exit(1)
+    items = answer["items"]
+    if as_json:
+        keys = ("id", "summary", "type", "category", "state", "score", "similarity",
+                "importance", "source_turn_ids", "created_at", "updated_at", "text", "tokens")
+        print(json.dumps([{k: item.get(k) for k in keys} for item in items], indent=2))
+        return
+    if answer.get("delta") and answer["delta"]["header"]:
+        console.print(answer["delta"]["header"])
+    if not items:
+        console.print("no memories")
+    for item in items:
+        console.print(
+            f"{item['score']:.3f} [{item['category']}] {item['summary']}  "
+            f"[dim]({', '.join(item['source_turn_ids'])})[/]"
+        )
+    console.print(f"[dim]{answer['tokens']} tokens[/]")
+
+
+@app.command()
+def settings(
+    markdown: Annotated[bool, typer.Option(help="Print the README table of every setting instead.")] = False,
+) -> None:
+    """Show the effective settings (from the environment; secrets masked)."""
+    from pydantic import SecretStr
+
+    from streams.app.settings import Settings
+
+    if markdown:
+        print("| variable | default | meaning |\n|---|---|---|")
+        for name, field in Settings.model_fields.items():
+            default = "(unset)" if field.default is None else str(field.default)
+            print(f"| `{name.upper()}` | `{default}` | {field.description or ''} |")
+        return
+    current = get_settings()
+    for name in Settings.model_fields:
+        value = getattr(current, name)
+        shown = "****" if isinstance(value, SecretStr) and value.get_secret_value() else value
+        print(f"{name.upper()}={'' if shown is None else shown}")
+
+
+@keys_app.command("new")
+def keys_new(
+    agent: Annotated[str, typer.Option(help="The agent id the key stands for (its category allowlist applies).")],
+    role: Annotated[str, typer.Option(help="agent or admin.")] = "agent",
+    user: Annotated[Optional[list[str]], typer.Option(help="Limit the key to this user id (repeatable).")] = None,
+) -> None:
+    """Make an API key: prints the key (give it to the client) and the entry the worker needs
+    (add it to MEMSTREAM_API_KEYS or API_KEYS_FILE; only its hash is kept)."""
+    from streams.api import auth
+
+    if role not in ("agent", "admin"):
+        console.print("[red]--role must be agent or admin[/]")
+        raise typer.Exit(2)
+    key = auth.new_key()
+    entry = auth.entry_for(key, agent, role, user)  # type: ignore[arg-type]
+    print(key)
+    console.print("worker entry (add to the JSON list of MEMSTREAM_API_KEYS or API_KEYS_FILE):")
+    print(entry.model_dump_json(exclude_none=True))
+
+
+@bench_app.command("locomo")
+def bench_locomo(
+    files: Annotated[list[Path], typer.Argument(help="LoCoMo conversation files (any, by path).", exists=True, dir_okay=False)],
+    as_json: JsonOpt = False,
+    broker: Annotated[Optional[str], typer.Option(help="Use this broker and a running worker instead of starting a fresh embedded stack.")] = None,
+    api: ApiOpt = None,
+    partitions: Annotated[int, typer.Option(help="Partitions of the fresh stack's topics.")] = 4,
+    rate: Annotated[float, typer.Option(help="Produce turns at this rate (turns/s); 0 = all at once, which measures backlog drain rather than per-turn latency.")] = 0.0,
+    offline: Annotated[bool, typer.Option(help="Run the stages in this process without Kafka: recall only, in seconds (for tuning extraction).")] = False,
+) -> None:
+    """Replay LoCoMo conversations through the pipeline and report throughput, latency and recall.
+
+    Prints, in one run: ingest turns/s beside the broker's raw produce->consume rate, end-to-end
+    latency p50/p95/p99, query latency p50/p95, recall_any/all@5/10/20 with context size, and
+    the same recall for a raw-turn baseline with the same embedder.
+    """
+    from streams.eval.bench import render_report, run_locomo_bench, run_offline_bench
+
+    if offline:
+        report = run_offline_bench(files, console)
+    else:
+        report = run_locomo_bench(files, broker=broker, api=api, partitions=partitions,
+                                  console=console, rate=rate)
+    if as_json:
+        print(json.dumps(report, indent=2))
+    else:
+        render_report(report, Console())
+
+
+@bench_app.command("query")
+def bench_query(
+    memories: Annotated[list[int], typer.Option("--memories", help="Memories of the one user (repeatable).")] = [1000, 10000],
+    rounds: Annotated[int, typer.Option(help="Passes over the query set.")] = 5,
+    top_k: Annotated[int, typer.Option(help="Items per query.")] = 5,
+    budget_tokens: Annotated[int, typer.Option(help="Token budget of our answers.")] = 256,
+    as_json: JsonOpt = False,
+) -> None:
+    """memory.query p50/p95 at N memories beside LangGraph's InMemoryStore (same embedder, same
+    queries, same run). Document embeddings are cached under DATA_DIR."""
+    from streams.eval.bench_query import render, run_query_bench
+
+    report = run_query_bench(memories, rounds=rounds, top_k=top_k, budget_tokens=budget_tokens,
+                             cache_dir=get_settings().data_dir / "bench-cache")
+    if as_json:
+        print(json.dumps(report, indent=2))
+    else:
+        render(report, Console())
+
+
+@bench_app.command("policy")
+def bench_policy(
+    files: Annotated[list[Path], typer.Argument(help="LoCoMo conversation files: real turns that must pass.", exists=True, dir_okay=False)],
+    corpus: Annotated[Path, typer.Option(help="JSON lines {text, kind} of chat lines carrying secrets.", exists=True, dir_okay=False)] = Path("tests/data/secrets_corpus.jsonl"),
+) -> None:
+    """Safety policy: block rate on a secrets corpus and false-positive rate on real turns."""
+    from streams.eval.policy_report import policy_report
+
+    print(json.dumps(policy_report(corpus, files, get_settings()), indent=2))
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""Clients of a running memstream: produce turns, read topics, query over HTTP."""
+from __future__ import annotations
+
+import json
+from typing import Any, AsyncIterator, Iterable
+
+import aiohttp
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+from streams.errors import ApiError
+from topics.names import CHAT_TURNS
+from topics.turns import Turn
+
+
+def make_producer(bootstrap: str, one_record_batches: bool = True) -> AIOKafkaProducer:
+    """A producer keyed by user_id. One record per batch on the embedded broker (see settings)."""
+    return AIOKafkaProducer(
+        bootstrap_servers=bootstrap, max_batch_size=1 if one_record_batches else 16384,
+        linger_ms=0, acks="all", enable_idempotence=False,
+    )
+
+
+class TurnProducer:
+    """Produces turns to `chat.turns`, keyed by user_id. Use `async with`."""
+
+    def __init__(self, bootstrap: str, one_record_batches: bool = True) -> None:
+        self._producer = make_producer(bootstrap, one_record_batches)
+
+    async def __aenter__(self) -> "TurnProducer":
+        await self._producer.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._producer.stop()
+
+    async def send_turn(self, turn: Turn) -> Any:
+        """Queue one turn; returns the future of its delivery."""
+        return await self._producer.send(
+            CHAT_TURNS, key=turn.user_id.encode(), value=turn.model_dump_json().encode()
+        )
+
+    async def send_raw(self, key: bytes | None, value: bytes, topic: str = CHAT_TURNS) -> Any:
+        return await self._producer.send(topic, key=key, value=value)
+
+    async def flush(self) -> None:
+        await self._producer.flush()
+
+
+async def read_topic(
+    bootstrap: str, topic: str, *, from_beginning: bool = True, group_id: str | None = None
+) -> AsyncIterator[tuple[bytes | None, dict[str, Any]]]:
+    """Yield (key, JSON value) from `topic` forever; records that are not JSON are skipped."""
+    consumer = AIOKafkaConsumer(
+        topic, bootstrap_servers=bootstrap, group_id=group_id, enable_auto_commit=False,
+        auto_offset_reset="earliest" if from_beginning else "latest",
+    )
+    await consumer.start()
+    try:
+        async for message in consumer:
+            try:
+                yield message.key, json.loads(message.value)
+            except (TypeError, ValueError):
+                continue
+    finally:
+        await consumer.stop()
+
+
+class ApiClient:
+    """HTTP client of the worker's API."""
+
+    def __init__(self, base_url: str, timeout: float = 30.0, api_key: str | None = None) -> None:
+        """`api_key` defaults to MEMSTREAM_API_KEY, else the key `memstream run` wrote."""
+        from streams.api.auth import client_key
+        from streams.app.settings import get_settings
+
+        key = api_key or client_key(get_settings())
+        self.base_url = base_url.rstrip("/")
+        self._session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=timeout),
+            headers={"Authorization": f"Bearer {key}"} if key else None,
+        )
+
+    async def close(self) -> None:
+        await self._session.close()
+
+    async def __aenter__(self) -> "ApiClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        async with self._session.request(method, self.base_url + path, **kwargs) as response:
+            body = await response.text()
+            if response.status != 200:
+                raise ApiError(f"{method} {path} -> {response.status}: {body[:300]}")
+            return json.loads(body)
+
+    async def _get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        return await self._call("GET", path, params=params)
+
+    async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return await self._call("POST", path, json=body)
+
+    async def memory_query(self, user_id: str, request: dict[str, Any]) -> dict[str, Any]:
+        """POST one `memory.query` request (`topics.query.QueryRequest` fields); the whole answer."""
+        return await self._post(f"/v1/users/{user_id}/query", request)
+
+    async def query(self, user_id: str, text: str, top_k: int = 10, *, agent: str = "supervisor",
+                    **fields: Any) -> list[dict[str, Any]]:
+        """The items (`return: full`) of a query as `agent`; `fields` adds request fields."""
+        data = await self.memory_query(
+            user_id, {"agent": agent, "query": text, "top_k": top_k, "return": "full", **fields})
+        return data["items"]
+
+    async def memories(self, user_id: str) -> list[dict[str, Any]]:
+        return (await self._get(f"/v1/users/{user_id}/memories"))["items"]
+
+    async def health(self) -> dict[str, Any]:
+        return await self._get("/health")
+
+
+def turns_from_dicts(rows: Iterable[dict[str, Any]]) -> Iterable[Turn]:
+    for row in rows:
+        yield Turn.model_validate(row)
