@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 EVENTS, AUDIT, PURGE = "events", "audit", "purge"
 
 _KW = {"type": "keyword"}
-_VALUE = {  # an audit entry's old/new value (streams/memory_state.py `_audit_value`)
+_VALUE = {  # an audit entry's old/new value (streams/memory/audit.py `audit_value`)
     "type": "object", "dynamic": False,
     "properties": {"summary": {"type": "text"}, "state": _KW, "pinned": {"type": "boolean"},
                    "importance": {"type": "integer"}, "category": _KW},

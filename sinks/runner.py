@@ -17,7 +17,7 @@ gives them all the same delivery behaviour:
 - **Idempotent by key.** Records carry deterministic keys; within a batch the last record of a
   key wins, so a replay (or a retry) leaves the destination as if it were written once.
 - **Done callbacks.** `on_done` runs once a record is durably written or dead-lettered; the sink
-  agent acks the Kafka event only then (see `agents/sinks.py`), so no offset is committed
+  agent acks the Kafka event only then (see `sinks/routing.py`), so no offset is committed
   before its records are safe.
 """
 from __future__ import annotations

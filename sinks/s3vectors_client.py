@@ -1,7 +1,7 @@
 """Our interface over the S3 Vectors calls memstream uses, and its boto3 implementation.
 
 Callers (the sink, the LangGraph store) see `VectorsClient` and the named errors below, never
-botocore: tests put the fake of `sinks/s3vectors_fake.py` behind the same interface (moto has no
+botocore: tests put the fake of `tests/fakes/s3vectors_query.py` behind the same interface (moto has no
 QueryVectors), and the service's per-call limits are applied here once, by chunking.
 """
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Test-wide setup: in-process code uses in-memory tables; worker processes use RocksDB."""
+"""Test-wide setup: apps built in the test process default to in-memory tables and a scratch data
+dir; worker processes started by tests use RocksDB."""
 from __future__ import annotations
 
 import os
@@ -6,7 +7,6 @@ import tempfile
 
 import pytest
 
-# Must run before streams.app.factory is imported: the app reads its settings at import time.
 os.environ.setdefault("TABLE_STORE", "memory://")
 os.environ.setdefault("DATA_DIR", tempfile.mkdtemp(prefix="memstream-test-"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -18,6 +18,6 @@ for _name in ("KAFKA_BROKER_URL", "APP_ID", "WEB_PORT"):
 @pytest.fixture(scope="session")
 def minilm_embedder():
     """The real local embedder (all-MiniLM-L6-v2), loaded once per test session."""
-    from streams.providers.embedder import LocalMiniLMEmbedder
+    from streams.app.services import shared_embedder
 
-    return LocalMiniLMEmbedder()
+    return shared_embedder("local", 32)

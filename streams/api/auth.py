@@ -185,19 +185,15 @@ def require_admin(request: web.Request) -> Principal:
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def make_middleware(keys: Callable[[], KeyRing]) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
-    """An aiohttp middleware: 401 without a valid key, 403 when the key may not call the route.
-
-    `keys` is called per request so a key ring installed after import (`memstream run`'s
-    generated key) is seen.
-    """
+def make_middleware(keyring: KeyRing) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+    """An aiohttp middleware: 401 without a valid key, 403 when the key may not call the route."""
 
     @web.middleware
     async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         if is_public(request.path):
             return await handler(request)
         key = presented_key(request)
-        principal = keys().principal(key) if key else None
+        principal = keyring.principal(key) if key else None
         if principal is None:
             return web.json_response({"error": "missing or invalid API key"}, status=401,
                                      headers={"WWW-Authenticate": 'Bearer realm="memstream"'})
@@ -211,29 +207,12 @@ def make_middleware(keys: Callable[[], KeyRing]) -> Callable[[web.Request, Handl
     return auth_middleware
 
 
-_installed: KeyRing | None = None
-_extra: list[KeyEntry] = []
-
-
 def install(web_app: web.Application, keyring: KeyRing) -> None:
-    """Put the auth middleware first on the worker's aiohttp app (before its server starts)."""
-    global _installed
-    first = _installed is None
-    _installed = keyring
-    for entry in _extra:
-        keyring.add(entry)
-    if first:
-        web_app.middlewares.insert(0, make_middleware(lambda: _installed or KeyRing()))
+    """Put the auth middleware first on a worker's aiohttp app (before its server starts)."""
+    web_app.middlewares.insert(0, make_middleware(keyring))
     if not len(keyring):
         log.warning("no API keys configured: every route but /health answers 401 "
                     "(set MEMSTREAM_API_KEYS or API_KEYS_FILE; `memstream keys new` makes one)")
-
-
-def add_key(entry: KeyEntry) -> None:
-    """Accept one more key (the admin key `memstream run` generates when none is configured)."""
-    _extra.append(entry)
-    if _installed is not None:
-        _installed.add(entry)
 
 
 def category_scope(principal: Principal, categories_path: Path | None) -> frozenset[str] | None:

@@ -1,7 +1,7 @@
 """Await the outcome of a command sent to `memory.commands` (the registry's `?wait=1`).
 
 The commands stage records every applied command in the `applied` table under
-`command:<user_id>:<command_id>` and dead-letters the ones it cannot apply. A Faust sensor (the
+`streams.memory.tables.command_key` and dead-letters the ones it cannot apply. A Faust sensor (the
 public hook Faust calls on every table write and every send) sees both in the worker that owns
 the user's partition — the worker the registry routes the request to — and resolves the waiting
 request's future. Nothing polls.
@@ -16,6 +16,7 @@ from typing import Any
 
 from faust.sensors import Sensor
 
+from streams.memory.tables import command_key
 from topics.names import MEMORY_COMMANDS_DLQ
 
 
@@ -32,11 +33,6 @@ class Outcome:
         if self.reason:
             body["reason"] = self.reason
         return body
-
-
-def applied_key(user_id: str, command_id: str) -> str:
-    """The `applied` table key the commands stage writes (streams/memory_state.py)."""
-    return f"command:{user_id}:{command_id}"
 
 
 def outcome_of_applied(record: dict[str, Any] | None) -> Outcome | None:
@@ -60,11 +56,11 @@ class CommandWaiter(Sensor):
     def expect(self, user_id: str, command_id: str) -> asyncio.Future[Outcome]:
         """A future of the command's outcome; register it before sending the command."""
         future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
-        self._waiting.setdefault(applied_key(user_id, command_id), []).append(future)
+        self._waiting.setdefault(command_key(user_id, command_id), []).append(future)
         return future
 
     def forget(self, user_id: str, command_id: str, future: asyncio.Future[Outcome]) -> None:
-        key = applied_key(user_id, command_id)
+        key = command_key(user_id, command_id)
         futures = [f for f in self._waiting.get(key, []) if f is not future]
         if futures:
             self._waiting[key] = futures
@@ -93,7 +89,7 @@ class CommandWaiter(Sensor):
         try:
             letter = json.loads(message.value)
             command = json.loads(base64.b64decode(letter["raw_b64"]))
-            key = applied_key(command["user_id"], command["command_id"])
+            key = command_key(command["user_id"], command["command_id"])
         except (TypeError, ValueError, KeyError):
             return None  # a malformed command cannot be one we sent and wait for
         if key in self._waiting:

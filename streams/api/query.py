@@ -8,23 +8,21 @@ the handler never writes a table.
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from pydantic import ValidationError
 
-from agents.dedup import index_cache, state
 from streams.read import ranking
-from streams.app.factory import settings, users_table
 from streams.read.categories import load_policy
 from streams.read.delta import render_delta
-from streams.pipeline.outputs import send_command
-from streams.read.query import QueryLimits, execute, plan_query
 from streams.read.errors import InvalidQuery, QueryForbidden
-from streams.app.services import embed
+from streams.read.query import QueryLimits, execute, plan_query
 from streams.read.token_budget import get_counter
 from topics.commands import Command
 from topics.query import QueryRequest, validation_message
+
+if TYPE_CHECKING:
+    from streams.app.factory import MemstreamApp
 
 _GET_PARAMS = {"q": "query", "agent": "agent", "top_k": "top_k", "threshold": "threshold",
                "return": "return", "budget_tokens": "budget_tokens", "since_rev": "since_rev",
@@ -74,24 +72,19 @@ def parse_params(params: Mapping[str, str], principal: Any) -> QueryRequest:
         raise InvalidQuery(validation_message(exc).replace("query:", "q:")) from None
 
 
-def user_reference(user_id: str) -> datetime | None:
-    """The user's clock: the latest event time of their turns (from the users table)."""
-    info = users_table.get(user_id) or {}
-    clock = info.get("clock")
-    return datetime.fromisoformat(clock) if clock else None
-
-
-async def answer(request: QueryRequest, user_id: str, principal: Any) -> dict[str, Any]:
+async def answer(app: MemstreamApp, request: QueryRequest, user_id: str,
+                 principal: Any) -> dict[str, Any]:
     """Answer one query for `user_id` (this worker owns the user). Raises `QueryError`."""
     check_principal(principal, request.agent)
+    settings = app.settings
     policy = load_policy(settings.categories_path)
-    clock = user_reference(user_id)
+    clock = app.store.user_clock(user_id)
     plan = plan_query(request, user_id, policy, QueryLimits.from_settings(settings), clock)
-    vector = (await embed([plan.text]))[0]
-    index = index_cache.ensure().user(user_id)
+    vector = (await app.services.embed([plan.text]))[0]
+    index = app.store.user_index(user_id)
     delta = None
     if request.since_rev is not None and request.thread_id is not None:
-        current = state()
+        current = app.store.state()
         changes = current.changes_since(user_id, request.thread_id, request.since_rev)
         delta = (current.current_rev(user_id, request.thread_id), request.since_rev,
                  render_delta(request.since_rev, changes))
@@ -102,7 +95,7 @@ async def answer(request: QueryRequest, user_id: str, principal: Any) -> dict[st
     read_time = (min(t for t in (plan.reference, clock) if t is not None)
                  if hits and request.record_access else None)
     if read_time is not None:
-        await send_command(Command(
+        await app.outputs.command(Command(
             command_id=f"touch-{uuid.uuid4().hex}", kind="touch", user_id=user_id,
             ts=read_time, thread_id="queries", memory_ids=[h.memory.id for h in hits],
             actor=f"agent:{request.agent}"))

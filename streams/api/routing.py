@@ -1,21 +1,24 @@
-"""Forwarding a user's POST to the worker that holds the user's partition, body included.
+"""Answering a user's request on the worker that holds the user's partition.
 
-`app.table_route` forwards a request's method, URL and headers but not its body
-(faust-streaming 0.15.3, `Router._route_req`), so a routed POST would reach the owner empty
-with the sender's Content-Length. `route_to_owner` does the same routing with the body. A
-request is forwarded at most once: if the receiving worker does not think it owns the key
-either (assignments in flux during a rebalance), it answers 503 and the client retries.
+A user's memories live in the tables of one worker: the one assigned the partition of the
+user's key. `route_to_owner` answers a request there and forwards it otherwise, with its
+method, URL, headers (the API key travels with them) and body. (Faust's own `table_route`
+does not forward the body — faust-streaming 0.15.3, `Router._route_req` — so a routed POST would
+reach the owner empty.) A request is forwarded at most once: if the receiving worker does not
+think it owns the key either (assignments in flux during a rebalance), it answers 503 and the
+client retries.
 """
 from __future__ import annotations
 
 from functools import wraps
 from typing import Any, Awaitable, Callable
 
-from faust.types import AppT, CollectionT
 from faust.web import Request, Response, View
 from yarl import URL
 
 FORWARDED = "X-Memstream-Forwarded"
+USERS_TABLE = "users"
+"""The table whose partitions decide who owns a user (keyed by user_id, like every topic)."""
 # Hop-by-hop and body framing headers are the client's to set again.
 _NOT_FORWARDED = {"host", "content-length", "transfer-encoding", "connection", "keep-alive"}
 
@@ -26,18 +29,23 @@ def _ident(url: URL) -> tuple[str, int]:
     return ((url.host if url.scheme else url.path) or "", int(url.port or 80))
 
 
-def route_to_owner(app: AppT, table: CollectionT, match_info: str) -> Callable[[Handler], Handler]:
-    """Decorate a view method: answer here when this worker owns the key, else forward."""
+def owner_of(view: View, user_id: str) -> URL | None:
+    """The owning worker's URL, None when it is this one; KeyError while unassigned."""
+    owner: URL = view.app.router.key_store(USERS_TABLE, user_id)
+    return None if _ident(owner) == _ident(URL(str(view.app.conf.canonical_url))) else owner
+
+
+def route_to_owner(match_info: str = "user_id") -> Callable[[Handler], Handler]:
+    """Decorate a view method: answer here when this worker owns the user, else forward."""
 
     def decorator(fun: Handler) -> Handler:
         @wraps(fun)
         async def routed(view: View, request: Request, *args: Any, **kwargs: Any) -> Response:
-            key = request.match_info[match_info]
             try:
-                owner = app.router.key_store(table.name, key)
+                owner = owner_of(view, request.match_info[match_info])
             except KeyError:
                 return view.json({"error": "partition not assigned yet, retry shortly"}, status=503)
-            if _ident(owner) == _ident(URL(str(app.conf.canonical_url))):
+            if owner is None:
                 return await fun(view, request, *args, **kwargs)
             if request.headers.get(FORWARDED):
                 return view.json({"error": "partition is moving, retry shortly"}, status=503)
@@ -45,8 +53,8 @@ def route_to_owner(app: AppT, table: CollectionT, match_info: str) -> Callable[[
             headers = {k: v for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED}
             headers[FORWARDED] = "1"
             url = request.url.with_host(owner.host or "").with_port(int(owner.port or 80))
-            async with app.http_client.request(method=request.method, url=url, headers=headers,
-                                               data=body) as response:
+            async with view.app.http_client.request(method=request.method, url=url, headers=headers,
+                                                    data=body) as response:
                 return view.web.text(await response.text(), content_type=response.content_type,
                                      status=response.status)
 

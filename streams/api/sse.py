@@ -1,9 +1,10 @@
 """Server-sent events: `GET /v1/users/{user_id}/events`, the user's `memory.*` events, live.
 
-The `sse` agent consumes `memory.events` in the worker that owns each partition, keeps each
-user's last `SSE_REPLAY_EVENTS` events in the `recent_events` table (so the buffer moves with
-the partition) and hands every new event to the connected clients of that user. Each SSE
-message is `id: <event_id>`, `event: memory.<kind>`, `data: <MemoryEvent JSON>`.
+The `sse` stage (`agents/sse.py`) consumes `memory.events` in the worker that owns each
+partition, keeps each user's last `SSE_REPLAY_EVENTS` events in the `recent_events` table (so
+the buffer moves with the partition) and hands every new event to this worker's `Hub`, which
+fans it out to the user's connected clients. Each SSE message is `id: <event_id>`,
+`event: memory.<kind>`, `data: <MemoryEvent JSON>`.
 
 A client reconnecting with `Last-Event-ID` (header, or `?last_event_id=`) gets the events after
 that one from the buffer; if the id is no longer buffered it gets one `reset` message first
@@ -18,19 +19,21 @@ import asyncio
 import json
 import logging
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from aiohttp import web
 from aiohttp_sse import sse_response
-from faust.web import Request, Response, View
-from pydantic import ValidationError
+from faust.web import Request, Response
 from yarl import URL
 
 from streams.api import auth
-from streams.app.factory import app, events_topic, recent_events_table, settings, users_table
-from streams.api.routing import FORWARDED
+from streams.api.routing import FORWARDED, owner_of
+from streams.api.views import MemstreamView, add_views
 from topics.events import MemoryEvent
+
+if TYPE_CHECKING:
+    from streams.app.factory import MemstreamApp
 
 log = logging.getLogger(__name__)
 _CLOSE = object()
@@ -56,13 +59,14 @@ class Subscriber:
 
 
 class Hub:
-    """The clients connected to this worker, by user."""
+    """The clients connected to this worker, by user; each may fall `limit` events behind."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
         self._subscribers: dict[str, set[Subscriber]] = {}
 
     def subscribe(self, user_id: str) -> Subscriber:
-        subscriber = Subscriber(settings.sse_queue_events)
+        subscriber = Subscriber(self.limit)
         self._subscribers.setdefault(user_id, set()).add(subscriber)
         return subscriber
 
@@ -82,9 +86,6 @@ class Hub:
             for subscriber in subscribers:
                 subscriber.close()
             self._subscribers.pop(user_id, None)
-
-
-hub = Hub()
 
 
 def remember(buffer: list[dict[str, Any]], event: MemoryEvent, size: int) -> list[dict[str, Any]] | None:
@@ -109,80 +110,32 @@ def after(buffer: list[dict[str, Any]], last_event_id: str | None) -> tuple[list
     return list(buffer), False
 
 
-@app.agent(events_topic, name="sse")
-async def sse_agent(stream):  # type: ignore[no-untyped-def]
-    """Buffer each user's recent events and fan them out to connected clients."""
-    async for value in stream:
-        try:
-            event = MemoryEvent.model_validate_json(value)
-        except (ValidationError, ValueError):
-            log.warning("sse: skipped a memory.events record that is not a MemoryEvent")
-            continue
-        buffer = remember(list(recent_events_table.get(event.user_id) or []), event,
-                          settings.sse_replay_events)
-        if buffer is None:
-            continue
-        recent_events_table[event.user_id] = buffer
-        hub.publish(event.user_id, buffer[-1])
-        yield event.event_id
-
-
-@app.on_partitions_revoked.connect
-async def _end_streams_on_revoke(sender: Any, revoked: Any, **kwargs: Any) -> None:
-    """Streams of users this worker may no longer own end; clients resume at the new owner."""
-    if revoked:
-        hub.close_all()
-
-
 def _visible(event: dict[str, Any], scope: frozenset[str] | None) -> bool:
     """An agent key sees the events of its categories, and content-free purge events."""
     return scope is None or event["kind"] == "purged" or event["category"].casefold() in scope
 
 
-def _owner(user_id: str) -> URL | None:
-    """The owner's URL, None when it is this worker; KeyError when the partition is unassigned."""
-    owner: URL = app.router.key_store(users_table.name, user_id)
-    here = URL(str(app.conf.canonical_url))
-    return None if (owner.host, owner.port) == (here.host, here.port) else owner
-
-
-async def _proxy(request: web.Request, dest: URL) -> web.StreamResponse:
-    """Stream the owner's answer through unchanged (the key travels in the headers)."""
-    url = request.url.with_host(dest.host or "").with_port(dest.port)
-    headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host", "connection")}
-    timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
-    async with app.http_client.get(url, headers={**headers, FORWARDED: "1"}, timeout=timeout) as upstream:
-        if upstream.status != 200:
-            return web.Response(body=await upstream.read(), status=upstream.status,
-                                content_type=upstream.content_type)
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
-                                               "Cache-Control": "no-cache"})
-        await response.prepare(request)
-        async for chunk in upstream.content.iter_any():
-            await response.write(chunk)
-        return response
-
-
-@app.page("/v1/users/{user_id}/events")
-class UserEvents(View):
+class UserEvents(MemstreamView):
     """GET: the user's memory.* events as text/event-stream; Last-Event-ID resumes."""
 
     async def get(self, request: Request, user_id: str) -> Response:
         try:
-            dest = _owner(user_id)
+            dest = owner_of(self, user_id)
             if dest is not None and request.headers.get(FORWARDED):
                 raise KeyError(user_id)  # a second hop: the assignment is changing
         except KeyError:
             return web.json_response({"error": "the user's partition is moving, retry shortly"},
                                      status=503, headers={"Retry-After": "1"})
         if dest is not None:
-            return await _proxy(request, dest)
+            return await self._proxy(request, dest)
+        app = self.memstream
+        settings = app.settings
         scope = auth.category_scope(auth.principal_of(request), settings.categories_path)
         last_id = request.headers.get("Last-Event-ID") or request.query.get("last_event_id")
-        subscriber = hub.subscribe(user_id)  # before reading the buffer: nothing falls between
+        subscriber = app.hub.subscribe(user_id)  # before reading the buffer: nothing falls between
         try:
             async with sse_response(request, ping_interval=settings.sse_ping_seconds) as response:
-                backlog, found = after(list(recent_events_table.get(user_id) or []), last_id)
+                backlog, found = after(list(app.tables.recent_events.get(user_id) or []), last_id)
                 if not found:
                     await response.send(json.dumps({"last_event_id": last_id}), event="reset")
                 sent: deque[str] = deque(maxlen=settings.sse_replay_events + settings.sse_queue_events)
@@ -203,8 +156,25 @@ class UserEvents(View):
                 finally:
                     closed.cancel()
         finally:
-            hub.unsubscribe(user_id, subscriber)
+            app.hub.unsubscribe(user_id, subscriber)
         return response
+
+    async def _proxy(self, request: web.Request, dest: URL) -> web.StreamResponse:
+        """Stream the owner's answer through unchanged (the key travels in the headers)."""
+        url = request.url.with_host(dest.host or "").with_port(dest.port)
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host", "connection")}
+        timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
+        async with self.app.http_client.get(url, headers={**headers, FORWARDED: "1"},
+                                            timeout=timeout) as upstream:
+            if upstream.status != 200:
+                return web.Response(body=await upstream.read(), status=upstream.status,
+                                    content_type=upstream.content_type)
+            response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                                   "Cache-Control": "no-cache"})
+            await response.prepare(request)
+            async for chunk in upstream.content.iter_any():
+                await response.write(chunk)
+            return response
 
     @staticmethod
     async def _send(response: Any, event: dict[str, Any], scope: frozenset[str] | None,
@@ -213,3 +183,14 @@ class UserEvents(View):
             return
         sent.append(event["event_id"])
         await response.send(json.dumps(event), id=event["event_id"], event=f"memory.{event['kind']}")
+
+
+def register(app: MemstreamApp) -> None:
+    """Add the events route; streams end when this worker's partitions are revoked."""
+    add_views(app, {"/v1/users/{user_id}/events": UserEvents})
+
+    @app.faust.on_partitions_revoked.connect
+    async def end_streams_on_revoke(sender: Any, revoked: Any, **kwargs: Any) -> None:
+        """Streams of users this worker may no longer own end; clients resume at the new owner."""
+        if revoked:
+            app.hub.close_all()

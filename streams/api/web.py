@@ -1,87 +1,80 @@
-"""HTTP API of the worker (Faust web): health, metrics, OpenAPI, the admin page, and the
-per-user query; the registry (streams/web_registry.py) and SSE (streams/sse.py) register here.
+"""The worker's HTTP API (Faust web): health, metrics, OpenAPI, the admin page, the per-user
+query and owner routes; the registry (`streams.api.registry`) and server-sent events
+(`streams.api.sse`) add their own routes.
 
-Every route but /health and the admin page's files needs an API key (streams/auth.py). User
-routes are routed to the worker that owns the user's partition, so any worker can receive any
-request.
+Every route but /health and the admin page's files needs an API key (`streams.api.auth`). User
+routes are answered by the worker that owns the user's partition (`streams.api.routing`), so
+any worker can receive any request.
 """
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from aiohttp import web
-from faust.web import Request, Response, View
+from faust.web import Request, Response
 
-from streams.api import auth, openapi
-from streams.observability import metrics
-from streams.app.factory import app, settings, tables_ready, users_table
+from streams.api import auth, openapi, registry, sse
 from streams.api.query import answer, parse_body, parse_params
-from streams.read.errors import CategoriesConfigError, QueryError
 from streams.api.routing import route_to_owner
+from streams.api.views import MemstreamView, add_views
+from streams.observability import metrics
+from streams.read.errors import CategoriesConfigError, QueryError
 from topics.query import QueryRequest
 
+if TYPE_CHECKING:
+    from streams.app.factory import MemstreamApp
+
 log = logging.getLogger(__name__)
-
-auth.install(app.web.web_app, auth.KeyRing.from_settings(settings))
-import streams.api.sse  # noqa: E402,F401 - registers the SSE route and its agent
-import streams.api.registry  # noqa: E402,F401 - registers the registry routes
-
 ADMIN_DIR = Path(__file__).parent / "admin"
 
 
-@app.page("/health")
-class Health(View):
+class Health(MemstreamView):
     """Liveness and readiness: `ready` once tables are recovered and partitions assigned."""
 
     async def get(self, request: Request) -> Response:
-        ready = tables_ready()
-        partitions = len(app.consumer.assignment()) if ready else 0
+        ready = self.memstream.tables_ready()
+        partitions = len(self.app.consumer.assignment()) if ready else 0
         return self.json({"status": "ok", "ready": ready, "partitions": partitions},
                          status=200 if ready else 503)
 
 
-@app.page("/metrics")
-class Metrics(View):
+class Metrics(MemstreamView):
+    """Prometheus metrics of this worker."""
+
     async def get(self, request: Request) -> Response:
         return self.bytes(metrics.render(), content_type="text/plain; version=0.0.4")
 
 
-@app.page("/openapi.json")
-class OpenApi(View):
-    """The OpenAPI 3 description of this API (streams/openapi.py)."""
+class OpenApi(MemstreamView):
+    """The OpenAPI 3 description of this API (streams/api/openapi.py)."""
 
     async def get(self, request: Request) -> Response:
         return self.json(openapi.build_spec())
 
 
-@app.page("/admin")
-class AdminPage(View):
+class AdminPage(MemstreamView):
     """The admin page over the registry API (static; the key is entered in the page)."""
 
     async def get(self, request: Request) -> Response:
         return web.FileResponse(ADMIN_DIR / "index.html")
 
 
-app.web.add_static("/admin/static/", ADMIN_DIR / "static")
-
-
-@app.page("/v1/users/{user_id}/query")
-class UserQuery(View):
+class UserQuery(MemstreamView):
     """memory.query (SPEC §5): POST a JSON `topics.query.QueryRequest`, or GET ?q=&agent=&….
 
-    Answered by the worker that owns the user: GET is routed by `app.table_route`, POST by
-    `route_to_owner` (which forwards the body; faust's router does not).
+    Answered by the worker that owns the user (`route_to_owner`, which forwards the body).
     """
 
-    @app.table_route(table=users_table, match_info="user_id")
+    @route_to_owner()
     async def get(self, request: Request, user_id: str) -> Response:
         return await self._answer(request, user_id, lambda: parse_params(
             request.query, request.get("principal")))
 
-    @route_to_owner(app, users_table, "user_id")
+    @route_to_owner()
     async def post(self, request: Request, user_id: str) -> Response:
         body = await request.read()
         return await self._answer(request, user_id, lambda: parse_body(body))
@@ -91,9 +84,9 @@ class UserQuery(View):
         started = time.perf_counter()
         try:
             query = parse()
-            if not tables_ready():
-                return self.json({"error": "recovering, retry shortly"}, status=503)
-            body = await answer(query, user_id, request.get("principal"))
+            if (busy := self.not_ready()) is not None:
+                return busy
+            body = await answer(self.memstream, query, user_id, request.get("principal"))
         except QueryError as exc:
             return self.json({"error": str(exc)}, status=exc.status)
         except CategoriesConfigError as exc:
@@ -103,10 +96,35 @@ class UserQuery(View):
         return self.json(body)
 
 
-@app.page("/v1/users/{user_id}/owner")
-class UserOwner(View):
+class UserOwner(MemstreamView):
     """GET: which worker holds the user's partition (answered by that worker)."""
 
-    @app.table_route(table=users_table, match_info="user_id")
+    @route_to_owner()
     async def get(self, request: Request, user_id: str) -> Response:
+        settings = self.memstream.settings
         return self.json({"user_id": user_id, "host": settings.web_host, "port": settings.web_port})
+
+
+ROUTES = {
+    "/health": Health,
+    "/metrics": Metrics,
+    "/openapi.json": OpenApi,
+    "/admin": AdminPage,
+    "/v1/users/{user_id}/query": UserQuery,
+    "/v1/users/{user_id}/owner": UserOwner,
+}
+
+
+def register(app: MemstreamApp, extra_keys: Sequence[auth.KeyEntry] = ()) -> None:
+    """Add the auth middleware and every route to `app`'s web server (before it starts).
+
+    `extra_keys` are accepted besides the configured keys (`memstream run`'s dev admin key).
+    """
+    keyring = auth.KeyRing.from_settings(app.settings)
+    for entry in extra_keys:
+        keyring.add(entry)
+    auth.install(app.faust.web.web_app, keyring)
+    add_views(app, ROUTES)
+    app.faust.web.add_static("/admin/static/", ADMIN_DIR / "static")
+    registry.register(app)
+    sse.register(app)

@@ -1,19 +1,138 @@
-"""The Faust app: topics, tables and the shared services of the worker.
+"""Building a worker's app: the Faust app with its topics and tables, and what its stages share.
 
-Follow a turn: `chat.turns` -> agents/ingest.py (validate, trigger, extract, policy) ->
-`memory.candidates` -> agents/dedup.py (embed, neighbours, create/update) -> `memory.events`.
+Nothing here runs at import. `create_app(settings)` returns a `MemstreamApp`; the worker entry
+point (`streams.app.worker.build_worker`) then adds the stages (`agents/`), the web routes
+(`streams.api.web`) and the timers. Tests and tools build their own app with their own
+settings, and may route the stages' output records elsewhere (`send=`, e.g. to in-process
+queues) or bring their own embedder or LLM.
+
+Follow a turn: `chat.turns` → `agents/ingest.py` → `streams/pipeline/ingest.py` (validate,
+trigger, extract, policy) → `memory.candidates` → `agents/dedup.py` →
+`streams/pipeline/dedup.py` (embed, neighbours, create/update/supersede) → `memory.events`.
 """
 from __future__ import annotations
 
-import faust
+from dataclasses import dataclass
 
+import faust
+from faust.types import TopicT
+
+from streams.api.command_waiter import CommandWaiter
+from streams.api.sse import Hub
 from streams.app.faust_compat import install_seek_fix
-from streams.app.settings import Settings, get_settings
+from streams.app.services import Services
+from streams.app.settings import Settings
+from streams.memory.store import MemoryStore
+from streams.memory.tables import MemoryTables
+from streams.pipeline.ingest import IngestTables
+from streams.pipeline.outputs import Outputs, Sender
+from streams.providers.embedder import Embedder
+from streams.providers.llm import GuardedLLM
 from topics import names
 
 
-def create_app(settings: Settings) -> faust.App:
-    """A Faust app configured from `settings` (tables on RocksDB, web server on)."""
+@dataclass(frozen=True)
+class Topics:
+    """The topics the worker reads and writes, all raw bytes (SPEC §2), so a bad record can be
+    dead-lettered untouched and every producer's user_id key hashes alike."""
+
+    turns: TopicT
+    commands: TopicT
+    candidates: TopicT
+    events: TopicT
+    progress: TopicT
+    turns_dlq: TopicT
+    commands_dlq: TopicT
+    candidates_dlq: TopicT
+    sinks_dlq: TopicT
+
+    def named(self, name: str) -> TopicT:
+        """The topic called `name`."""
+        for topic in vars(self).values():
+            if name in topic.topics:
+                return topic
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class Tables:
+    """The worker's Faust tables: RocksDB with changelog topics, partitioned like the topics."""
+
+    memories: faust.Table
+    users: faust.Table
+    applied: faust.Table
+    buffers: faust.Table
+    turn_log: faust.Table
+    audit: faust.Table
+    thread_revs: faust.Table
+    recent_events: faust.Table
+
+
+TABLES = {
+    "memories": "memory_id -> Memory document (JSON).",
+    "users": "user_id -> {memories, clock, blocked_topics}; keyed by user_id so web requests "
+             "route to the owner.",
+    "applied": "candidate id or command key -> {outcome, memory_id, events}: a replayed record "
+               "changes nothing and re-sends the identical events.",
+    "buffers": "user_id|thread_id -> the thread's last BUFFER_TURNS turns (secrets redacted): the "
+               "context an LLM trigger and classifier see (seed 004 buffer).",
+    "turn_log": "user_id|thread_id:turn_id -> {episode, refs}: what ingest decided for a turn, so "
+                "a replay of it decides the same however far back it is.",
+    "audit": "memory_id -> audit entries (SPEC §3 verbs, actor, time, old and new value); a purge "
+             "leaves a content-free tombstone.",
+    "thread_revs": "user_id|thread_id -> {rev, turn, memories, changes}: the per-thread revision "
+                   "(delta header) and the memories its latest turn wrote (\"don't remember this\").",
+    "recent_events": "user_id -> the user's last SSE_REPLAY_EVENTS memory events, so an SSE client "
+                     "reconnecting with Last-Event-ID resumes where it was.",
+}
+
+
+class MemstreamApp:
+    """One worker's app: the Faust app, its topics and tables, and what the stages share.
+
+    `faust` is the Faust app; `outputs` is how stages send; `store` holds the memory tables
+    and the vector index; `services` the embedder and the LLM; `hub` the SSE clients of this
+    worker; `command_waiter` the registry's pending `?wait=1` requests.
+    """
+
+    def __init__(self, settings: Settings, faust_app: faust.App, topics: Topics, tables: Tables,
+                 services: Services, send: Sender | None = None) -> None:
+        self.settings = settings
+        self.faust = faust_app
+        self.topics = topics
+        self.tables = tables
+        self.services = services
+        self.outputs = Outputs(send or self._produce)
+        self.store = MemoryStore(
+            MemoryTables(memories=tables.memories, applied=tables.applied, users=tables.users,
+                         thread_revs=tables.thread_revs, audit=tables.audit),
+            services.dedup_config)
+        self.ingest_tables = IngestTables(buffers=tables.buffers, turn_log=tables.turn_log,
+                                          users=tables.users)
+        self.hub = Hub(settings.sse_queue_events)
+        self.command_waiter = CommandWaiter(tables.applied.name)
+        faust_app.sensors.add(self.command_waiter)
+        faust_app.memstream = self  # type: ignore[attr-defined]  # views find it from their app
+        tables.memories.on_recover(self._memories_recovered)
+
+    @staticmethod
+    def of(faust_app: faust.App) -> MemstreamApp:
+        """The `MemstreamApp` a Faust app (a web view's `self.app`) belongs to."""
+        return faust_app.memstream  # type: ignore[attr-defined, no-any-return]
+
+    async def _produce(self, topic: str, key: bytes | None, value: bytes) -> None:
+        await self.topics.named(topic).send(key=key, value=value)
+
+    async def _memories_recovered(self) -> None:
+        self.store.mark_stale()
+
+    def tables_ready(self) -> bool:
+        """Tables recovered and no rebalance under way: the worker can answer from its tables."""
+        return bool(self.faust.tables.recovery.completed.is_set()) and not self.faust.rebalancing
+
+
+def create_faust_app(settings: Settings) -> faust.App:
+    """A Faust app configured from `settings` (tables on `TABLE_STORE`, web server on)."""
     install_seek_fix()
     one_record = 1 if settings.kafka_one_record_batches else 16384
     return faust.App(
@@ -43,75 +162,28 @@ def create_app(settings: Settings) -> faust.App:
     )
 
 
-settings = get_settings()
-app = create_app(settings)
+def create_app(settings: Settings, *, send: Sender | None = None,
+               embedder: Embedder | None = None, llm: GuardedLLM | None = None) -> MemstreamApp:
+    """A worker's app without stages or routes (see `streams.app.worker.build_worker`)."""
+    app = create_faust_app(settings)
 
+    def topic(name: str) -> TopicT:
+        return app.topic(name, key_type=bytes, value_type=bytes, key_serializer="raw",
+                         value_serializer="raw")
 
-def tables_ready() -> bool:
-    """Tables recovered and no rebalance under way: the worker can answer from its tables."""
-    return bool(app.tables.recovery.completed.is_set()) and not app.rebalancing
-
-# Inputs arrive as raw bytes so that bad records can be dead-lettered untouched.
-turns_topic = app.topic(
-    names.CHAT_TURNS, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw"
-)
-candidates_topic = app.topic(names.MEMORY_CANDIDATES, key_serializer="raw", value_serializer="raw")
-events_topic = app.topic(names.MEMORY_EVENTS, key_serializer="raw", value_serializer="raw")
-progress_topic = app.topic(names.MEMORY_PROGRESS, key_serializer="raw", value_serializer="raw")
-commands_topic = app.topic(
-    names.MEMORY_COMMANDS, key_type=bytes, value_type=bytes, key_serializer="raw",
-    value_serializer="raw",
-)
-commands_dlq_topic = app.topic(names.MEMORY_COMMANDS_DLQ, key_serializer="raw", value_serializer="raw")
-turns_dlq_topic = app.topic(names.CHAT_TURNS_DLQ, key_serializer="raw", value_serializer="raw")
-candidates_dlq_topic = app.topic(
-    names.MEMORY_CANDIDATES_DLQ, key_serializer="raw", value_serializer="raw"
-)
-sinks_dlq_topic = app.topic(names.MEMORY_SINKS_DLQ, key_serializer="raw", value_serializer="raw")
-
-
-def _table(name: str, help: str, **kwargs: object) -> faust.Table:
-    """A table with raw UTF-8 keys and JSON values.
-
-    Faust serialises keys as JSON unless `key_type` is bytes. Raw keys hash like the producers'
-    user_id keys, so `table_route` sends a web request to the worker that holds the user.
-    Code indexes the tables with str keys (encoded as UTF-8); iteration yields bytes keys.
-    """
-    return app.Table(name, partitions=settings.topic_partitions, help=help, key_type=bytes, **kwargs)
-
-
-memories_table = _table("memories", "memory_id -> Memory document (JSON).")
-users_table = _table(
-    "users", "user_id -> {memories, clock}; keyed by user_id so web requests route to the owner."
-)
-applied_table = _table(
-    "applied",
-    "candidate id -> {outcome, memory_id, event}: a replayed candidate changes nothing and "
-    "re-sends the identical event.",
-)
-buffers_table = _table(
-    "buffers",
-    "user_id|thread_id -> the thread's last BUFFER_TURNS turns (secrets redacted): the context "
-    "an LLM trigger and classifier see (seed 004 buffer).",
-)
-turn_log_table = _table(
-    "turn_log",
-    "user_id|thread_id|turn_id -> {episode, refs}: what ingest decided for a turn, so a replay "
-    "of it decides the same however far back it is.",
-)
-audit_table = _table(
-    "audit",
-    "memory_id -> audit entries (SPEC §3 verbs, actor, time, old and new value); a purge leaves "
-    "a content-free tombstone.",
-)
-thread_revs_table = _table(
-    "thread_revs",
-    "user_id|thread_id -> {rev, turn, memories}: the per-thread revision (delta header) and "
-    "the memories its latest turn wrote (for \"don't remember this\").",
-)
-recent_events_table = _table(
-    "recent_events",
-    "user_id -> the user's last SSE_REPLAY_EVENTS memory events, so an SSE client reconnecting "
-    "with Last-Event-ID resumes where it was, on whichever worker owns the user now; a purge "
-    "leaves only the content-free purged events.",
-)
+    topics = Topics(
+        turns=topic(names.CHAT_TURNS), commands=topic(names.MEMORY_COMMANDS),
+        candidates=topic(names.MEMORY_CANDIDATES), events=topic(names.MEMORY_EVENTS),
+        progress=topic(names.MEMORY_PROGRESS), turns_dlq=topic(names.CHAT_TURNS_DLQ),
+        commands_dlq=topic(names.MEMORY_COMMANDS_DLQ),
+        candidates_dlq=topic(names.MEMORY_CANDIDATES_DLQ), sinks_dlq=topic(names.MEMORY_SINKS_DLQ),
+    )
+    # Raw UTF-8 keys (Faust would serialise them as JSON unless key_type is bytes) hash like the
+    # producers' user_id keys, so `route_to_owner` sends a web request to the worker that holds
+    # the user. Code indexes the tables with str keys (encoded as UTF-8); iteration yields bytes.
+    tables = Tables(**{
+        name: app.Table(name, partitions=settings.topic_partitions, help=help, key_type=bytes)
+        for name, help in TABLES.items()
+    })
+    return MemstreamApp(settings, app, topics, tables, Services(settings, embedder=embedder, llm=llm),
+                        send)

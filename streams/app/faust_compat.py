@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import weakref
 from collections import defaultdict
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Callable, Iterator
 
 from faust.streams import _current_event
 from faust.transport.drivers.aiokafka import Consumer as AIOKafkaDriverConsumer
 from faust.transport.drivers.aiokafka import Transport as AIOKafkaTransport
 from faust.types import TP, EventT
+
+from streams.pipeline.records import Record
 
 
 @contextmanager
@@ -25,8 +27,6 @@ def event_scope(event: EventT) -> Iterator[None]:
         yield
     finally:
         _current_event.reset(token)
-
-
 
 
 class ReadOffsets(defaultdict):
@@ -92,3 +92,15 @@ class SeekSafeConsumer(AIOKafkaDriverConsumer):
 def install_seek_fix() -> None:
     """Make the aiokafka transport create `SeekSafeConsumer`s (before the app starts)."""
     AIOKafkaTransport.Consumer = SeekSafeConsumer  # type: ignore[misc]
+
+
+def record_of(event: EventT) -> Record:
+    """A Faust event as the stages see it (`streams.pipeline.records.Record`)."""
+    message = event.message
+    return Record(topic=message.topic, partition=message.partition, offset=message.offset,
+                  key=message.key, value=event.value, source=event)
+
+
+def event_scope_of(record: Record) -> AbstractContextManager[None]:
+    """`event_scope` of the Faust event a record came from (a `DedupStage` record scope)."""
+    return event_scope(record.source)

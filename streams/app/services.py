@@ -1,59 +1,89 @@
-"""Process-wide services of a worker: the embedder and the vector index cache."""
+"""What the stages of one worker share: the embedder, the LLM facade, the dedup settings.
+
+The embedder's model is loaded once per process (it takes seconds) and only when first used;
+every app built in the process with the same embedder settings shares it.
+"""
 from __future__ import annotations
 
 import asyncio
 import logging
 import threading
 import time
-from typing import Sequence
+from collections.abc import Sequence
+from datetime import timedelta
 
 import numpy as np
 
+from streams.app.settings import Settings
+from streams.memory.dedup import DedupConfig
 from streams.observability import metrics
-from streams.providers.embedder import Embedder, create_embedder
+from streams.providers.embedder import Embedder, EmbedderProfile, create_embedder
 from streams.providers.llm import GuardedLLM
-from streams.app.settings import get_settings
-from streams.memory.vector_index import VectorIndex
 
 log = logging.getLogger(__name__)
 
-_embedder: Embedder | None = None
-_embedder_lock = threading.Lock()
-_index: VectorIndex | None = None
-_llm: GuardedLLM | None = None
+_loaded: dict[tuple[str, int], Embedder] = {}
+_loading = threading.Lock()
 
 
-def get_embedder() -> Embedder:
-    """The embedder named by the settings, loaded once (model load takes seconds)."""
-    global _embedder
-    with _embedder_lock:
-        if _embedder is None:
-            settings = get_settings()
-            _embedder = create_embedder(settings.embedder, settings.embed_batch_size)
-            log.info("embedder ready: %s (%d dims)", _embedder.profile.name, _embedder.profile.dim)
-        return _embedder
+def shared_embedder(kind: str, batch_size: int) -> Embedder:
+    """The embedder `kind`, loaded once per process."""
+    with _loading:
+        key = (kind, batch_size)
+        if key not in _loaded:
+            _loaded[key] = create_embedder(kind, batch_size)
+            log.info("embedder ready: %s (%d dims)", _loaded[key].profile.name, _loaded[key].profile.dim)
+        return _loaded[key]
 
 
-async def embed(texts: Sequence[str]) -> np.ndarray:
-    """Embed off the event loop, so heartbeats and the web server keep running."""
-    embedder = await asyncio.to_thread(get_embedder)
-    started = time.perf_counter()
-    vectors = await asyncio.to_thread(embedder.embed, list(texts))
-    metrics.EMBED_SECONDS.labels(embedder=embedder.profile.name).observe(time.perf_counter() - started)
-    metrics.EMBED_TEXTS.labels(embedder=embedder.profile.name).inc(len(texts))
-    return vectors
+class Services:
+    """The embedder, the LLM and the dedup configuration of one app (`embedder`/`llm` given:
+    used instead of the settings' ones, e.g. by tests)."""
 
+    def __init__(self, settings: Settings, *, embedder: Embedder | None = None,
+                 llm: GuardedLLM | None = None) -> None:
+        self.settings = settings
+        self._embedder = embedder
+        self._llm = llm
 
-def get_llm() -> GuardedLLM:
-    """The LLM facade (provider from the settings, or none: rules), created once per process."""
-    global _llm
-    if _llm is None:
-        _llm = GuardedLLM.from_settings(get_settings())
-    return _llm
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = shared_embedder(self.settings.embedder, self.settings.embed_batch_size)
+        return self._embedder
 
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed off the event loop, so heartbeats and the web server keep running."""
+        embedder = await asyncio.to_thread(self.embedder)
+        started = time.perf_counter()
+        vectors = await asyncio.to_thread(embedder.embed, list(texts))
+        name = embedder.profile.name
+        metrics.EMBED_SECONDS.labels(embedder=name).observe(time.perf_counter() - started)
+        metrics.EMBED_TEXTS.labels(embedder=name).inc(len(texts))
+        return vectors
 
-def get_index() -> VectorIndex:
-    global _index
-    if _index is None:
-        _index = VectorIndex(get_embedder().profile.dim)
-    return _index
+    @property
+    def llm(self) -> GuardedLLM:
+        """The LLM facade (the settings' provider, or none: rules), created once."""
+        if self._llm is None:
+            self._llm = GuardedLLM.from_settings(self.settings)
+        return self._llm
+
+    def profile(self) -> EmbedderProfile:
+        """The embedder profile's dedup bands, with any override from the settings applied."""
+        base = self.embedder().profile
+        s = self.settings
+        return EmbedderProfile(
+            base.name, base.dim,
+            s.semantic_auto_update or base.semantic_auto,
+            s.semantic_check_low or base.semantic_check_low,
+            s.episodic_auto_update or base.episodic_auto,
+            s.episodic_check_low or base.episodic_check_low,
+        )
+
+    def dedup_config(self) -> DedupConfig:
+        s = self.settings
+        return DedupConfig(
+            profile=self.profile(), neighbours_k=s.memory_neighbors_k, link_min=s.link_min,
+            episodic_merge_window=timedelta(hours=s.episodic_merge_window_hours),
+            use_heuristics=s.memory_enable_entity_heuristics,
+        )

@@ -145,7 +145,7 @@ class Settings(BaseSettings):
         "trigger never retries.",
     )
 
-    # --- auth, registry, SSE (streams/auth.py, web_registry.py, sse.py) ------------------------
+    # --- auth, registry, SSE (streams/api/: auth.py, registry.py, sse.py) ------------------------
     memstream_api_keys: str | None = Field(
         None, description="API keys the worker accepts, as a JSON list of {agent_id, role "
         "(agent|admin), sha256 (hex of the key), users (optional list)}; `memstream keys new` "

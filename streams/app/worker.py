@@ -1,31 +1,53 @@
-"""Running the Faust worker with every stage and the web server."""
+"""The worker entry point: the app with every stage, web route and timer, and running it.
+
+The one module of `streams` that imports `agents/` (besides the CLI, which calls it): the
+stages depend on `streams`, never the reverse.
+"""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
+from streams.api.auth import KeyEntry
+from streams.app.factory import MemstreamApp, create_app
 from streams.app.settings import Settings
+from streams.pipeline.outputs import Sender
+from streams.providers.embedder import Embedder
+from streams.providers.llm import GuardedLLM
 
 log = logging.getLogger(__name__)
 
 
-def run_worker(settings: Settings) -> None:
+def build_worker(settings: Settings, *, extra_keys: Sequence[KeyEntry] = (),
+                 send: Sender | None = None, embedder: Embedder | None = None,
+                 llm: GuardedLLM | None = None) -> MemstreamApp:
+    """A worker's app with its stages (`agents/`), its web routes and its timers.
+
+    `extra_keys` are API keys accepted besides the configured ones (`memstream run`'s dev
+    key); `send`, `embedder` and `llm` replace the app's own (see `create_app`).
+    """
+    import agents
+    from streams.api import web
+    from streams.observability import consumer_lag
+
+    app = create_app(settings, send=send, embedder=embedder, llm=llm)
+    agents.register_all(app)
+    web.register(app, extra_keys)
+    consumer_lag.register(app)
+    return app
+
+
+def run_worker(settings: Settings, extra_keys: Sequence[KeyEntry] = ()) -> None:
     """Create the topics, then run the worker until it is stopped (SIGINT/SIGTERM)."""
     import faust
 
-    from streams.tools.broker import ensure_topics
+    from streams.app.topic_admin import ensure_topics
     from topics.names import ALL_TOPICS
 
     created = ensure_topics(settings.broker_url, ALL_TOPICS, settings.topic_partitions)
     if created:
         log.info("created topics: %s", ", ".join(created))
-    # Importing the stage modules registers their agents, tables and views on the app.
-    import agents.commands  # noqa: F401
-    import agents.dedup  # noqa: F401
-    import agents.ingest  # noqa: F401
-    import agents.sinks  # noqa: F401  (registers its agent only when a sink is configured)
-    import streams.api.web  # noqa: F401
-    from streams.app.factory import app
-
+    app = build_worker(settings, extra_keys=extra_keys)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    worker = faust.Worker(app, loglevel=settings.log_level.upper(), quiet=True)
+    worker = faust.Worker(app.faust, loglevel=settings.log_level.upper(), quiet=True)
     worker.execute_from_commandline()

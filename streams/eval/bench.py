@@ -28,7 +28,8 @@ from rich.console import Console
 from rich.table import Table
 
 from streams.api import auth
-from streams.tools.broker import EmbeddedBroker, create_topics, free_port
+from streams.tools.broker import EmbeddedBroker, free_port
+from streams.app.topic_admin import create_topics
 from streams.tools.client import ApiClient, TurnProducer, make_producer
 from streams.errors import BrokerError
 from streams.eval.locomo import LocomoConversation, load_conversation
@@ -299,27 +300,22 @@ def baseline_recall(conversations: list[LocomoConversation], embedder: Any = Non
 
 
 def run_offline_bench(files: list[Path], console: Console) -> dict[str, Any]:
-    """Recall and memory counts from the in-process pipeline (no Kafka, no timings)."""
-    from streams.providers.embedder import LocalMiniLMEmbedder
-    from streams.pipeline.inprocess import OfflinePipeline
+    """Recall and memory counts from the worker's stages run in process (no Kafka, no timings)."""
+    from streams.app.services import shared_embedder
     from streams.app.settings import get_settings
+    from streams.pipeline.inprocess import InProcessPipeline
 
-    embedder = LocalMiniLMEmbedder()
+    settings = get_settings()
+    embedder = shared_embedder(settings.embedder, settings.embed_batch_size)
     conversations = [load_conversation(p) for p in files]
-    pipeline = OfflinePipeline(get_settings(), embedder)
-    outcomes: dict[str, int] = {}
+    pipeline = InProcessPipeline(settings, embedder)
     turns = [t for c in conversations for t in c.turns]
-    for applied in pipeline.ingest(turns):
-        outcomes[applied.outcome] = outcomes.get(applied.outcome, 0) + 1
-    report = RecallReport()
-    for conv in conversations:
-        for question in conv.scored_questions:
-            hits = pipeline.query(conv.user_id, question.question, max(KS))
-            report.add(question.evidence, [(h.memory.summary, h.memory.source_turn_ids) for h in hits])
+    report = asyncio.run(_offline_recall(pipeline, conversations, turns))
+    outcomes = pipeline.outcomes()
     created = outcomes.get("created", 0)
     summaries: dict[tuple[str, str], list[str]] = {}
     for conv in conversations:
-        for m in pipeline.state.index.user(conv.user_id).docs.values():
+        for m in pipeline.store.user_memories(conv.user_id):
             if m.is_visible:
                 summaries.setdefault((conv.user_id, m.type), []).append(m.summary)
     return {
@@ -330,6 +326,18 @@ def run_offline_bench(files: list[Path], console: Console) -> dict[str, Any]:
         "memories_per_turn": round(created / max(len(turns), 1), 4), **report.as_dict(),
         "baseline_raw_turns": baseline_recall(conversations, embedder).as_dict(),
     }
+
+
+async def _offline_recall(pipeline: Any, conversations: list[LocomoConversation],
+                          turns: list[Turn]) -> RecallReport:
+    """Ingest `turns` through the in-process stages, then ask every scored question."""
+    await pipeline.ingest(turns)
+    report = RecallReport()
+    for conv in conversations:
+        for question in conv.scored_questions:
+            hits = await pipeline.query(conv.user_id, question.question, max(KS))
+            report.add(question.evidence, [(h.memory.summary, h.memory.source_turn_ids) for h in hits])
+    return report
 
 
 def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, partitions: int,

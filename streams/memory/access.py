@@ -10,16 +10,13 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from streams.memory.model import Memory
+from streams.memory.tables import touch_key
 from streams.memory.vector_index import VectorIndex
 from topics.commands import Command
 
 # How many recent touch command ids are remembered per user: a redelivered touch (at-least-once)
 # arrives within the uncommitted window, far inside this.
 SEEN_TOUCHES = 256
-
-
-def touch_key(user_id: str) -> str:
-    return f"touch:{user_id}"
 
 
 def record_reads(memories: MutableMapping[Any, Any], applied: MutableMapping[Any, Any],

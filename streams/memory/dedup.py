@@ -18,6 +18,19 @@ class Action(str, Enum):
 
 
 @dataclass(frozen=True)
+class DedupConfig:
+    """How candidates are matched to a user's memories: the embedder profile's bands, how many
+    neighbours are searched, the episodic merge window, whether the heuristics may decide a
+    same-fact check, and the score from which neighbours are linked."""
+
+    profile: EmbedderProfile
+    neighbours_k: int = 10
+    episodic_merge_window: timedelta = timedelta(hours=72)
+    use_heuristics: bool = True
+    link_min: float = 0.6
+
+
+@dataclass(frozen=True)
 class Bands:
     auto: float
     check_low: float

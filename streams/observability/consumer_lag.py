@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 import faust
 from aiokafka.errors import IllegalStateError
 from faust.exceptions import ConsumerNotStarted
 from faust.types import TP
 
-from streams.app.factory import app, settings
 from streams.observability.metrics import CONSUMER_LAG
+
+if TYPE_CHECKING:
+    from streams.app.factory import MemstreamApp
 
 log = logging.getLogger(__name__)
 
@@ -62,12 +65,16 @@ def publish(lags: dict[TP, int]) -> None:
     _reported.update(current)
 
 
-@app.timer(interval=settings.metrics_lag_interval_seconds, name="consumer_lag")
-async def update_consumer_lag() -> None:
-    """Refresh the consumer-lag gauge of this worker's partitions."""
-    try:
-        publish(await partition_lags(app))
-    except ConsumerNotStarted:
-        log.debug("consumer not started yet; consumer lag not updated")
-    except Exception as exc:  # noqa: BLE001 - a metric must never take the worker down
-        log.warning("consumer lag not updated: %s", type(exc).__name__)
+def register(app: MemstreamApp) -> None:
+    """Refresh this worker's consumer-lag gauge every `METRICS_LAG_INTERVAL_SECONDS`."""
+
+    async def update_consumer_lag() -> None:
+        try:
+            publish(await partition_lags(app.faust))
+        except ConsumerNotStarted:
+            log.debug("consumer not started yet; consumer lag not updated")
+        except Exception as exc:  # noqa: BLE001 - a metric must never take the worker down
+            log.warning("consumer lag not updated: %s", type(exc).__name__)
+
+    app.faust.timer(interval=app.settings.metrics_lag_interval_seconds,
+                    name="consumer_lag")(update_consumer_lag)

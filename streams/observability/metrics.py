@@ -1,7 +1,7 @@
 """Prometheus metrics of the worker, served at /metrics (names follow Prometheus conventions).
 
 Everything is on one registry, `REGISTRY`: the LLM providers' metrics are in
-`streams/providers/metrics.py`, the sinks' in `sinks/metrics.py`. The Grafana dashboards of
+`streams/providers/llm/metrics.py`, the sinks' in `sinks/metrics.py`. The Grafana dashboards of
 `grafana/dashboards/` name these metrics; `tests/integration/test_metrics_dashboards.py` fails when
 a panel names one that a running worker does not export, so rename both together.
 
@@ -111,7 +111,7 @@ EMBED_TEXTS = Counter(
 CONSUMER_LAG = Gauge(
     "memstream_consumer_lag_records",
     "Records between the consumer's position and the partition's highwater, per assigned "
-    "input partition of this worker (updated by a timer; `streams/consumer_lag.py`).",
+    "input partition of this worker (updated by a timer; `streams/observability/consumer_lag.py`).",
     ["topic", "partition"], registry=REGISTRY,
 )
 

@@ -1,97 +1,134 @@
-"""The worker's stages run in process, without Kafka: for fast quality iteration and tests.
+"""The worker's stages in this process, without Kafka: `bench locomo --offline`, quality tools.
 
-Same fact pipeline, same `MemoryState`, same ranking as the worker; only the transport is
-missing. `memstream bench locomo --offline` reports recall from it in seconds.
+Topics become FIFO queues (`LocalTopics`) and tables become dicts; the stages are the very
+objects the worker's agents run (`IngestStage`, `DedupStage`, `CommandsStage`), fed the same raw
+records. `LocalTopics.deliver` decides the order in which queued records reach them:
+
+- turns are ingested in the order they were sent, each as soon as it is delivered;
+- candidates are applied in batches of `DEDUP_BATCH_SIZE` (embedded in one model call), as the
+  dedup agent takes them from a backlog;
+- a command waits for every candidate sent before it (the order of a worker that keeps up), or,
+  with `commands_first`, overtakes the candidates still queued (a worker with a candidate
+  backlog: `memory.commands` and `memory.candidates` are separate topics, consumed
+  independently).
+
+The scenario suite (`tests/scenarios`) uses the same queues to route records between the real
+Faust agents.
 """
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Iterable
+from collections import Counter, defaultdict, deque
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
 
-from streams.write import policy
-from streams.read import ranking
-from streams.providers.embedder import Embedder
-from streams.write.episodic import observe, rules_from
-from streams.write.facts import FactPipeline, candidates_of, hot_command, mentions_topic
-from streams.memory.state import Applied, DedupConfig, MemoryState
-from streams.read.query import QueryHit, rank
+from streams.app.services import Services
 from streams.app.settings import Settings
-from streams.write.trigger import CommandKind
-from streams.memory.vector_index import VectorIndex
-from topics.candidates import Candidate
-from topics.commands import Command
+from streams.memory.store import MemoryStore
+from streams.memory.tables import MemoryTables
+from streams.pipeline.commands import CommandsStage
+from streams.pipeline.dedup import DedupStage
+from streams.pipeline.ingest import IngestStage, IngestTables
+from streams.pipeline.outputs import Outputs
+from streams.pipeline.records import Record
+from streams.providers.embedder import Embedder
+from streams.read import ranking
+from streams.read.query import QueryHit, rank
+from topics import names
+from topics.progress import TurnProgress
 from topics.turns import Turn
 
 
-class OfflinePipeline:
-    """Turns in, memories in dicts, queries answered — all in this process."""
+@dataclass(frozen=True)
+class Consumers:
+    """Who consumes each input topic: one turn, a batch of candidates, one command."""
+
+    turn: Callable[[Record], Awaitable[Any]]
+    candidates: Callable[[list[Record]], Awaitable[Any]]
+    command: Callable[[Record], Awaitable[Any]]
+
+
+class LocalTopics:
+    """Records sent in process: queued per input topic, and logged per topic in send order."""
+
+    INPUTS = (names.CHAT_TURNS, names.MEMORY_CANDIDATES, names.MEMORY_COMMANDS)
+
+    def __init__(self) -> None:
+        self.queues: dict[str, deque[Record]] = {topic: deque() for topic in self.INPUTS}
+        self.sent: dict[str, list[Record]] = defaultdict(list)
+        self._offsets: Counter[str] = Counter()
+
+    async def send(self, topic: str, key: bytes | None, value: bytes) -> None:
+        """A `streams.pipeline.outputs.Sender`."""
+        record = Record(topic, 0, self._offsets[topic], key, value)
+        self._offsets[topic] += 1
+        self.sent[topic].append(record)
+        if topic in self.queues:
+            self.queues[topic].append(record)
+
+    def pending(self) -> int:
+        return sum(len(q) for q in self.queues.values())
+
+    async def deliver(self, consumers: Consumers, *, batch: int, flush: bool = True,
+                      commands_first: bool = False) -> None:
+        """Hand queued records to `consumers` in the order of the module doc, until nothing
+        can go: without `flush`, a partial batch of candidates waits for more."""
+        turns = self.queues[names.CHAT_TURNS]
+        candidates = self.queues[names.MEMORY_CANDIDATES]
+        commands = self.queues[names.MEMORY_COMMANDS]
+        while True:
+            if turns:
+                await consumers.turn(turns.popleft())
+            elif commands and (commands_first or not candidates):
+                await consumers.command(commands.popleft())
+            elif candidates and (flush or commands or len(candidates) >= batch):
+                await consumers.candidates([candidates.popleft()
+                                            for _ in range(min(batch, len(candidates)))])
+            else:
+                return
+
+
+class InProcessPipeline:
+    """Turns in, memories in dicts, queries answered — the worker's stages, in this process."""
 
     def __init__(self, settings: Settings, embedder: Embedder) -> None:
         self.settings = settings
-        self.embedder = embedder
-        self.facts = FactPipeline(settings)
-        self.state = MemoryState(
-            memories={}, applied={}, users={}, thread_revs={},
-            index=VectorIndex(embedder.profile.dim),
-            config=DedupConfig(
-                profile=embedder.profile, neighbours_k=settings.memory_neighbors_k,
-                link_min=settings.link_min,
-                episodic_merge_window=timedelta(hours=settings.episodic_merge_window_hours),
-                use_heuristics=settings.memory_enable_entity_heuristics,
-            ),
-        )
+        self.topics = LocalTopics()
+        self.services = Services(settings, embedder=embedder)
+        outputs = Outputs(self.topics.send)
+        self.tables = MemoryTables()
+        self.store = MemoryStore(self.tables, self.services.dedup_config)
+        ingest_tables = IngestTables(buffers={}, turn_log={}, users=self.tables.users)
+        self.ingest_stage = IngestStage(settings, ingest_tables, self.services.llm, outputs)
+        self.dedup_stage = DedupStage(self.store, self.services.embed, self.services.llm, outputs)
+        self.commands_stage = CommandsStage(settings, self.store, self.services.embed, outputs)
+        self.consumers = Consumers(self.ingest_stage.handle, self.dedup_stage.handle_batch,
+                                   self.commands_stage.handle)
         self.weights = ranking.weights_from_settings(settings)
-        self.buffers: dict[str, dict] = {}
-        self.turn_log: dict[str, dict] = {}
-        self.episodes = rules_from(settings)
 
-    def ingest(self, turns: Iterable[Turn], batch: int = 64) -> list[Applied]:
-        """Run turns through extraction and dedup, embedding in batches like the worker.
+    async def send_turn(self, turn: Turn) -> None:
+        await self.topics.send(names.CHAT_TURNS, turn.user_id.encode(), turn.model_dump_json().encode())
 
-        A hot-path command said in a turn (forget, "don't remember this") is applied before
-        the turns after it, as in the worker.
-        """
-        applied: list[Applied] = []
-        pending: list[Candidate] = []
-
-        def flush() -> None:
-            for start in range(0, len(pending), batch):
-                chunk = pending[start:start + batch]
-                vectors = self.embedder.embed([c.fact.summary for c in chunk])
-                applied.extend(self.state.apply(c, v) for c, v in zip(chunk, vectors))
-            pending.clear()
-
+    async def ingest(self, turns: Iterable[Turn]) -> None:
+        """Send `turns` one at a time and process what each produces; candidates are applied in
+        full batches, and whatever is left at the end."""
         for turn in turns:
-            if not self.settings.memory_enabled:
-                continue
-            topics = self.state.blocked_topics(turn.user_id)
-            key, turn_key = f"{turn.user_id}|{turn.thread_id}", f"{turn.user_id}|{turn.ref}"
-            seen = self.turn_log.get(turn_key)
-            observed = observe(self.buffers.get(key), turn, self.episodes,
-                               self.settings.episodic_window_n, policy.redact, seen)
-            if seen is None:
-                self.buffers[key] = observed.entry
-                self.turn_log[turn_key] = observed.record
-            result = self.facts.facts(turn, topics)
-            if result.command is not None and result.command.kind in (
-                    CommandKind.forget, CommandKind.dont_remember):
-                flush()
-                applied.append(self.command(hot_command(turn, result.command)))
-                continue
-            episode = observed.episode if self.settings.episodic_enabled else None
-            if episode is not None and mentions_topic(episode.summary, topics):
-                episode = None
-            pending.extend(candidates_of(turn, result, episode, observed.refs))
-        flush()
-        return applied
+            await self.send_turn(turn)
+            await self.deliver(flush=False)
+        await self.deliver()
 
-    def command(self, command: Command) -> Applied:
-        """Apply one `memory.commands` record."""
-        text = command.text if command.kind == "edit" else command.query
-        vector = self.embedder.embed([text])[0] if text else None
-        return self.state.apply_command(command, vector)
+    async def deliver(self, flush: bool = True, commands_first: bool = False) -> None:
+        await self.topics.deliver(self.consumers, batch=self.settings.dedup_batch_size,
+                                  flush=flush, commands_first=commands_first)
 
-    def query(self, user_id: str, text: str, top_k: int) -> list[QueryHit]:
-        vector = self.embedder.embed([text])[0]
-        return rank(self.state.index.user(user_id), vector, top_k=top_k,
+    def outcomes(self) -> Counter[str]:
+        """What the dedup stage did with every candidate so far (its progress records)."""
+        progress = (TurnProgress.model_validate_json(r.value or b"")
+                    for r in self.topics.sent[names.MEMORY_PROGRESS])
+        return Counter(p.outcome for p in progress if p.stage == "dedup")
+
+    async def query(self, user_id: str, text: str, top_k: int) -> list[QueryHit]:
+        """The user's best memories for `text` by the SPEC §5 ranking."""
+        vector = (await self.services.embed([text]))[0]
+        return rank(self.store.index().user(user_id), vector, top_k=top_k,
                     candidates=self.settings.memory_context_topk, weights=self.weights)

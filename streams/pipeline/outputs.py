@@ -1,18 +1,15 @@
-"""Sending to the output topics. Every record is keyed by user_id (SPEC §2)."""
+"""What the stages send, and where. Every record is keyed by user_id (SPEC §2).
+
+A stage never talks to Kafka itself: it sends through `Outputs`, whose `send` is the worker's
+producer (`streams.app.factory`) or, in process, a set of queues (`streams.pipeline.inprocess`).
+"""
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 from streams.observability import metrics
-from streams.app.factory import (
-    candidates_dlq_topic,
-    candidates_topic,
-    commands_dlq_topic,
-    commands_topic,
-    events_topic,
-    progress_topic,
-    turns_dlq_topic,
-)
+from streams.pipeline.records import Record
 from topics import names
 from topics.candidates import Candidate
 from topics.commands import Command
@@ -22,37 +19,53 @@ from topics.progress import TurnProgress
 
 log = logging.getLogger(__name__)
 
+Sender = Callable[[str, bytes | None, bytes], Awaitable[None]]
+"""send(topic, key, value): produce one record."""
+
 # The dead-letter topic of each input topic.
 DLQ_OF = {
-    names.CHAT_TURNS: turns_dlq_topic,
-    names.MEMORY_CANDIDATES: candidates_dlq_topic,
-    names.MEMORY_COMMANDS: commands_dlq_topic,
+    names.CHAT_TURNS: names.CHAT_TURNS_DLQ,
+    names.MEMORY_CANDIDATES: names.MEMORY_CANDIDATES_DLQ,
+    names.MEMORY_COMMANDS: names.MEMORY_COMMANDS_DLQ,
 }
 
 
-async def send_event(event: MemoryEvent) -> None:
-    await events_topic.send(key=event.user_id.encode(), value=event.model_dump_json().encode())
+class Outputs:
+    """Typed sends of the stages over one `Sender`."""
 
+    def __init__(self, send: Sender) -> None:
+        self.send = send
 
-async def send_progress(progress: TurnProgress) -> None:
-    await progress_topic.send(key=progress.user_id.encode(), value=progress.model_dump_json().encode())
+    async def event(self, event: MemoryEvent) -> None:
+        await self.send(names.MEMORY_EVENTS, event.user_id.encode(), event.model_dump_json().encode())
 
+    async def progress(self, progress: TurnProgress) -> None:
+        await self.send(names.MEMORY_PROGRESS, progress.user_id.encode(),
+                        progress.model_dump_json().encode())
 
-async def send_candidate(candidate: Candidate) -> None:
-    await candidates_topic.send(
-        key=candidate.turn.user_id.encode(), value=candidate.model_dump_json().encode()
-    )
+    async def candidate(self, candidate: Candidate) -> None:
+        await self.send(names.MEMORY_CANDIDATES, candidate.turn.user_id.encode(),
+                        candidate.model_dump_json().encode())
 
+    async def command(self, command: Command) -> None:
+        await self.send(names.MEMORY_COMMANDS, command.user_id.encode(),
+                        command.model_dump_json().encode())
 
-async def send_dead_letter(letter: DeadLetter, key: bytes | None) -> None:
-    """Dead-letter a record; the reason is logged, the content never is."""
-    metrics.DLQ_RECORDS.labels(stage=letter.stage, reason=letter.reason).inc()
-    log.warning(
-        "dead-lettered record from %s[%d]@%d at stage %s: %s",
-        letter.topic, letter.partition, letter.offset, letter.stage, letter.reason,
-    )
-    await DLQ_OF.get(letter.topic, turns_dlq_topic).send(key=key, value=letter.model_dump_json().encode())
+    async def dead_letter(self, letter: DeadLetter, key: bytes | None) -> None:
+        """Dead-letter a record to its input's DLQ; the reason is logged, the content never is."""
+        metrics.DLQ_RECORDS.labels(stage=letter.stage, reason=letter.reason).inc()
+        log.warning(
+            "dead-lettered record from %s[%d]@%d at stage %s: %s",
+            letter.topic, letter.partition, letter.offset, letter.stage, letter.reason,
+        )
+        await self.send(DLQ_OF.get(letter.topic, names.CHAT_TURNS_DLQ), key,
+                        letter.model_dump_json().encode())
 
-
-async def send_command(command: Command) -> None:
-    await commands_topic.send(key=command.user_id.encode(), value=command.model_dump_json().encode())
+    async def dead_letter_record(self, record: Record, stage: str, reason: str, detail: str) -> None:
+        """Dead-letter `record` as it arrived (raw bytes untouched) with the stage and reason."""
+        await self.dead_letter(
+            DeadLetter.wrap(stage=stage, reason=reason, error=detail, topic=record.topic,
+                            partition=record.partition, offset=record.offset, key=record.key,
+                            raw=record.value or b""),
+            record.key,
+        )

@@ -5,7 +5,6 @@ Tansu keeps everything in memory: stopping it drops all topics. It dies with its
 """
 from __future__ import annotations
 
-import asyncio
 import ctypes
 import logging
 import os
@@ -15,9 +14,6 @@ import subprocess
 import time
 from pathlib import Path
 from typing import Iterable
-
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import TopicAlreadyExistsError
 
 from streams.errors import BrokerError
 
@@ -98,29 +94,6 @@ class EmbeddedBroker:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-async def create_topics(bootstrap: str, topics: Iterable[str], partitions: int) -> list[str]:
-    """Create the topics that do not exist yet; return the names created."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id="memstream-admin")
-    await admin.start()
-    try:
-        existing = set(await admin.list_topics())
-        missing = [t for t in topics if t not in existing]
-        if missing:
-            try:
-                await admin.create_topics(
-                    [NewTopic(name=t, num_partitions=partitions, replication_factor=1) for t in missing]
-                )
-            except TopicAlreadyExistsError:
-                pass
-        return missing
-    finally:
-        await admin.close()
-
-
-def ensure_topics(bootstrap: str, topics: Iterable[str], partitions: int) -> list[str]:
-    return asyncio.run(create_topics(bootstrap, topics, partitions))
 
 
 def environ_with(**values: str) -> dict[str, str]:

@@ -7,7 +7,7 @@ import logging
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
@@ -21,6 +21,9 @@ from rich.progress import (
 
 from streams.app.settings import Settings, get_settings
 
+if TYPE_CHECKING:
+    from streams.api.auth import KeyEntry
+
 app = typer.Typer(
     help="memstream: streaming long-term memory for chat agents, on Kafka with Faust.\n\n"
     "Settings come from the environment (see README). With no KAFKA_BROKER_URL, `run` starts "
@@ -29,7 +32,7 @@ app = typer.Typer(
 )
 bench_app = typer.Typer(help="Benchmarks that replay data sets through the running pipeline.")
 app.add_typer(bench_app, name="bench")
-keys_app = typer.Typer(help="API keys (streams/auth.py).")
+keys_app = typer.Typer(help="API keys (streams/api/auth.py).")
 app.add_typer(keys_app, name="keys")
 console = Console(stderr=True)
 
@@ -77,15 +80,15 @@ def run() -> None:
     try:
         from streams.app.worker import run_worker
 
-        _dev_admin_key(settings)
+        extra_keys = _dev_admin_key(settings)
         console.print(f"[green]worker[/] web API on http://{settings.web_host}:{settings.web_port}")
-        run_worker(settings)
+        run_worker(settings, extra_keys)
     finally:
         if broker is not None:
             broker.stop()
 
 
-def _dev_admin_key(settings: Settings) -> None:
+def _dev_admin_key(settings: Settings) -> list[KeyEntry]:
     """With no key configured, `run` accepts one admin key and prints it to the console.
 
     The key is made once per data dir and kept in DATA_DIR/admin-api-key (mode 0600), where the
@@ -96,7 +99,7 @@ def _dev_admin_key(settings: Settings) -> None:
     from streams.api import auth
 
     if len(auth.KeyRing.from_settings(settings)):
-        return
+        return []
     path = auth.dev_key_path(settings)
     key = path.read_text(encoding="utf-8").strip() if path.exists() else ""
     if not key:
@@ -104,9 +107,9 @@ def _dev_admin_key(settings: Settings) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(key + "\n")
-    auth.add_key(auth.entry_for(key, "admin", "admin"))
     console.print(f"[yellow]no API keys configured[/]: admin key [bold]{key}[/] (kept in {path}; "
                   f"the admin page is http://{settings.web_host}:{settings.web_port}/admin)")
+    return [auth.entry_for(key, "admin", "admin")]
 
 
 def _reset_tables(data_dir: Path) -> None:
@@ -131,7 +134,8 @@ def broker(port: Annotated[int, typer.Option(help="Port to listen on.")] = 9092)
     """Run only the embedded broker (memory storage) until Ctrl-C; workers connect with KAFKA_BROKER_URL."""
     import signal
 
-    from streams.tools.broker import EmbeddedBroker, ensure_topics
+    from streams.tools.broker import EmbeddedBroker
+    from streams.app.topic_admin import ensure_topics
     from topics.names import ALL_TOPICS
 
     with EmbeddedBroker(port) as b:

@@ -103,7 +103,7 @@ _KEYS: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"(?:\s+is|" + _APOS + r"s|\s+turned|\s+turns)\s+(?:now\s+)?(\d{1,2})\b"),
      "profile:pet:{1}:age"),
     # "Luna turned 4": a named someone's age, kind unknown; `*` matches the kind of an existing
-    # key (`profile:pet:luna:age`), see `streams.memory.state.keys_match`.
+    # key (`profile:pet:luna:age`), see `streams.memory.documents.keys_match`.
     (re.compile(r"^([A-Z][a-z]+)\s+(?:just\s+)?(?:turned|turns)\s+(\d{1,2})\b"), "profile:*:{0}:age"),
     (re.compile(r"\bmy name is ([A-Z][a-z]+)|\bcall me ([A-Z][a-z]+)"), "profile:name"),
     (re.compile(r"(?:" + _I + r"|\b[Ww]e)(?:\s+(?:finally|just|recently|now|still))?(?:\s+live|"

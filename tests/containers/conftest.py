@@ -15,7 +15,7 @@ from typing import Iterable
 import pytest
 import requests
 
-from streams.tools.broker import create_topics
+from streams.app.topic_admin import create_topics
 from tests.integration.conftest import PARTITIONS, Worker
 from topics.names import ALL_TOPICS
 

@@ -17,7 +17,8 @@ from aiokafka import AIOKafkaConsumer
 
 from streams.api import auth
 from streams.eval.bench import Completion, start_worker, wait_ready
-from streams.tools.broker import EmbeddedBroker, create_topics, free_port
+from streams.tools.broker import EmbeddedBroker, free_port
+from streams.app.topic_admin import create_topics
 from streams.tools.client import ApiClient, TurnProducer
 from topics.names import ALL_TOPICS, MEMORY_PROGRESS
 from topics.turns import Turn

@@ -31,9 +31,10 @@ FILL = {"user_id": "someone", "memory_id": "m-1", "topic": "x", "command_id": "c
 
 def registered_routes() -> list[tuple[str, str]]:
     """(method, path template) of every route the worker serves, Faust's own views included."""
-    from streams.app.factory import app
-    import streams.api.web  # noqa: F401 - registers every route
+    from streams.app.settings import Settings
+    from streams.app.worker import build_worker
 
+    app = build_worker(Settings(table_store="memory://")).faust
     if not any(r.resource.canonical.startswith("/router") for r in app.web.web_app.router.routes()):
         app.web.blueprints.apply(app.web)  # what the worker does when its web server starts
     routes = set()

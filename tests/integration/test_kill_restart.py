@@ -12,7 +12,8 @@ from collections import Counter
 
 import pytest
 
-from streams.tools.broker import EmbeddedBroker, create_topics
+from streams.tools.broker import EmbeddedBroker
+from streams.app.topic_admin import create_topics
 from tests.integration.conftest import (
     PARTITIONS,
     Worker,

@@ -19,7 +19,8 @@ from osmem_server import OsmemServer
 from sinks.base import SinkRecord, TransientSinkError
 from sinks.opensearch import OpenSearchDestination, records_for_event
 from sinks.runner import RunnerConfig, SinkRunner
-from streams.tools.broker import EmbeddedBroker, create_topics, free_port
+from streams.tools.broker import EmbeddedBroker, free_port
+from streams.app.topic_admin import create_topics
 from tests.integration.conftest import (
     PARTITIONS,
     Worker,

@@ -5,7 +5,8 @@ import asyncio
 
 import pytest
 
-from streams.tools.broker import EmbeddedBroker, create_topics
+from streams.tools.broker import EmbeddedBroker
+from streams.app.topic_admin import create_topics
 from tests.integration.conftest import (
     ADMIN_KEY,
     PARTITIONS,

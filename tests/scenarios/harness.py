@@ -1,11 +1,21 @@
-"""Replay a scripted conversation (one JSON file in `cases/`) through `OfflinePipeline`, then
+"""Replay a scripted conversation (one JSON file in `cases/`) through a worker's own stages, then
 check the final memories, their audit history and the delta header.
+
+The worker's app is built for the case (`streams.app.worker.build_worker`: in-memory tables,
+the real local embedder) and its Faust agents run under `test_context`: every turn and command
+goes in as the raw record a producer would send, and the records the stages send each other
+(`memory.candidates`, `memory.commands`) are routed between the agents by
+`streams.pipeline.inprocess.LocalTopics`, in the order a worker that keeps up sees them: a
+command after every candidate sent before it. A case with `"commands_first": true` replays the
+other order a worker can see, a candidate backlog that a command overtakes (the two topics are
+consumed independently).
 
 A scenario file::
 
     {"name": "...", "why": "one line: what behaviour it pins down",
      "speaker": "Ana",                      # display name of the user (default "Ana")
      "xfail": "reason",                     # optional: a known pipeline defect (strict xfail)
+     "commands_first": false,               # optional: commands overtake queued candidates
      "steps": [
         {"user": "My dog Luna is 3.", "thread": "s1"},     # a user turn (thread default "s1")
         {"assistant": "Noted!"},                            # an assistant turn
@@ -14,8 +24,9 @@ A scenario file::
         {"command": {"kind": "pin", "query": "Luna"}},      # a memory.commands record; a
                                                             # "target": {"contains": [...]} names
                                                             # the memory by its summary
-        {"replay": true}                                    # ingest every turn so far again
-     ],
+        {"replay": true},                                   # send every turn so far again
+        {"hold": true}                                      # from here, send without delivering
+     ],                                                     # (delivered at the next mark or the end)
      "expect": {
         "count_active": 1, "count_all": 2, "count_active_range": [1, 3],
         "active_contains": [["Luna", "4"]],   # each entry: some active summary has all of them
@@ -34,6 +45,8 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -41,12 +54,19 @@ from typing import Any
 
 import numpy as np
 
-from streams.read.delta import render_delta
-from streams.memory.model import Memory
-from streams.memory.state import CommandError
-from streams.pipeline.inprocess import OfflinePipeline
+from streams.app.factory import MemstreamApp
 from streams.app.settings import Settings
+from streams.app.worker import build_worker
+from streams.memory.model import Memory
+from streams.memory.state import MemoryState
+from streams.pipeline.inprocess import Consumers, LocalTopics
+from streams.pipeline.records import Record
+from streams.read import ranking
+from streams.read.delta import render_delta
+from streams.read.query import QueryHit, rank
+from topics import names
 from topics.commands import Command
+from topics.dlq import DeadLetter
 from topics.turns import Turn
 
 CASES = Path(__file__).parent / "cases"
@@ -82,20 +102,46 @@ def load_cases() -> list[dict[str, Any]]:
     return cases
 
 
+async def put_all(agent: Any, records: Sequence[Record]) -> None:
+    """Put `records` into an agent under `test_context` and wait until it has processed them
+    (each of memstream's agents yields once per record)."""
+    target = agent.processed_offset + len(records)
+    for record in records:
+        await agent.put(record.value, key=record.key, wait=False)
+    async with agent.new_value_processed:
+        await agent.new_value_processed.wait_for(
+            lambda: agent.processed_offset >= target or agent._crash_reason is not None)
+    if agent._crash_reason is not None:
+        raise agent._crash_reason
+
+
 @dataclass
 class Replay:
-    pipeline: OfflinePipeline
+    app: MemstreamApp
+    topics: LocalTopics
     user_id: str
     marks: dict[str, tuple[str, int]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
 
     @property
+    def state(self) -> MemoryState:
+        return self.app.store.state()
+
+    @property
     def docs(self) -> list[Memory]:
-        return list(self.pipeline.state.index.user(self.user_id).docs.values())
+        return self.app.store.user_memories(self.user_id)
 
     @property
     def active(self) -> list[Memory]:
         return [m for m in self.docs if m.state == "active"]
+
+    async def query(self, text: str, top_k: int) -> list[QueryHit]:
+        """The user's best memories for `text` by the SPEC §5 ranking."""
+        settings = self.app.settings
+        vector = (await self.app.services.embed([text]))[0]
+        return rank(self.app.store.user_index(self.user_id), vector, top_k=top_k,
+                    candidates=settings.memory_context_topk,
+                    weights=ranking.weights_from_settings(settings))
 
 
 def _has_all(text: str, parts: list[str] | str) -> bool:
@@ -107,25 +153,56 @@ def _find(docs: list[Memory], contains: list[str] | str, state: str | None = Non
     return [m for m in docs if _has_all(m.summary, contains) and (state is None or m.state == state)]
 
 
-def replay(case: dict[str, Any], embedder: Any, settings: Settings | None = None) -> Replay:
-    """Run the steps of `case`; command errors are collected, not raised."""
-    pipeline = OfflinePipeline(settings or Settings(), embedder)
-    user_id = case.get("user_id", USER)
-    run = Replay(pipeline, user_id)
+async def replay(case: dict[str, Any], embedder: Any, settings: Settings | None = None) -> Replay:
+    """Run the steps of `case` through a worker's agents; commands that are dead-lettered are
+    collected as errors, not raised."""
+    settings = settings or Settings(table_store="memory://", data_dir=Path(tempfile.mkdtemp()))
+    topics = LocalTopics()
+    app = build_worker(settings, send=topics.send, embedder=embedder)
+    agents = app.faust.agents
+    async with (agents["ingest"].test_context() as ingest,
+                agents["dedup"].test_context() as dedup,
+                agents["commands"].test_context() as commands):
+        consumers = Consumers(turn=lambda r: put_all(ingest, [r]),
+                              candidates=lambda rs: put_all(dedup, rs),
+                              command=lambda r: put_all(commands, [r]))
+        run = Replay(app, topics, case.get("user_id", USER))
+        await _run_steps(case, run, consumers)
+    return run
+
+
+async def _run_steps(case: dict[str, Any], run: Replay, consumers: Consumers) -> None:
+    topics, user_id = run.topics, run.user_id
     speaker = case.get("speaker", "Ana")
     clock = T0
     turns: list[Turn] = []
     counters: dict[str, int] = {}
+    holding = False
+
+    async def deliver() -> None:
+        await topics.deliver(consumers, batch=run.app.settings.dedup_batch_size,
+                             commands_first=bool(case.get("commands_first")))
+
+    async def send(topic: str, value: str) -> None:
+        await topics.send(topic, user_id.encode(), value.encode())
+        if not holding:
+            await deliver()
+
     for i, step in enumerate(case["steps"]):
         thread = step.get("thread", "s1")
         if "advance" in step:
             clock += timedelta(**step["advance"])
             continue
         if "mark" in step:
-            run.marks[step["mark"]] = (thread, pipeline.state.current_rev(user_id, thread))
+            await deliver()
+            run.marks[step["mark"]] = (thread, run.state.current_rev(user_id, thread))
+            continue
+        if step.get("hold"):
+            holding = True
             continue
         if step.get("replay"):
-            pipeline.ingest(list(turns))
+            for turn in turns:
+                await send(names.CHAT_TURNS, turn.model_dump_json())
             continue
         clock += STEP
         if "user" in step or "assistant" in step:
@@ -135,7 +212,7 @@ def replay(case: dict[str, Any], embedder: Any, settings: Settings | None = None
                         role=role, speaker=speaker if role == "user" else None,
                         text=step[role], ts=clock, timezone=case.get("timezone"))
             turns.append(turn)
-            pipeline.ingest([turn])
+            await send(names.CHAT_TURNS, turn.model_dump_json())
         elif "command" in step:
             spec = dict(step["command"])
             target = spec.pop("target", None)
@@ -147,17 +224,18 @@ def replay(case: dict[str, Any], embedder: Any, settings: Settings | None = None
                 spec["memory_id"] = found[0].id
             spec.setdefault("thread_id", thread if "thread" in step else "commands")
             command = Command(command_id=f"cmd-{i}", user_id=user_id, ts=clock, **spec)
-            try:
-                pipeline.command(command)
-            except CommandError as exc:
-                run.errors.append(f"step {i}: {command.kind}: {exc}")
+            await send(names.MEMORY_COMMANDS, command.model_dump_json())
         else:
             raise ValueError(f"step {i} of {case['name']}: unknown step {step}")
-    return run
+    await deliver()
+    for record in topics.sent[names.MEMORY_COMMANDS_DLQ]:
+        letter = DeadLetter.model_validate_json(record.value or b"")
+        command = Command.model_validate_json(letter.raw)
+        run.errors.append(f"{command.command_id}: {command.kind}: {letter.error}")
 
 
 def _verbs(run: Replay, memory: Memory, links: bool) -> list[str]:
-    verbs = [e["verb"] for e in run.pipeline.state.history(memory.id)]
+    verbs = [e["verb"] for e in run.state.history(memory.id)]
     return verbs if links else [v for v in verbs if v != "LINK"]
 
 
@@ -167,7 +245,7 @@ def _describe(run: Replay) -> str:
     return "\n".join(lines) or "  (no memories)"
 
 
-def check(case: dict[str, Any], run: Replay) -> list[str]:
+async def check(case: dict[str, Any], run: Replay) -> list[str]:
     """Every unmet expectation of `case`, as readable lines (empty when all hold)."""
     exp = case.get("expect", {})
     problems: list[str] = []
@@ -195,23 +273,28 @@ def check(case: dict[str, Any], run: Replay) -> list[str]:
     if "delta" in exp:
         problems += _check_delta(run, exp["delta"])
     if "query" in exp:
-        problems += _check_query(run, exp["query"])
+        problems += await _check_query(run, exp["query"])
     if problems:
         problems.append("memories:\n" + _describe(run))
     return problems
 
 
+def _dump(table: Any) -> str:
+    """A table's entries as JSON text (Faust tables iterate bytes keys)."""
+    return json.dumps({str(k): v for k, v in table.items()}, default=str).lower()
+
+
 def _nowhere(run: Replay, part: str) -> list[str]:
-    state = run.pipeline.state
+    tables = run.state.tables
     needle = part.lower()
     found = []
     if any(needle in m.summary.lower() or needle in json.dumps(m.tags).lower() for m in run.docs):
         found.append("memories")
-    if needle in json.dumps(dict(state.audit), default=str).lower():
+    if needle in _dump(tables.audit).lower():
         found.append("audit")
-    if needle in json.dumps({str(k): v for k, v in state.thread_revs.items()}, default=str).lower():
+    if needle in _dump(tables.thread_revs).lower():
         found.append("change log")
-    if needle in json.dumps({str(k): v for k, v in state.applied.items()}, default=str).lower():
+    if needle in _dump(tables.applied).lower():
         found.append("applied records")
     return [f"{part!r} found in {', '.join(found)}"] if found else []
 
@@ -244,7 +327,7 @@ def _check_memory(run: Replay, spec: dict[str, Any]) -> list[str]:
         if spec.get("valid_to_set") and m.valid_to is None:
             problems.append(f"{label}: valid_to not set")
         if "superseded_by" in spec:
-            new = run.pipeline.state.memory(m.superseded_by) if m.superseded_by else None
+            new = run.state.memory(m.superseded_by) if m.superseded_by else None
             if new is None or not _has_all(new.summary, spec["superseded_by"]):
                 problems.append(f"{label}: superseded_by {new.summary if new else None!r} "
                                 f"lacks {spec['superseded_by']}")
@@ -259,8 +342,7 @@ def _check_delta(run: Replay, spec: dict[str, Any]) -> list[str]:
     if isinstance(since, str):
         mark_thread, since = run.marks[since]
         thread = spec.get("thread", mark_thread)
-    state = run.pipeline.state
-    header = render_delta(since, state.changes_since(run.user_id, thread, since))
+    header = render_delta(since, run.state.changes_since(run.user_id, thread, since))
     bullets = [line for line in header.splitlines() if line.startswith("- ")]
     problems = []
     if spec.get("empty"):
@@ -282,8 +364,8 @@ def _check_delta(run: Replay, spec: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _check_query(run: Replay, spec: dict[str, Any]) -> list[str]:
-    hits = run.pipeline.query(run.user_id, spec["text"], spec.get("top_k", 5))
+async def _check_query(run: Replay, spec: dict[str, Any]) -> list[str]:
+    hits = await run.query(spec["text"], spec.get("top_k", 5))
     summaries = [h.memory.summary for h in hits]
     problems = []
     if "top_contains" in spec and (not hits or not _has_all(summaries[0], spec["top_contains"])):

@@ -1,5 +1,6 @@
-"""Scripted conversations (`cases/*.json`) replayed through `OfflinePipeline` with the real
-local embedder: final active memories, audit history, delta header (see `harness.py`).
+"""Scripted conversations (`cases/*.json`) replayed through a worker's own agents (Faust
+`test_context`, the real local embedder): final active memories, audit history, delta header
+(see `harness.py`).
 
 A case with an `xfail` reason documents a known pipeline defect against SPEC; it is a strict
 xfail, so fixing the pipeline turns it into a failure until the marker is removed.
@@ -33,13 +34,13 @@ def test_the_suite_is_complete():
 
 
 @pytest.mark.parametrize("case", [_param(c) for c in CASES])
-def test_scenario(case, embedder):
-    run = replay(case, embedder)
-    problems = check(case, run)
+async def test_scenario(case, embedder):
+    run = await replay(case, embedder)
+    problems = await check(case, run)
     assert not problems, f"{case['name']} ({case['why']}):\n" + "\n".join(problems)
 
 
-def test_the_checker_catches_a_wrong_expectation(embedder):
+async def test_the_checker_catches_a_wrong_expectation(embedder):
     """The harness itself: a case whose expectations are wrong reports every one of them."""
     case = {
         "name": "meta", "why": "harness self-check",
@@ -53,7 +54,7 @@ def test_the_checker_catches_a_wrong_expectation(embedder):
             "query": {"text": "Luna", "top_contains": ["cat"]},
         },
     }
-    problems = "\n".join(check(case, replay(case, embedder)))
+    problems = "\n".join(await check(case, await replay(case, embedder)))
     for expected in ("count_active: 1 != 2", "no active memory contains ['Luna', '5']",
                      "contains 'Luna'", "'Luna' found in memories", "(state active): 0 != 1",
                      "verbs ['ADD'] != ['ADD', 'MERGE']", "delta lacks 'restored'", "top hit"):
@@ -61,4 +62,4 @@ def test_the_checker_catches_a_wrong_expectation(embedder):
     case["expect"] = {"count_active": 1, "memories": [{"contains": ["Luna", "3"],
                                                        "state": "superseded"}],
                       "delta": {"since": "m", "contains": ["superseded"]}}
-    assert check(case, replay(case, embedder)) == []
+    assert await check(case, await replay(case, embedder)) == []

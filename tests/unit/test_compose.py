@@ -72,7 +72,7 @@ def test_kafka_runs_in_kraft_mode_and_the_workers_reach_it():
 
 def test_worker_environment_names_real_settings():
     unknown = set(env(WORKER)) - SETTINGS
-    assert not unknown, f"not settings of streams/settings.py: {sorted(unknown)}"
+    assert not unknown, f"not settings of streams/app/settings.py: {sorted(unknown)}"
     worker = env(WORKER)
     assert worker["KAFKA_ONE_RECORD_BATCHES"] == "false", "Apache Kafka takes multi-record batches"
     opensearch_url = worker["OPENSEARCH_URL"]

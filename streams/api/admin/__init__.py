@@ -1,1 +1,1 @@
-"""The admin page: static HTML/JS served by the worker at /admin (streams/web_registry.py)."""
+"""The admin page: static HTML/JS served by the worker at /admin (streams/api/web.py), over the registry API (streams/api/registry.py)."""

@@ -1,57 +1,62 @@
-"""Shared fixtures of the stage tests: outputs captured, in-memory tables emptied."""
+"""Shared fixtures of the stage tests: a worker's app built for the test (in-memory tables, the
+real local embedder), whose output records are captured in process instead of produced."""
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
-from streams.app.factory import applied_table, memories_table, thread_revs_table, users_table
+from streams.app.factory import MemstreamApp
+from streams.app.settings import Settings
+from streams.app.worker import build_worker
+from streams.pipeline.inprocess import LocalTopics
+from topics import names
+from topics.candidates import Candidate
+from topics.commands import Command
+from topics.dlq import DeadLetter
+from topics.events import MemoryEvent
+from topics.progress import TurnProgress
 from topics.turns import Turn
 
 
 class Captured:
-    def __init__(self) -> None:
-        self.events: list = []
-        self.progress: list = []
-        self.candidates: list = []
-        self.dead: list = []
-        self.commands: list = []
+    """What the app's stages sent, parsed, by kind."""
 
-    async def event(self, e) -> None:
-        self.events.append(e)
+    def __init__(self, topics: LocalTopics) -> None:
+        self.topics = topics
 
-    async def progress_(self, p) -> None:
-        self.progress.append(p)
+    def _parsed(self, model, *topics: str) -> list:  # type: ignore[no-untyped-def]
+        return [model.model_validate_json(r.value) for t in topics for r in self.topics.sent[t]]
 
-    async def candidate(self, c) -> None:
-        self.candidates.append(c)
+    events = property(lambda self: self._parsed(MemoryEvent, names.MEMORY_EVENTS))
+    progress = property(lambda self: self._parsed(TurnProgress, names.MEMORY_PROGRESS))
+    candidates = property(lambda self: self._parsed(Candidate, names.MEMORY_CANDIDATES))
+    commands = property(lambda self: self._parsed(Command, names.MEMORY_COMMANDS))
+    dead = property(lambda self: self._parsed(DeadLetter, names.CHAT_TURNS_DLQ,
+                                              names.MEMORY_CANDIDATES_DLQ, names.MEMORY_COMMANDS_DLQ))
 
-    async def dead_letter(self, letter, key) -> None:
-        self.dead.append(letter)
 
-    async def command(self, c) -> None:
-        self.commands.append(c)
+def app_settings(tmp_path: Path, **overrides: object) -> Settings:
+    """Settings of an in-process worker app: in-memory tables, a scratch data dir."""
+    return Settings(table_store="memory://", data_dir=tmp_path, **overrides)  # type: ignore[arg-type]
 
 
 @pytest.fixture
-def captured(monkeypatch) -> Captured:
-    cap = Captured()
-    import agents.commands as commands_stage
-    import agents.dedup as dedup_stage
-    import agents.ingest as ingest_stage
+def local_topics() -> LocalTopics:
+    return LocalTopics()
 
-    for module in (ingest_stage, dedup_stage, commands_stage):
-        monkeypatch.setattr(module, "send_event", cap.event)
-        monkeypatch.setattr(module, "send_progress", cap.progress_)
-        monkeypatch.setattr(module, "send_dead_letter", cap.dead_letter)
-    monkeypatch.setattr(ingest_stage, "send_candidate", cap.candidate)
-    monkeypatch.setattr(ingest_stage, "send_command", cap.command)
-    for table in (memories_table, applied_table, users_table, thread_revs_table):
-        table.data.clear()
-    dedup_stage.index_cache.mark_stale()
-    return cap
+
+@pytest.fixture
+def worker(tmp_path: Path, local_topics: LocalTopics, minilm_embedder) -> MemstreamApp:  # type: ignore[no-untyped-def]
+    """A worker's app with every stage, its outputs captured in `local_topics`."""
+    return build_worker(app_settings(tmp_path), send=local_topics.send, embedder=minilm_embedder)
+
+
+@pytest.fixture
+def captured(local_topics: LocalTopics) -> Captured:
+    return Captured(local_topics)
 
 
 def turn(text: str, turn_id: str = "1", user: str = "u1") -> Turn:
     return Turn(user_id=user, thread_id="t1", turn_id=turn_id, role="user", speaker="Ana",
                 text=text, ts="2024-05-01T10:00:00+00:00")  # type: ignore[arg-type]
-
-

@@ -1,10 +1,6 @@
 """Faust test_context tests of explicit commands: hot path from chat and `memory.commands`."""
 from datetime import datetime, timezone
 
-import agents.commands as commands_stage
-import agents.dedup as dedup_stage
-import agents.ingest as ingest_stage
-from streams.app.factory import memories_table
 from tests.unit.agents.conftest import turn
 from topics.candidates import Candidate, Fact
 from topics.commands import Command
@@ -21,29 +17,29 @@ def command(**fields) -> bytes:
     return Command(user_id="u1", ts=TS, **fields).model_dump_json().encode()
 
 
-async def seed(*summaries: str) -> None:
-    async with dedup_stage.dedup_agent.test_context() as agent:
+async def seed(worker, *summaries: str) -> None:
+    async with worker.faust.agents["dedup"].test_context() as agent:
         for i, summary in enumerate(summaries):
             await agent.put(candidate(summary, str(i)), key=b"u1")
 
 
-def states() -> dict[str, str]:
-    return {m["summary"]: m["state"] for m in memories_table.data.values()}
+def states(worker) -> dict[str, str]:
+    return {m["summary"]: m["state"] for m in worker.tables.memories.data.values()}
 
 
-async def test_forget_by_description_soft_deletes_the_matching_memory(captured):
-    await seed("Ana lives at 12 Rua Augusta in Lisbon.", "Ana plays the cello every Sunday.")
-    async with commands_stage.commands_agent.test_context() as agent:
+async def test_forget_by_description_soft_deletes_the_matching_memory(worker, captured):
+    await seed(worker, "Ana lives at 12 Rua Augusta in Lisbon.", "Ana plays the cello every Sunday.")
+    async with worker.faust.agents["commands"].test_context() as agent:
         await agent.put(command(command_id="c1", kind="forget", query="where Ana lives"), key=b"u1")
-    assert states() == {"Ana lives at 12 Rua Augusta in Lisbon.": "soft_deleted",
+    assert states(worker) == {"Ana lives at 12 Rua Augusta in Lisbon.": "soft_deleted",
                         "Ana plays the cello every Sunday.": "active"}
     assert [e.kind for e in captured.events][-1] == "soft_deleted"
 
 
-async def test_a_replayed_command_applies_once_and_restore_undoes_it(captured):
-    await seed("Ana plays the cello every Sunday.")
-    memory_id = next(iter(memories_table.data))
-    async with commands_stage.commands_agent.test_context() as agent:
+async def test_a_replayed_command_applies_once_and_restore_undoes_it(worker, captured):
+    await seed(worker, "Ana plays the cello every Sunday.")
+    memory_id = next(iter(worker.tables.memories.data))
+    async with worker.faust.agents["commands"].test_context() as agent:
         await agent.put(command(command_id="c1", kind="delete", memory_id=memory_id), key=b"u1")
         await agent.put(command(command_id="c1", kind="delete", memory_id=memory_id), key=b"u1")
         await agent.put(command(command_id="c2", kind="restore", memory_id=memory_id), key=b"u1")
@@ -51,23 +47,23 @@ async def test_a_replayed_command_applies_once_and_restore_undoes_it(captured):
     kinds = [e.kind for e in captured.events if e.kind != "created"]
     assert kinds == ["soft_deleted", "soft_deleted", "restored", "updated"]
     assert captured.events[-4] == captured.events[-3], "the replay re-sends the identical event"
-    doc = memories_table.data[memory_id]
+    doc = worker.tables.memories.data[memory_id]
     assert doc["state"] == "active" and doc["pinned"] is True
 
 
-async def test_commands_for_other_users_memories_and_garbage_go_to_the_dlq(captured):
-    await seed("Ana plays the cello every Sunday.")
-    memory_id = next(iter(memories_table.data))
-    async with commands_stage.commands_agent.test_context() as agent:
+async def test_commands_for_other_users_memories_and_garbage_go_to_the_dlq(worker, captured):
+    await seed(worker, "Ana plays the cello every Sunday.")
+    memory_id = next(iter(worker.tables.memories.data))
+    async with worker.faust.agents["commands"].test_context() as agent:
         other = Command(user_id="mallory", ts=TS, command_id="x", kind="delete", memory_id=memory_id)
         await agent.put(other.model_dump_json().encode(), key=b"mallory")
         await agent.put(b'{"kind": "delete"}', key=b"u1")
     assert [d.reason for d in captured.dead] == ["inapplicable", "invalid_command"]
-    assert states() == {"Ana plays the cello every Sunday.": "active"}
+    assert states(worker) == {"Ana plays the cello every Sunday.": "active"}
 
 
-async def test_chat_forget_goes_to_the_hot_path_and_is_not_stored_as_a_fact(captured):
-    async with ingest_stage.ingest.test_context() as agent:
+async def test_chat_forget_goes_to_the_hot_path_and_is_not_stored_as_a_fact(worker, captured):
+    async with worker.faust.agents["ingest"].test_context() as agent:
         await agent.put(turn("Please forget that I live in Lisbon.", "9").model_dump_json().encode(),
                         key=b"u1")
     assert not captured.candidates
@@ -76,19 +72,19 @@ async def test_chat_forget_goes_to_the_hot_path_and_is_not_stored_as_a_fact(capt
     assert [(p.outcome, p.fact_count) for p in captured.progress] == [("command", 1)]
 
 
-async def test_dont_remember_this_deletes_what_the_previous_turn_stored(captured):
-    await seed("Ana earns 90k a year.")
-    async with commands_stage.commands_agent.test_context() as agent:
+async def test_dont_remember_this_deletes_what_the_previous_turn_stored(worker, captured):
+    await seed(worker, "Ana earns 90k a year.")
+    async with worker.faust.agents["commands"].test_context() as agent:
         await agent.put(command(command_id="t1:1:dont", kind="dont_remember", thread_id="t1",
                                 turn_id="1"), key=b"u1")
-    assert states() == {"Ana earns 90k a year.": "soft_deleted"}
+    assert states(worker) == {"Ana earns 90k a year.": "soft_deleted"}
     assert captured.progress[-1].stage == "commands" and captured.progress[-1].outcome == "applied"
 
 
-async def test_blocked_topics_are_honoured(captured):
-    async with commands_stage.commands_agent.test_context() as agent:
+async def test_blocked_topics_are_honoured(worker, captured):
+    async with worker.faust.agents["commands"].test_context() as agent:
         await agent.put(command(command_id="b1", kind="block_topic", topic="cello"), key=b"u1")
-    async with ingest_stage.ingest.test_context() as agent:
+    async with worker.faust.agents["ingest"].test_context() as agent:
         await agent.put(turn("I started cello lessons with a great teacher.", "5").model_dump_json()
                         .encode(), key=b"u1")
         await agent.put(turn("I adopted a dog named Luna last year.", "6").model_dump_json()

@@ -1,6 +1,4 @@
 """Faust test_context tests of the dedup stage (real agent, in-memory tables)."""
-import agents.dedup as dedup_stage
-from streams.app.factory import memories_table
 from tests.unit.agents.conftest import turn
 from topics.candidates import Candidate, Fact
 
@@ -12,8 +10,8 @@ def candidate(summary: str, turn_id: str, index: int = 0) -> bytes:
                      confidence=0.9).model_dump_json().encode()
 
 
-async def test_dedup_creates_then_merges_a_paraphrase_and_ignores_a_replay(captured):
-    async with dedup_stage.dedup_agent.test_context() as agent:
+async def test_dedup_creates_then_merges_a_paraphrase_and_ignores_a_replay(worker, captured):
+    async with worker.faust.agents["dedup"].test_context() as agent:
         await agent.put(candidate("Ana has a dog named Luna.", "1"), key=b"u1")
         await agent.put(candidate("Ana has a dog called Luna.", "2"), key=b"u1")
         await agent.put(candidate("Ana has a dog named Luna.", "1"), key=b"u1")  # replay
@@ -23,7 +21,7 @@ async def test_dedup_creates_then_merges_a_paraphrase_and_ignores_a_replay(captu
     assert [p.outcome for p in captured.progress] == ["created", "updated", "created", "created"]
     # the replay re-sent the first event, identical
     assert captured.events[2] == captured.events[0]
-    docs = list(memories_table.data.values())
+    docs = list(worker.tables.memories.data.values())
     luna = next(d for d in docs if "Luna" in d["summary"])
     assert luna["source_turn_ids"] == ["t1:1", "t1:2"]
     assert len(docs) == 2

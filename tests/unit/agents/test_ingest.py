@@ -1,10 +1,9 @@
 """Faust test_context tests of the ingest stage (real agent, outputs captured)."""
-import agents.ingest as ingest_stage
 from tests.unit.agents.conftest import turn
 
 
-async def test_ingest_turns_a_fact_into_candidates(captured):
-    async with ingest_stage.ingest.test_context() as agent:
+async def test_ingest_turns_a_fact_into_candidates(worker, captured):
+    async with worker.faust.agents["ingest"].test_context() as agent:
         t = turn("I adopted a dog named Luna last year.")
         await agent.put(t.model_dump_json().encode(), key=b"u1")
     assert captured.candidates, "a fact-bearing turn must yield a candidate"
@@ -13,8 +12,8 @@ async def test_ingest_turns_a_fact_into_candidates(captured):
     assert [e.kind for e in captured.events] == ["candidate"] * len(captured.candidates)
 
 
-async def test_ingest_skips_greetings_and_dead_letters_garbage(captured):
-    async with ingest_stage.ingest.test_context() as agent:
+async def test_ingest_skips_greetings_and_dead_letters_garbage(worker, captured):
+    async with worker.faust.agents["ingest"].test_context() as agent:
         await agent.put(turn("Hi!").model_dump_json().encode(), key=b"u1")
         await agent.put(b"{oops", key=b"u1")
     assert not captured.candidates
@@ -22,8 +21,8 @@ async def test_ingest_skips_greetings_and_dead_letters_garbage(captured):
     assert [d.reason for d in captured.dead] == ["malformed_json"]
 
 
-async def test_ingest_never_passes_a_secret_on(captured):
-    async with ingest_stage.ingest.test_context() as agent:
+async def test_ingest_never_passes_a_secret_on(worker, captured):
+    async with worker.faust.agents["ingest"].test_context() as agent:
         t = turn("My AWS key is AKIAIOSFODNN7EXAMPLE and I love hiking in the Alps.")
         await agent.put(t.model_dump_json().encode(), key=b"u1")
     assert not captured.candidates

@@ -6,8 +6,9 @@ from datetime import datetime, timezone
 import pytest
 
 import agents.sinks as sink_stage
+import sinks.routing as routing
 from sinks.base import SinkRecord
-from streams.app.factory import app
+from streams.app.factory import create_app
 from streams.app.settings import Settings
 from tests.unit.sinks.fakes import FakeDestination, Recorder, runner
 from topics.events import MemoryEvent
@@ -37,12 +38,12 @@ async def test_the_event_is_acked_only_after_every_destination_wrote_its_records
     r = Recorder()
     slow, fast = FakeDestination("slow"), FakeDestination("fast")
     slow.gate.clear()
-    plans = [sink_stage.SinkPlan(runner(slow, r), two_records),
-             sink_stage.SinkPlan(runner(fast, r), sink_stage.memory_records)]
+    plans = [routing.SinkPlan(runner(slow, r), two_records),
+             routing.SinkPlan(runner(fast, r), routing.memory_records)]
     for plan in plans:
         await plan.runner.start()
     ack = Acks()
-    submitted = await sink_stage.route(event(), plans, ack, {}, {"m1": {"id": "m1", "user_id": "ana"}})
+    submitted = await routing.route(event(), plans, ack, {}, {"m1": {"id": "m1", "user_id": "ana"}})
     assert submitted == 3
     await plans[1].runner.flush()
     assert fast.stored and ack.count == 0, "one sink is done, the other is not: no ack yet"
@@ -53,33 +54,33 @@ async def test_the_event_is_acked_only_after_every_destination_wrote_its_records
 
 
 async def test_an_event_that_gives_no_records_is_acked_at_once():
-    plan = sink_stage.SinkPlan(runner(FakeDestination("none"), Recorder()), sink_stage.memory_records)
+    plan = routing.SinkPlan(runner(FakeDestination("none"), Recorder()), routing.memory_records)
     ack = Acks()
-    assert await sink_stage.route(event(memory_id="topic:ana:diet"), [plan], ack, {}, {}) == 0
+    assert await routing.route(event(memory_id="topic:ana:diet"), [plan], ack, {}, {}) == 0
     assert ack.count == 1
 
 
 def test_vector_records_upsert_the_current_memory_and_delete_a_purged_one():
     doc = {"id": "m1", "user_id": "ana", "state": "superseded"}
-    [upsert] = sink_stage.memory_records(event("superseded"), {}, {"m1": doc})
+    [upsert] = routing.memory_records(event("superseded"), {}, {"m1": doc})
     assert (upsert.op, upsert.key, upsert.document) == ("upsert", "m1", doc)
-    [delete] = sink_stage.memory_records(event("purged"), {}, {})
+    [delete] = routing.memory_records(event("purged"), {}, {})
     assert (delete.op, delete.key, delete.document) == ("delete", "m1", {"id": "m1", "type": "semantic"})
 
 
 def test_garbage_on_memory_events_gets_a_named_error():
     with pytest.raises(ValueError, match="^invalid_event"):
-        sink_stage.parse_event(b'{"kind": "created"}')
+        routing.parse_event(b'{"kind": "created"}')
 
 
 def test_destinations_come_from_settings_and_none_configured_registers_no_agent():
-    assert sink_stage.configured(Settings()) == []
-    assert sink_stage.configured(Settings(opensearch_url="http://os:9200", s3vectors_bucket="b",
+    assert routing.configured(Settings()) == []
+    assert routing.configured(Settings(opensearch_url="http://os:9200", s3vectors_bucket="b",
                                           s3vectors_index="i")) == ["opensearch", "s3vectors"]
-    assert sink_stage.configured(Settings(s3vectors_bucket="b")) == [], "bucket alone is not enough"
-    # The test environment configures no sink: the worker does not consume memory.events for it.
-    assert not hasattr(sink_stage, "sinks_agent")
-    assert "sinks" not in app.agents
+    assert routing.configured(Settings(s3vectors_bucket="b")) == [], "bucket alone is not enough"
+    # With no sink configured the worker does not consume memory.events for it.
+    app = create_app(Settings(table_store="memory://"))
+    assert sink_stage.register(app) is None and "sinks" not in app.faust.agents
 
 
 def test_the_s3vectors_hook_builds_the_destination_on_the_configured_bucket_and_index(monkeypatch):
@@ -90,8 +91,8 @@ def test_the_s3vectors_hook_builds_the_destination_on_the_configured_bucket_and_
     async def dead_letter(letter) -> None:
         raise AssertionError("not used")
 
-    [plan] = sink_stage.make_plans(Settings(s3vectors_bucket="b1", s3vectors_index="i1"), dead_letter)
-    assert plan.runner.name == "s3vectors" and plan.records_of is sink_stage.memory_records
+    [plan] = routing.make_plans(Settings(s3vectors_bucket="b1", s3vectors_index="i1"), dead_letter)
+    assert plan.runner.name == "s3vectors" and plan.records_of is routing.memory_records
     client = plan.runner.destination._client  # type: ignore[attr-defined]
     assert (client.bucket, client.index) == ("b1", "i1")
 
@@ -106,7 +107,7 @@ class _Event:
         self.message = _Message()
 
 
-async def test_a_record_that_cannot_be_routed_is_dead_lettered_and_acked(monkeypatch):
+async def test_a_record_that_cannot_be_routed_is_dead_lettered_and_acked():
     letters = []
 
     async def capture(letter) -> None:
@@ -115,11 +116,11 @@ async def test_a_record_that_cannot_be_routed_is_dead_lettered_and_acked(monkeyp
     def broken(ev, audit, memories):
         raise KeyError("related_ids")
 
-    monkeypatch.setattr(sink_stage, "send_sink_dead_letter", capture)
-    plan = sink_stage.SinkPlan(runner(FakeDestination("t-route"), Recorder()), broken)
+    plan = routing.SinkPlan(runner(FakeDestination("t-route"), Recorder()), broken)
     garbage, ack = Acks(), Acks()
-    assert await sink_stage.handle(_Event(b"not json"), [plan], garbage) == 0
-    assert await sink_stage.handle(_Event(event().model_dump_json().encode()), [plan], ack) == 0
+    assert await sink_stage.handle(_Event(b"not json"), [plan], garbage, {}, {}, capture) == 0
+    assert await sink_stage.handle(_Event(event().model_dump_json().encode()), [plan], ack, {}, {},
+                                   capture) == 0
     assert [l.reason.split(":")[0] for l in letters] == ["invalid_event", "routing_error"]
     assert letters[1].reason == "routing_error: KeyError" and letters[0].key == "ana"
     assert garbage.count == ack.count == 1, "the offset moves on"

@@ -3,19 +3,23 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from streams.providers.embedder import EmbedderProfile
-
-# The seed 002 bands: these tests check the decision logic, not MiniLM's calibration.
-SEED_BANDS = EmbedderProfile("seed-bands", 384, 0.90, 0.80, 0.92, 0.85)
-from streams.memory.state import DedupConfig, MemoryState, candidate_id
+from streams.memory.dedup import DedupConfig
+from streams.memory.documents import candidate_id
+from streams.memory.purge import purge_user
+from streams.memory.state import MemoryState
+from streams.memory.tables import MemoryTables
 from streams.memory.vector_index import VectorIndex
+from streams.providers.embedder import EmbedderProfile
 from topics.candidates import Candidate, Fact
 from topics.turns import Turn
 
+# The seed 002 bands: these tests check the decision logic, not MiniLM's calibration.
+SEED_BANDS = EmbedderProfile("seed-bands", 384, 0.90, 0.80, 0.92, 0.85)
+
 
 def state() -> MemoryState:
-    return MemoryState(memories={}, applied={}, users={}, thread_revs={}, index=VectorIndex(2),
-                       config=DedupConfig(SEED_BANDS, 10, timedelta(hours=72)))
+    return MemoryState(MemoryTables(), VectorIndex(2),
+                       DedupConfig(SEED_BANDS, 10, timedelta(hours=72)))
 
 
 def cand(turn_id: str, summary: str, index: int = 0, thread: str = "t1") -> Candidate:
@@ -45,10 +49,10 @@ def test_create_then_update_extends_provenance_and_bumps_revision():
 def test_replay_changes_nothing_and_returns_the_same_events():
     s = state()
     first = s.apply(cand("1", "Ana has a dog named Luna."), vec(1, 0))
-    snapshot = dict(s.memories), dict(s.thread_revs)
+    snapshot = dict(s.tables.memories), dict(s.tables.thread_revs)
     again = s.apply(cand("1", "Ana has a dog named Luna."), vec(1, 0))
     assert again.replayed and again.events == first.events
-    assert (dict(s.memories), dict(s.thread_revs)) == snapshot
+    assert (dict(s.tables.memories), dict(s.tables.thread_revs)) == snapshot
 
 
 def test_distinct_facts_become_distinct_memories_with_per_thread_revisions():
@@ -57,7 +61,7 @@ def test_distinct_facts_become_distinct_memories_with_per_thread_revisions():
     b = s.apply(cand("2", "Ana works in Lisbon.", thread="t2"), vec(0, 1))
     assert a.memory_id != b.memory_id
     assert [e.rev for e in a.events] == [1] and [e.rev for e in b.events] == [1]
-    assert s.users["u"]["memories"] == 2
+    assert s.tables.users["u"]["memories"] == 2
 
 
 def keyed(turn_id: str, summary: str, key: str) -> Candidate:
@@ -96,13 +100,13 @@ def test_purge_leaves_only_content_free_tombstones():
 
     s = state()
     a = s.apply(cand("1", "Ana has a dog named Luna."), vec(1, 0))
-    events = s.purge_user("u", "t1", datetime(2024, 6, 1, tzinfo=timezone.utc))
+    events = purge_user(s, "u", "t1", datetime(2024, 6, 1, tzinfo=timezone.utc))
     assert [e.kind for e in events] == ["purged"] and events[0].summary == ""
-    assert not s.memories and "u" not in s.users
-    assert "Luna" not in repr(dict(s.thread_revs)) + repr(dict(s.applied)) + repr(dict(s.audit))
+    assert not s.tables.memories and "u" not in s.tables.users
+    assert "Luna" not in repr(dict(s.tables.thread_revs)) + repr(dict(s.tables.applied)) + repr(dict(s.tables.audit))
     assert [h["verb"] for h in s.history(a.memory_id)] == ["PURGE"]
     replay = s.apply(cand("1", "Ana has a dog named Luna."), vec(1, 0))
-    assert replay.replayed and not s.memories, "a replayed old turn does not resurrect it"
+    assert replay.replayed and not s.tables.memories, "a replayed old turn does not resurrect it"
 
 
 def test_an_llm_same_fact_answer_decides_the_check_band():
@@ -141,7 +145,7 @@ def test_blocking_a_topic_is_announced_audited_and_purged_with_the_user():
     assert event.meta["topic"] == "cello" and s.blocked_topics("u") == ["cello"]
     assert s.changes_since("u", "commands", 0)[0]["summary"] == "Blocked topic: cello"
     assert [h["verb"] for h in s.history("topic:u:cello")] == ["UPDATE"]
-    s.purge_user("u", "commands", ts)
+    purge_user(s, "u", "commands", ts)
     assert s.blocked_topics("u") == [] and not s.history("topic:u:cello")
 
 

@@ -14,8 +14,8 @@ from streams.eval.locomo import (
     user_id_from_path,
 )
 
-TINY = Path(__file__).parent.parent / "data" / "locomo_tiny.json"
-CONV_26 = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "locomo" / "conv-26.json"
+TINY = Path(__file__).parents[2] / "data" / "locomo_tiny.json"
+CONV_26 = Path(__file__).resolve().parents[4] / "shared" / "datasets" / "locomo" / "conv-26.json"
 
 
 @pytest.fixture(scope="module")

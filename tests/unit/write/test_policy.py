@@ -8,7 +8,7 @@ import pytest
 
 from streams.write.policy import REDACTED, PolicyViolation, find_secrets, is_storable, redact
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 
 
 def _load(name: str) -> list[dict[str, str]]:

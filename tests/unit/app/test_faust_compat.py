@@ -1,4 +1,4 @@
-"""The seek fixes for Faust's consumer (streams/faust_compat.py)."""
+"""The seek fixes for Faust's consumer (streams/app/faust_compat.py)."""
 from __future__ import annotations
 
 from faust.types import TP

@@ -4,10 +4,8 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-import agents.commands as commands_stage
-import agents.dedup as dedup_stage
 from streams.memory.access import record_reads
-from streams.app.factory import applied_table, memories_table
+from tests.unit.agents.conftest import local_topics, worker  # noqa: F401 - fixtures
 from streams.memory.model import Memory
 from streams.memory.vector_index import VectorIndex, encode_vector
 from topics.commands import Command
@@ -44,23 +42,14 @@ def test_a_touch_refreshes_once_and_skips_what_is_not_the_users_active_memory():
     assert docs["gone"]["access_count"] == 0 and docs["theirs"]["access_count"] == 0
 
 
-async def test_the_commands_stage_applies_touches_without_events(monkeypatch):
-    sent: list = []
-
-    async def capture(*args) -> None:
-        sent.append(args)
-
-    for name in ("send_event", "send_progress", "send_dead_letter"):
-        monkeypatch.setattr(commands_stage, name, capture)
-    memories_table.data.clear()
-    applied_table.data.clear()
-    memories_table.data["a"] = memory("a", dim=384).model_dump(mode="json")  # MiniLM's dimension
-    dedup_stage.index_cache.mark_stale()
-    async with commands_stage.commands_agent.test_context() as agent:
+async def test_the_commands_stage_applies_touches_without_events(worker, local_topics):  # noqa: F811
+    worker.tables.memories.data["a"] = memory("a", dim=384).model_dump(mode="json")  # MiniLM's dimension
+    worker.store.mark_stale()
+    async with worker.faust.agents["commands"].test_context() as agent:
         raw = touch("t1", "a").model_dump_json().encode()
         await agent.put(raw, key=b"u1")
         await agent.put(raw, key=b"u1")
-    doc = memories_table.data["a"]
+    doc = worker.tables.memories.data["a"]
     assert doc["access_count"] == 1 and doc["last_accessed"].startswith("2024-05-04")
     assert doc["version"] == 1, "a read is not a change: no version, no event, no audit"
-    assert sent == []
+    assert not local_topics.sent, "a touch sends nothing"

@@ -12,7 +12,7 @@ from streams.eval.locomo import load_conversation
 from streams.eval.recall import RawTurnBaseline, RecallReport, dia_id_of, score_question
 from topics.turns import Turn
 
-TINY = Path(__file__).parent.parent / "data" / "locomo_tiny.json"
+TINY = Path(__file__).parents[2] / "data" / "locomo_tiny.json"
 
 
 def test_dia_id_of_splits_on_first_colon():

@@ -1,4 +1,4 @@
-"""Key configuration and access rules of streams/auth.py, and the SSE buffer of streams/sse.py."""
+"""Key configuration and access rules of streams/api/auth.py, and the SSE buffer of streams/api/sse.py."""
 from __future__ import annotations
 
 import json

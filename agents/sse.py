@@ -1,0 +1,36 @@
+"""Stage — sse: `memory.events` → each user's recent events (`recent_events` table) and the
+worker's connected SSE clients (`streams.api.sse`)."""
+from __future__ import annotations
+
+import logging
+
+from faust.types import AgentT
+from pydantic import ValidationError
+
+from streams.api.sse import remember
+from streams.app.factory import MemstreamApp
+from topics.events import MemoryEvent
+
+log = logging.getLogger(__name__)
+
+
+def register(app: MemstreamApp) -> AgentT:
+    recent = app.tables.recent_events
+    size = app.settings.sse_replay_events
+
+    async def sse(stream):  # type: ignore[no-untyped-def]
+        """Buffer each user's recent events and fan them out to connected clients."""
+        async for value in stream:
+            try:
+                event = MemoryEvent.model_validate_json(value)
+            except (ValidationError, ValueError):
+                log.warning("sse: skipped a memory.events record that is not a MemoryEvent")
+                continue
+            buffer = remember(list(recent.get(event.user_id) or []), event, size)
+            if buffer is None:
+                continue
+            recent[event.user_id] = buffer
+            app.hub.publish(event.user_id, buffer[-1])
+            yield event.event_id
+
+    return app.faust.agent(app.topics.events, name="sse")(sse)

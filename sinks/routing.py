@@ -1,0 +1,131 @@
+"""From `memory.events` to the destinations: which sinks are on, what records an event makes
+for each, and acking an event only once every record made from it is safe.
+
+The sink stage (`agents/sinks.py`) reads `memory.events` with `stream.noack()`: Faust tracks
+each message but does not ack it when the agent moves on. `route` acks an event only once every
+record made from it is written or dead-lettered in every destination. Faust commits, per
+partition, only the offset below the first message not yet acked (`Consumer._new_offset`), and
+flushes the producer (dead letters included) before it commits. A crash or rebalance therefore
+re-delivers exactly the events whose records were not yet safe, and deterministic document ids
+make the second write a no-op. (`stream.take()` would not do: it acks a batch as soon as the
+agent's loop body returns, while the records can still sit in a sink's buffer.)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Mapping
+
+from pydantic import ValidationError
+
+from sinks.base import SinkRecord
+from sinks.runner import DeadLetterSender, RunnerConfig, SinkRunner
+from streams.app.settings import Settings
+from topics.events import MemoryEvent
+
+Tables = Mapping[str, Any]
+RecordsOf = Callable[[MemoryEvent, Tables, Tables], list[SinkRecord]]
+Ack = Callable[[], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class SinkPlan:
+    """One destination's runner and how an event becomes its records."""
+
+    runner: SinkRunner
+    records_of: RecordsOf
+
+
+def memory_records(event: MemoryEvent, audit: Tables, memories: Tables) -> list[SinkRecord]:
+    """Vector-store records: the memory's current document, or a delete once it is gone.
+
+    Every state is upserted (the destination marks non-active memories unsearchable); events
+    about things that are not memories (blocked-topic markers) give nothing.
+    """
+    document = memories.get(event.memory_id)
+    if document is not None:
+        return [SinkRecord(key=event.memory_id, op="upsert", user_id=event.user_id,
+                           document=dict(document))]
+    if event.kind in ("purged", "deleted"):
+        return [SinkRecord(key=event.memory_id, op="delete", user_id=event.user_id,
+                           document={"id": event.memory_id, "type": event.meta.get("type")})]
+    return []
+
+
+def runner_config(s: Settings) -> RunnerConfig:
+    return RunnerConfig(
+        batch_size=s.sink_batch_size, max_age=s.sink_batch_max_age_ms / 1000,
+        buffer_records=max(s.sink_buffer_records, s.sink_batch_size),
+        retry_attempts=s.sink_retry_attempts, retry_initial=s.sink_retry_initial_ms / 1000,
+        retry_max=s.sink_retry_max_ms / 1000,
+    )
+
+
+def opensearch_plan(s: Settings, dead_letter: DeadLetterSender) -> SinkPlan:
+    from sinks.opensearch import OpenSearchDestination, records_for_event
+
+    destination = OpenSearchDestination(str(s.opensearch_url), prefix=s.opensearch_index_prefix,
+                                        timeout=s.opensearch_timeout_seconds)
+    return SinkPlan(SinkRunner(destination, dead_letter, runner_config(s)), records_for_event)
+
+
+def s3vectors_plan(s: Settings, dead_letter: DeadLetterSender) -> SinkPlan:
+    """Factory hook of the S3 Vectors destination (`sinks/s3vectors.py`), imported only when
+    configured (it pulls boto3 and the LangGraph layout)."""
+    from sinks.s3vectors import S3VectorsDestination
+
+    target = s.model_copy(update={"s3v_bucket": s.s3vectors_bucket,
+                                  "s3v_index_memory": s.s3vectors_index})
+    return SinkPlan(SinkRunner(S3VectorsDestination(target), dead_letter, runner_config(s)),
+                    memory_records)
+
+
+def configured(s: Settings) -> list[str]:
+    """The destinations the settings turn on."""
+    on = ["opensearch"] if s.opensearch_url else []
+    return on + (["s3vectors"] if s.s3vectors_bucket and s.s3vectors_index else [])
+
+
+def make_plans(s: Settings, dead_letter: DeadLetterSender) -> list[SinkPlan]:
+    """A plan per configured destination; none when nothing is configured."""
+    factories = {"opensearch": opensearch_plan, "s3vectors": s3vectors_plan}
+    return [factories[name](s, dead_letter) for name in configured(s)]
+
+
+class _Countdown:
+    """Acks an event once each of its records has finished in its destination."""
+
+    def __init__(self, count: int, ack: Ack) -> None:
+        self.left = count
+        self._ack = ack
+
+    async def done(self) -> None:
+        self.left -= 1
+        if self.left == 0:
+            await self._ack()
+
+
+async def route(event: MemoryEvent, plans: list[SinkPlan], ack: Ack, audit: Tables,
+                memories: Tables) -> int:
+    """Submit an event's records to every destination; `ack` runs once all are safe.
+
+    Waits while a destination's buffer is full (backpressure). Returns the records submitted.
+    """
+    work = [(plan, plan.records_of(event, audit, memories)) for plan in plans]
+    total = sum(len(records) for _, records in work)
+    if total == 0:
+        await ack()
+        return 0
+    countdown = _Countdown(total, ack)
+    for plan, records in work:
+        for record in records:
+            await plan.runner.submit(record, countdown.done)
+    return total
+
+
+def parse_event(raw: bytes | None) -> MemoryEvent:
+    """A `memory.events` record; raises ValueError with a content-free reason."""
+    try:
+        return MemoryEvent.model_validate_json(raw or b"")
+    except ValidationError as exc:
+        fields = ",".join(".".join(map(str, e["loc"])) or "<root>" for e in exc.errors()[:5])
+        raise ValueError(f"invalid_event: {fields}") from None

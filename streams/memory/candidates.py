@@ -1,0 +1,145 @@
+"""A candidate fact against the user's memories: create, update (merge), or supersede (SPEC §4).
+
+The decision itself is `streams.memory.dedup.decide` (seed 002 bands, same-fact heuristics,
+changed values); this module finds the neighbours, applies what was decided to the tables and
+the index, and announces it.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from streams.memory import applied, dedup, users
+from streams.memory.applied import Applied
+from streams.memory.documents import candidate_id, keys_match, merged_memory, new_memory, same_text
+from streams.memory.linking import link
+from streams.memory.model import Memory
+from streams.memory.vector_index import UserIndex
+from topics.candidates import Candidate
+from topics.events import MemoryEvent
+
+if TYPE_CHECKING:
+    from streams.memory.state import MemoryState
+
+
+def apply_candidate(state: MemoryState, candidate: Candidate, vector: np.ndarray,
+                    same_fact: Mapping[str, bool] | None = None) -> Applied:
+    """Create or update a memory from `candidate` (embedding `vector`).
+
+    `same_fact`: an LLM's same-fact answers for check-band neighbours, by memory id.
+
+    A candidate seen before changes nothing and returns the events it produced then, so a
+    replay re-sends identical events (same event_id).
+    """
+    turn = candidate.turn
+    cid = candidate_id(candidate)
+    replay = applied.prior(state.tables.applied, cid)
+    if replay is not None:
+        return replay
+
+    user_index = state.index.user(turn.user_id)
+    if candidate.fact.type == "episodic" and not candidate.source_refs:
+        correction = as_correction(state, candidate, vector)
+        if correction is not None:  # seed 003: fact corrections are never episodic inserts
+            candidate = correction
+    fact = candidate.fact
+    neighbours = user_index.search(
+        vector, state.config.neighbours_k, accept=lambda m: m.is_visible and m.type == fact.type
+    )
+    decision = keyed_decision(candidate, user_index) or dedup.decide(
+        memory_type=fact.type, summary=fact.summary, entities=fact.entities,
+        event_time=turn.ts, neighbours=neighbours, profile=state.config.profile,
+        merge_window=state.config.episodic_merge_window, use_heuristics=state.config.use_heuristics,
+        same_fact=same_fact,
+    )
+    meta = {"similarity": round(decision.score, 4), "reason": decision.reason,
+            "source_turn_id": turn.ref}
+    events: list[MemoryEvent] = []
+    if decision.action is dedup.Action.update and decision.target is not None:
+        target = decision.target
+        if set(candidate.refs) <= set(target.source_turn_ids):
+            outcome, memory = "duplicate", target
+        else:
+            outcome, memory = "updated", merged_memory(target, candidate)
+            state.store(memory)
+            events.append(state.announce("updated", memory, turn.thread_id, turn.ts, meta, old=target))
+    else:
+        existing = state.memory(cid)
+        if existing is not None:  # written before a crash, `applied` not yet: keep it
+            outcome, memory = "duplicate", existing
+        else:
+            outcome, memory = "created", new_memory(candidate, cid, vector)
+            if decision.action is dedup.Action.supersede and decision.target is not None:
+                outcome = "superseded"
+                memory = memory.model_copy(update={
+                    "related_ids": [decision.target.id],
+                    # the slot keeps its concrete key: "Luna turned 4" replaces profile:pet:luna:age
+                    "entity_key": decision.target.entity_key or memory.entity_key})
+            state.store(memory, vector)
+            events.append(state.announce("created", memory, turn.thread_id, turn.ts, meta))
+            if decision.action is dedup.Action.supersede and decision.target is not None:
+                events.append(supersede(state, decision.target, memory, turn.thread_id, turn.ts))
+    users.note_turn(state.tables.users, turn.user_id, turn.ts,
+                    created=outcome in ("created", "superseded"))
+    if events:
+        state.revisions.note_turn_memory(turn, memory.id)
+        if memory.type == "semantic":
+            link(state, memory, neighbours, turn.ts)
+    result = Applied(outcome, memory.id, events)
+    applied.remember(state.tables.applied, cid, result)
+    result.similarity = neighbours[0][1] if neighbours else None
+    return result
+
+
+def check_band(state: MemoryState, candidate: Candidate, vector: np.ndarray) -> list[Memory]:
+    """Neighbours in the check band of the dedup bands: those a same-fact check decides."""
+    fact = candidate.fact
+    bands = dedup.bands_for(fact.type, state.config.profile)
+    hits = state.index.user(candidate.turn.user_id).search(
+        vector, state.config.neighbours_k, accept=lambda m: m.is_visible and m.type == fact.type)
+    return [m for m, score in hits if bands.check_low <= score < bands.auto]
+
+
+def as_correction(state: MemoryState, candidate: Candidate, vector: np.ndarray) -> Candidate | None:
+    """An "episodic" fact that changes a value of a semantic memory ("Luna turned 4 last week"
+    after "Luna is 3") is a correction: it is handled as a semantic fact."""
+    semantic = candidate.model_copy(
+        update={"fact": candidate.fact.model_copy(update={"type": "semantic"})})
+    user_index = state.index.user(candidate.turn.user_id)
+    if keyed_decision(semantic, user_index) is not None:
+        return semantic
+    neighbours = user_index.search(
+        vector, state.config.neighbours_k, accept=lambda m: m.is_visible and m.type == "semantic")
+    decision = dedup.decide(
+        memory_type="semantic", summary=candidate.fact.summary, entities=candidate.fact.entities,
+        event_time=candidate.turn.ts, neighbours=neighbours, profile=state.config.profile,
+        merge_window=state.config.episodic_merge_window, use_heuristics=state.config.use_heuristics,
+    )
+    return semantic if decision.action is dedup.Action.supersede else None
+
+
+def keyed_decision(candidate: Candidate, user_index: UserIndex) -> dedup.DedupDecision | None:
+    """A fact with a deterministic entity key (`profile:pet:luna:age`) is the same fact as the
+    active memory with that key: unchanged -> update, changed -> supersede."""
+    fact = candidate.fact
+    if not fact.entity_key:
+        return None
+    for memory in user_index.docs.values():
+        if memory.is_visible and memory.entity_key and keys_match(memory.entity_key, fact.entity_key):
+            if same_text(memory.summary, fact.summary):
+                return dedup.DedupDecision(dedup.Action.update, memory, 1.0, "same_entity_key")
+            return dedup.DedupDecision(dedup.Action.supersede, memory, 1.0, "entity_key_changed")
+    return None
+
+
+def supersede(state: MemoryState, old: Memory, new: Memory, thread_id: str, ts: datetime) -> MemoryEvent:
+    """Never overwrite silently: the old memory stays, superseded, with `valid_to`, linked."""
+    changed = old.model_copy(update={
+        "state": "superseded", "valid_to": ts, "superseded_by": new.id, "updated_at": ts,
+        "related_ids": sorted({*old.related_ids, new.id}), "version": old.version + 1,
+    })
+    state.store(changed)
+    return state.announce("superseded", changed, thread_id, ts, {"superseded_by": new.id}, old=old)

@@ -1,0 +1,106 @@
+"""Explicit changes named by a `memory.commands` record: forget, delete, pin, unpin, restore,
+edit — and, in their own modules, purge_user and block/unblock topic.
+
+A command is applied once, by `command_id`: a replay returns the events of the first time.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from streams.errors import MemstreamError
+from streams.memory import applied
+from streams.memory.applied import Applied
+from streams.memory.blocked_topics import set_topic_blocked
+from streams.memory.model import Memory
+from streams.memory.purge import purge_user
+from streams.memory.tables import command_key
+from streams.memory.vector_index import encode_vector
+from topics.commands import Command
+from topics.events import MemoryEvent
+
+if TYPE_CHECKING:
+    from streams.memory.state import MemoryState
+
+
+class CommandError(MemstreamError, ValueError):
+    """A command that names a memory the user does not have, or is otherwise inapplicable."""
+
+
+@dataclass(frozen=True)
+class CommandConfig:
+    """How a described memory ("forget my old address") is matched to stored ones."""
+
+    match_min: float = 0.5
+    match_max: int = 3
+
+
+def apply_command(state: MemoryState, cmd: Command, vector: np.ndarray | None) -> Applied:
+    """Apply a command once (by `command_id`); a replay returns the events of the first time.
+
+    `vector` embeds `cmd.query` (or, for edit, the new summary). Raises `CommandError`.
+    """
+    key = command_key(cmd.user_id, cmd.command_id)
+    replay = applied.prior(state.tables.applied, key)
+    if replay is not None:
+        return replay
+    events = _command_events(state, cmd, vector)
+    memory_id = events[0].memory_id if events else (cmd.memory_id or "")
+    result = Applied("applied", memory_id, events)
+    applied.remember(state.tables.applied, key, result)
+    return result
+
+
+def _command_events(state: MemoryState, cmd: Command, vector: np.ndarray | None) -> list[MemoryEvent]:
+    if cmd.kind == "purge_user":
+        return purge_user(state, cmd.user_id, cmd.thread_id, cmd.ts)
+    if cmd.kind in ("block_topic", "unblock_topic"):
+        return [set_topic_blocked(state, cmd, cmd.kind == "block_topic")]
+    events: list[MemoryEvent] = []
+    meta = {"command": cmd.kind, "actor": cmd.actor}
+
+    def change(memory: Memory, kind: str, vector: np.ndarray | None = None, **update: Any) -> Memory:
+        changed = memory.model_copy(
+            update={**update, "version": memory.version + 1, "updated_at": cmd.ts})
+        state.store(changed, vector)
+        events.append(state.announce(kind, changed, cmd.thread_id, cmd.ts, meta, old=memory,
+                                     actor=cmd.actor))
+        return changed
+
+    found = targets(state, cmd, vector)
+    if cmd.kind in ("forget", "delete", "dont_remember"):
+        for memory in found:
+            if memory.state == "active":
+                change(memory, "soft_deleted", state="soft_deleted")
+    elif cmd.kind in ("pin", "unpin"):
+        for memory in found[:1]:
+            change(memory, "updated", pinned=cmd.kind == "pin")
+    elif cmd.kind == "restore":
+        for memory in found:
+            if memory.state == "soft_deleted":
+                change(memory, "restored", state="active")
+    elif cmd.kind == "edit":
+        if vector is None or not found:
+            raise CommandError("edit needs a memory and the new summary's embedding")
+        change(found[0], "updated", vector, summary=cmd.text, embedding_b64=encode_vector(vector))
+    return events
+
+
+def targets(state: MemoryState, cmd: Command, vector: np.ndarray | None) -> list[Memory]:
+    """The memories a command applies to: by id, the thread's last turn, or by description."""
+    if cmd.memory_id:
+        memory = state.memory(cmd.memory_id)
+        if memory is None or memory.user_id != cmd.user_id:
+            raise CommandError("no such memory for this user")
+        return [memory]
+    found: list[Memory] = []
+    if cmd.kind == "dont_remember":
+        for memory_id in state.revisions.last_turn_memories(cmd.user_id, cmd.thread_id, cmd.turn_id):
+            if (memory := state.memory(memory_id)) is not None:
+                found.append(memory)
+    if cmd.query and vector is not None:
+        hits = state.index.user(cmd.user_id).search(vector, state.commands.match_max)
+        found += [m for m, score in hits if score >= state.commands.match_min and m not in found]
+    return found

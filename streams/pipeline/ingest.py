@@ -1,0 +1,151 @@
+"""Stage 1 — ingest: a `chat.turns` record → validate, trigger, extract, policy → candidates.
+
+Outputs: `memory.candidates` (one per fact, and the episode the turn closes), `memory.events`
+(kind=candidate), `memory.progress` (what became of the turn), `memory.commands` (forget and
+"don't remember this" said in chat: the hot path) and `chat.turns.dlq` for bad records.
+
+Run by `agents/ingest.py` in the worker and by `streams.pipeline.inprocess` without Kafka.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from streams.app.settings import Settings
+from streams.errors import InvalidRecord
+from streams.memory import ids
+from streams.memory.tables import Table, thread_key
+from streams.memory.users import blocked_topics
+from streams.observability import metrics
+from streams.pipeline.outputs import Outputs
+from streams.pipeline.records import Record
+from streams.providers.llm import GuardedLLM
+from streams.write import policy
+from streams.write.episodic import Observed, observe, rules_from
+from streams.write.facts import FactPipeline, candidates_of, hot_command, mentions_topic
+from streams.write.trigger import CommandKind, ExplicitCommand
+from streams.write.validation import parse_turn
+from topics.events import MemoryEvent
+from topics.progress import TurnProgress
+from topics.turns import Turn
+
+log = logging.getLogger(__name__)
+STAGE = "ingest"
+HOT_COMMANDS = (CommandKind.forget, CommandKind.dont_remember)
+
+
+@dataclass(frozen=True)
+class IngestTables:
+    """The state ingest keeps, co-partitioned with the memory tables by user_id."""
+
+    buffers: Table
+    """user_id|thread_id -> the thread's last turns (secrets redacted) and episodic state."""
+    turn_log: Table
+    """user_id|thread_id|turn_id -> {episode, refs}: what ingest decided for the turn, so a
+    replay of it decides the same however far back it is."""
+    users: Table
+    """user_id -> {blocked_topics, …} (written by the commands stage)."""
+
+
+class IngestStage:
+    """Turns in, candidates (or a hot-path command) out."""
+
+    def __init__(self, settings: Settings, tables: IngestTables, llm: GuardedLLM,
+                 outputs: Outputs) -> None:
+        self.settings = settings
+        self.tables = tables
+        self.llm = llm
+        self.outputs = outputs
+        self.facts = FactPipeline(settings)
+        self.episodes = rules_from(settings)
+
+    async def handle(self, record: Record) -> int:
+        """Process one raw record; return the facts emitted. Any failure dead-letters it."""
+        started = time.perf_counter()
+        metrics.STAGE_RECORDS.labels(stage=STAGE).inc()
+        try:
+            turn = parse_turn(record.value, record.key, max_bytes=self.settings.max_record_bytes,
+                              max_chars=self.settings.max_turn_chars)
+        except InvalidRecord as exc:
+            await self._dead_letter(record, exc.reason, exc.detail)
+            return 0
+        try:
+            return await self.process_turn(turn)
+        except Exception as exc:  # noqa: BLE001 - a bug must not stop the partition
+            log.exception("ingest failed on %s", turn.ref)
+            await self._dead_letter(record, "internal_error", type(exc).__name__)
+            return 0
+        finally:
+            metrics.STAGE_SECONDS.labels(stage=STAGE).observe(time.perf_counter() - started)
+
+    async def process_turn(self, turn: Turn) -> int:
+        """Run one valid turn through trigger, extraction and policy; return the facts emitted."""
+        if not self.settings.memory_enabled:
+            await self.outputs.progress(self._progress(turn, "disabled"))
+            return 0
+        topics = blocked_topics(self.tables.users, turn.user_id)
+        observed = self.observe_turn(turn)
+        if self.llm.provider is None:
+            result = self.facts.facts(turn, topics)
+        else:
+            result = await self.facts.afacts(turn, topics, self.llm, observed.context)
+        for reason in result.blocked:
+            metrics.POLICY_BLOCKS.labels(reason=reason).inc()
+        if result.command is not None and result.command.kind in HOT_COMMANDS:
+            metrics.TURNS.labels(outcome="command").inc()
+            await self.send_hot_command(turn, result.command)
+            return 0
+        episode = observed.episode if self.settings.episodic_enabled else None
+        if episode is not None and mentions_topic(episode.summary, topics):
+            metrics.EPISODIC_SKIPS.labels(reason="blocked_topic").inc()
+            episode = None
+        candidates = candidates_of(turn, result, episode, observed.refs)
+        if not candidates:
+            metrics.TURNS.labels(outcome="skipped").inc()
+            await self.outputs.progress(self._progress(turn, "skipped"))
+            return 0
+        metrics.TURNS.labels(outcome="candidates").inc()
+        for candidate in candidates:
+            fact, confidence = candidate.fact, candidate.confidence
+            memory_id = ids.memory_id(turn.user_id, turn.ref, candidate.fact_index)
+            metrics.CANDIDATES.labels(type=fact.type).inc()
+            await self.outputs.event(MemoryEvent(
+                event_id=ids.event_id(memory_id, "candidate", 0), kind="candidate",
+                user_id=turn.user_id, thread_id=turn.thread_id, memory_id=memory_id, rev=0,
+                ts=turn.ts, summary=fact.summary, category=fact.category,
+                meta={"type": fact.type, "source_turn_id": turn.ref, "confidence": confidence},
+            ))
+            await self.outputs.candidate(candidate)
+        return len(candidates)
+
+    def observe_turn(self, turn: Turn) -> Observed:
+        """Add the turn to its thread's buffer (secrets redacted) and see if it closes an episode."""
+        key, turn_key = thread_key(turn.user_id, turn.thread_id), thread_key(turn.user_id, turn.ref)
+        seen = self.tables.turn_log.get(turn_key)
+        observed = observe(self.tables.buffers.get(key), turn, self.episodes,
+                           self.settings.episodic_window_n, policy.redact, seen)
+        if seen is None:
+            self.tables.buffers[key] = observed.entry
+            self.tables.turn_log[turn_key] = observed.record
+        return observed
+
+    async def send_hot_command(self, turn: Turn, command: ExplicitCommand) -> None:
+        """An explicit forget / "don't remember this" goes to the commands stage at once.
+
+        The turn counts as done when that stage reports it applied (its progress record), so its
+        events are out before the turn is finished.
+        """
+        await self.outputs.command(hot_command(turn, command))
+        await self.outputs.progress(self._progress(turn, "command", fact_count=1))
+
+    @staticmethod
+    def _progress(turn: Turn, outcome: str, fact_count: int = 0) -> TurnProgress:
+        return TurnProgress(
+            user_id=turn.user_id, thread_id=turn.thread_id, turn_id=turn.turn_id, stage=STAGE,
+            outcome=outcome, fact_count=fact_count,  # type: ignore[arg-type]
+        )
+
+    async def _dead_letter(self, record: Record, reason: str, detail: str) -> None:
+        metrics.TURNS.labels(outcome="dlq").inc()
+        await self.outputs.dead_letter_record(record, STAGE, reason, detail)

@@ -1,0 +1,72 @@
+"""The layout rules of the code base (README "Layout"), checked so they stay true.
+
+- `streams/` keeps at most 12 modules at its top level; the rest live in sub-packages.
+- Dependencies point one way: `agents/` (the Faust stages) use `streams/`; nothing in `streams/`
+  imports `agents/` but the worker entry point, and no service code imports the tests' fakes.
+- Importing the service builds nothing: an app exists only once `create_app` is called.
+"""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).parents[2]
+SERVICE_PACKAGES = ("streams", "agents", "sinks", "topics")
+ENTRY_POINTS = {"streams/app/worker.py"}
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module `path` imports, at any depth of the file (absolute imports only)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+    return found
+
+
+def python_files(package: str) -> list[Path]:
+    return sorted((ROOT / package).rglob("*.py"))
+
+
+def test_streams_keeps_few_top_level_modules():
+    top = sorted(p.name for p in (ROOT / "streams").glob("*.py"))
+    assert len(top) <= 12, top
+
+
+def test_only_the_worker_entry_point_imports_the_stages():
+    offenders = [
+        str(path.relative_to(ROOT)) for path in python_files("streams")
+        if str(path.relative_to(ROOT)) not in ENTRY_POINTS
+        and any(m == "agents" or m.startswith("agents.") for m in imported_modules(path))
+    ]
+    assert offenders == []
+
+
+def test_service_code_never_imports_the_tests():
+    offenders = [
+        str(path.relative_to(ROOT)) for package in SERVICE_PACKAGES for path in python_files(package)
+        if any(m == "tests" or m.startswith("tests.") for m in imported_modules(path))
+    ]
+    assert offenders == []
+
+
+def test_importing_every_service_module_builds_no_app():
+    """No module creates a Faust app (or reads the settings into one) as an import side effect."""
+    script = """
+import gc, importlib, pkgutil
+import faust
+for package in ("streams", "agents", "sinks", "topics"):
+    module = importlib.import_module(package)
+    for info in pkgutil.walk_packages(module.__path__, package + "."):
+        if not info.name.endswith("__main__"):
+            importlib.import_module(info.name)
+apps = [o for o in gc.get_objects() if isinstance(o, faust.App)]
+print(len(apps))
+"""
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip().splitlines()[-1] == "0", out.stderr[-2000:]
