@@ -1,10 +1,18 @@
-"""`memory.candidates` (internal): facts extracted from one turn, on their way to dedup."""
+"""`memory.candidates` (internal): what ingest decided for each turn, on its way to dedup.
+
+Two kinds of record, in the order of the turns they come from (one partition per user):
+`Candidate`, a fact to store; `ChatCommand`, a command said in a chat turn (forget …, "don't
+remember this"). A chat command travels on this topic, not on `memory.commands`, so that it
+applies after every fact of the turns before it and before any fact of a later turn, however
+far behind the dedup stage is.
+"""
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Discriminator, Field, Tag, TypeAdapter
 
+from topics.commands import Command
 from topics.turns import Turn
 
 MemoryType = Literal["semantic", "episodic", "procedural", "insight", "consolidated"]
@@ -26,6 +34,7 @@ class Fact(BaseModel):
 class Candidate(BaseModel):
     """Fact `fact_index` of `fact_count` from `turn`; memory ids derive from these."""
 
+    kind: Literal["fact"] = "fact"
     turn: Turn
     fact: Fact
     fact_index: int = Field(ge=0)
@@ -39,3 +48,24 @@ class Candidate(BaseModel):
     @property
     def refs(self) -> list[str]:
         return self.source_refs or [self.turn.ref]
+
+
+class ChatCommand(BaseModel):
+    """A command said in a chat turn, applied by the dedup stage in turn order."""
+
+    kind: Literal["command"] = "command"
+    command: Command
+
+
+def _kind(value: Any) -> str:
+    """Records written before `kind` existed are facts."""
+    if isinstance(value, dict):
+        return str(value.get("kind", "fact"))
+    return str(getattr(value, "kind", "fact"))
+
+
+CandidateRecord = Annotated[
+    Annotated[Candidate, Tag("fact")] | Annotated[ChatCommand, Tag("command")],
+    Discriminator(_kind),
+]
+CANDIDATE_RECORD: TypeAdapter[Candidate | ChatCommand] = TypeAdapter(CandidateRecord)

@@ -1,4 +1,11 @@
-"""Dead-letter records (`chat.turns.dlq`, `memory.commands.dlq`): raw bytes, error, stage."""
+"""Dead-letter records (`chat.turns.dlq`, `memory.commands.dlq`, `memory.candidates.dlq`).
+
+A dead letter says which stage gave up on which record and why, and keeps what the record was:
+its bytes when they fit (`raw_b64`), otherwise their first `DLQ_MAX_RAW_BYTES` bytes, marked
+`raw_truncated`; always the original size and SHA-256, so an operator can match it with the
+producer's copy. Bytes carrying a detected secret are never kept in clear: the text is kept
+with each secret replaced by a marker, and `raw_redacted` says so.
+"""
 from __future__ import annotations
 
 import base64
@@ -7,7 +14,7 @@ from pydantic import BaseModel
 
 
 class DeadLetter(BaseModel):
-    """A record a stage could not process. `raw_b64` holds the original bytes untouched."""
+    """A record a stage could not process."""
 
     stage: str
     reason: str
@@ -17,18 +24,15 @@ class DeadLetter(BaseModel):
     offset: int
     key: str | None
     raw_b64: str
+    raw_size: int = 0
+    """Size of the original record value in bytes."""
+    raw_sha256: str = ""
+    """SHA-256 (hex) of the original record value."""
+    raw_truncated: bool = False
+    """`raw_b64` holds only the first bytes of the value (it did not fit a dead letter)."""
+    raw_redacted: bool = False
+    """`raw_b64` holds the value's text with detected secrets replaced: not the original bytes."""
 
     @property
     def raw(self) -> bytes:
         return base64.b64decode(self.raw_b64)
-
-    @classmethod
-    def wrap(
-        cls, *, stage: str, reason: str, error: str, topic: str, partition: int, offset: int,
-        key: bytes | None, raw: bytes,
-    ) -> "DeadLetter":
-        return cls(
-            stage=stage, reason=reason, error=error[:2000], topic=topic, partition=partition,
-            offset=offset, key=key.decode("utf-8", "replace") if key is not None else None,
-            raw_b64=base64.b64encode(raw).decode("ascii"),
-        )

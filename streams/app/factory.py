@@ -102,7 +102,7 @@ class MemstreamApp:
         self.topics = topics
         self.tables = tables
         self.services = services
-        self.outputs = Outputs(send or self._produce)
+        self.outputs = Outputs(send or self._produce, settings.dlq_max_raw_bytes)
         self.store = MemoryStore(
             MemoryTables(memories=tables.memories, applied=tables.applied, users=tables.users,
                          thread_revs=tables.thread_revs, audit=tables.audit),

@@ -38,6 +38,18 @@ class Settings(BaseSettings):
     # --- input limits --------------------------------------------------------------------
     max_turn_chars: int = Field(8000, ge=1, description="Longer turn texts go to the DLQ.")
     max_record_bytes: int = Field(262144, ge=1, description="Larger raw records go to the DLQ.")
+    dlq_max_raw_bytes: int = Field(
+        262144, ge=1024, le=700_000,
+        description="Bytes of a record a dead letter keeps at most; a larger record keeps its first "
+        "bytes, marked raw_truncated, with its size and SHA-256 (a dead letter must fit the "
+        "producer's 1 MB request limit, and base64 adds a third).",
+    )
+    max_future_skew_seconds: int = Field(
+        3600, ge=0,
+        description="A turn dated further ahead of the worker's clock is dead-lettered "
+        "(future_event_time): it would move the user's clock, and every age computed from it, "
+        "forward for good.",
+    )
 
     # --- seed 004 toggles ------------------------------------------------------------------
     memory_enabled: bool = Field(True, description="Master switch: no memories are written when false.")

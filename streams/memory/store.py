@@ -7,14 +7,16 @@ memories, between workers). The stages and the web routes of one worker share on
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
+
+from pydantic import ValidationError
 
 from streams.memory import users
 from streams.memory.dedup import DedupConfig
 from streams.memory.model import Memory
 from streams.memory.state import MemoryState
-from streams.memory.tables import MemoryTables
+from streams.memory.tables import MemoryTables, key_text
 from streams.memory.vector_index import UserIndex, VectorIndex
 
 log = logging.getLogger(__name__)
@@ -39,10 +41,20 @@ class MemoryStore:
         if self._index is None:
             self._index = VectorIndex(self._config().profile.dim)
         if self._stale:
-            count = self._index.rebuild(Memory.model_validate(raw) for raw in self.tables.memories.values())
+            count = self._index.rebuild(self._documents())
             log.info("vector index rebuilt from the memories table: %d memories", count)
             self._stale = False
         return self._index
+
+    def _documents(self) -> Iterator[Memory]:
+        """The stored memories that validate; one that does not (written by another version,
+        damaged) is left out of the index and logged by id, never failing the rebuild."""
+        for key, raw in self.tables.memories.items():
+            try:
+                yield Memory.model_validate(raw)
+            except ValidationError as exc:
+                log.error("memory %s does not validate and is not searchable (%d errors)",
+                          key_text(key), exc.error_count())
 
     def state(self) -> MemoryState:
         """The owned memories, to read and change."""

@@ -30,6 +30,16 @@ DLQ_RECORDS = Counter(
     "memstream_dlq_records_total", "Records sent to a dead-letter topic.", ["stage", "reason"],
     registry=REGISTRY,
 )
+DLQ_FAILURES = Counter(
+    "memstream_dlq_failures_total",
+    "Dead letters that could not be sent; the record was skipped (logged without content).",
+    ["stage", "reason"], registry=REGISTRY,
+)
+STAGE_ERRORS = Counter(
+    "memstream_stage_errors_total",
+    "Unexpected errors while a stage handled a record (the record was dead-lettered).",
+    ["stage", "error"], registry=REGISTRY,
+)
 TURNS = Counter(
     "memstream_turns_total", "Chat turns consumed, by ingest outcome.", ["outcome"], registry=REGISTRY
 )

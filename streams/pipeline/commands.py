@@ -19,9 +19,10 @@ from streams.memory.access import record_reads
 from streams.memory.commands import CommandError
 from streams.memory.store import MemoryStore
 from streams.observability import metrics
-from streams.pipeline.dedup import Embed
+from streams.observability.logs import describe_failure
 from streams.pipeline.outputs import Outputs
 from streams.pipeline.records import Record
+from streams.providers.embedder import Embed
 from topics.commands import Command
 from topics.progress import TurnProgress
 
@@ -58,7 +59,8 @@ class CommandsStage:
         self.outputs = outputs
 
     async def handle(self, record: Record) -> str:
-        """Apply one raw record; return "applied" or "dlq". Never raises."""
+        """Apply one raw record; return "applied" or "dlq". Never raises: a bad record, or any
+        failure while applying it, dead-letters it and the partition moves on."""
         started = time.perf_counter()
         metrics.STAGE_RECORDS.labels(stage=STAGE).inc()
         try:
@@ -66,32 +68,44 @@ class CommandsStage:
             return await self.apply(command)
         except (ValueError, CommandError) as exc:
             reason = "inapplicable" if isinstance(exc, CommandError) else str(exc).split(":")[0]
-            await self.outputs.dead_letter_record(record, STAGE, reason, str(exc))
+            await self.outputs.dead_letter(record, STAGE, reason, str(exc))
             return "dlq"
         except Exception as exc:  # noqa: BLE001 - never block the partition on one record
-            log.exception("command failed")
-            await self.outputs.dead_letter_record(record, STAGE, "internal_error", type(exc).__name__)
+            metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
+            log.error("command failed on %s[%d]@%d: %s", record.topic, record.partition,
+                      record.offset, describe_failure(exc))
+            await self.outputs.dead_letter(record, STAGE, "internal_error", type(exc).__name__)
             return "dlq"
         finally:
             metrics.STAGE_SECONDS.labels(stage=STAGE).observe(time.perf_counter() - started)
 
     async def apply(self, command: Command) -> str:
         """Apply one command and send its events (and the progress of the turn that said it)."""
-        if command.kind == "touch":  # a read: no event, no audit entry, no revision
-            tables = self.store.tables
-            record_reads(tables.memories, tables.applied, self.store.index(), command)
-            metrics.COMMANDS.labels(kind=command.kind).inc()
-            return "applied"
-        text = command.text if command.kind == "edit" else command.query
-        vector = (await self.embed([text]))[0] if text else None
-        applied = self.store.state().apply_command(command, vector)
-        for event in applied.events:
-            await self.outputs.event(event)
-        if command.turn_id:
-            await self.outputs.progress(TurnProgress(
-                user_id=command.user_id, thread_id=command.thread_id, turn_id=command.turn_id,
-                stage=STAGE, outcome="applied", fact_index=0, fact_count=1,
-                memory_id=applied.memory_id or None,
-            ))
+        return await apply_command(self.store, self.embed, self.outputs, command)
+
+
+async def apply_command(store: MemoryStore, embed: Embed, outputs: Outputs, command: Command) -> str:
+    """Apply one command to the store and send its events, and the progress of the chat turn
+    that said it; return "applied". Raises `CommandError` when it cannot apply.
+
+    Run by the commands stage for `memory.commands`, and by the dedup stage for the commands
+    said in chat (`memory.candidates`).
+    """
+    if command.kind == "touch":  # a read: no event, no audit entry, no revision
+        tables = store.tables
+        record_reads(tables.memories, tables.applied, store.index(), command)
         metrics.COMMANDS.labels(kind=command.kind).inc()
         return "applied"
+    text = command.text if command.kind == "edit" else command.query
+    vector = (await embed([text]))[0] if text else None
+    applied = store.state().apply_command(command, vector)
+    for event in applied.events:
+        await outputs.event(event)
+    if command.turn_id:
+        await outputs.progress(TurnProgress(
+            user_id=command.user_id, thread_id=command.thread_id, turn_id=command.turn_id,
+            stage=STAGE, outcome="applied", fact_index=0, fact_count=1,
+            memory_id=applied.memory_id or None,
+        ))
+    metrics.COMMANDS.labels(kind=command.kind).inc()
+    return "applied"

@@ -1,5 +1,5 @@
 """Stage 2 — dedup/merge: `memory.candidates` → embed, search the user's own memories, create,
-update or supersede → `memory.events`.
+update or supersede → `memory.events`; and the commands said in chat, applied in turn order.
 
 State: the memory tables and the vector index (`streams.memory.store.MemoryStore`). Outputs:
 `memory.events` (created/updated/superseded), `memory.progress`, `memory.candidates.dlq`.
@@ -14,24 +14,26 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 
 import numpy as np
 
+from streams.memory.commands import CommandError
 from streams.memory.store import MemoryStore
 from streams.observability import metrics
+from streams.observability.logs import describe_failure
+from streams.pipeline.commands import apply_command
 from streams.pipeline.outputs import Outputs
 from streams.pipeline.records import Record
+from streams.providers.embedder import Embed
 from streams.providers.llm import GuardedLLM
-from topics.candidates import Candidate
+from topics.candidates import CANDIDATE_RECORD, Candidate, ChatCommand
 from topics.progress import TurnProgress
 
 log = logging.getLogger(__name__)
 STAGE = "dedup"
 
-Embed = Callable[[Sequence[str]], Awaitable[np.ndarray]]
-"""Embed texts (one L2-normalised row per text)."""
 RecordScope = Callable[[Record], AbstractContextManager[object]]
 """The scope a record is processed in (the worker's: its Faust event is the current one)."""
 
@@ -41,7 +43,7 @@ def no_scope(record: Record) -> AbstractContextManager[object]:
 
 
 class DedupStage:
-    """Candidates in, memory events out."""
+    """Candidates (and commands said in chat) in, memory events out."""
 
     def __init__(self, store: MemoryStore, embed: Embed, llm: GuardedLLM, outputs: Outputs,
                  record_scope: RecordScope = no_scope) -> None:
@@ -52,24 +54,37 @@ class DedupStage:
         self.record_scope = record_scope
 
     async def handle_batch(self, records: Sequence[Record]) -> list[str]:
-        """Process candidate records in order, embedding all new summaries in one model call.
+        """Process records in order, embedding all new summaries in one model call.
 
-        Failures go to `memory.candidates.dlq`; the partition never blocks.
+        Never raises: a bad record, or any failure while processing one, dead-letters that
+        record (`memory.candidates.dlq`) and the others go on; the partition never blocks.
         """
         started = time.perf_counter()
         metrics.STAGE_RECORDS.labels(stage=STAGE).inc(len(records))
         parsed = [(record, parse_candidate(record)) for record in records]
-        current = self.store.state()
-        fresh = [c for _, c in parsed if c is not None and not current.is_applied(c)]
-        vectors = (dict(zip(map(id, fresh), await self.embed([c.fact.summary for c in fresh])))
-                   if fresh else {})
+        vectors = await self._embed_new([c for _, c in parsed if isinstance(c, Candidate)])
         outcomes = []
-        for record, candidate in parsed:
+        for record, item in parsed:
             with self.record_scope(record):
-                outcomes.append(await self._handle_one(record, candidate, vectors.get(id(candidate))))
+                outcomes.append(await self._handle_one(record, item, vectors.get(id(item))))
         metrics.STAGE_SECONDS.labels(stage=STAGE).observe(
             (time.perf_counter() - started) / max(len(records), 1))
         return outcomes
+
+    async def _embed_new(self, candidates: list[Candidate]) -> dict[int, np.ndarray]:
+        """The vectors of the candidates not applied yet, by `id()`, in one model call; empty
+        when that fails (each candidate is then embedded alone, inside its own error handling)."""
+        try:
+            current = self.store.state()
+            fresh = [c for c in candidates if not current.is_applied(c)]
+            if not fresh:
+                return {}
+            return dict(zip(map(id, fresh), await self.embed([c.fact.summary for c in fresh])))
+        except Exception as exc:  # noqa: BLE001 - fall back to one record at a time
+            metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
+            log.error("dedup batch embedding failed, records go one at a time: %s",
+                      describe_failure(exc))
+            return {}
 
     async def process_candidate(self, candidate: Candidate, vector: np.ndarray | None = None) -> str:
         """Apply one candidate and send what it produced; return the outcome.
@@ -100,26 +115,41 @@ class DedupStage:
         await self.outputs.progress(progress_of(candidate, applied.outcome, applied.memory_id))
         return applied.outcome
 
-    async def _handle_one(self, record: Record, candidate: Candidate | None,
+    async def _handle_one(self, record: Record, item: Candidate | ChatCommand | None,
                           vector: np.ndarray | None) -> str:
-        if candidate is None:
+        if item is None:
             # Our own internal topic: a bad record here is a bug or a foreign producer.
-            await self.outputs.dead_letter_record(record, STAGE, "invalid_candidate",
-                                                  "record is not a valid Candidate")
+            await self.outputs.dead_letter(record, STAGE, "invalid_candidate",
+                                           "record is not a valid Candidate or ChatCommand")
             return "dlq"
         try:
-            return await self.process_candidate(candidate, vector)
+            if isinstance(item, ChatCommand):
+                return await apply_command(self.store, self.embed, self.outputs, item.command)
+            return await self.process_candidate(item, vector)
+        except CommandError as exc:
+            await self.outputs.dead_letter(record, STAGE, "inapplicable", str(exc))
+            return "dlq"
         except Exception as exc:  # noqa: BLE001 - never block the partition on one record
-            log.exception("dedup failed on %s fact %d", candidate.turn.ref, candidate.fact_index)
-            await self.outputs.dead_letter_record(record, STAGE, "internal_error", type(exc).__name__)
-            await self.outputs.progress(progress_of(candidate, "dlq", None))
+            metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
+            log.error("dedup failed on %s[%d]@%d: %s", record.topic, record.partition,
+                      record.offset, describe_failure(exc))
+            await self.outputs.dead_letter(record, STAGE, "internal_error", type(exc).__name__)
+            if isinstance(item, Candidate):
+                await self._send_progress(progress_of(item, "dlq", None))
             return "dlq"
 
+    async def _send_progress(self, progress: TurnProgress) -> None:
+        try:
+            await self.outputs.progress(progress)
+        except Exception as exc:  # noqa: BLE001 - progress is bookkeeping; the partition moves on
+            log.error("dedup progress not sent: %s", describe_failure(exc))
 
-def parse_candidate(record: Record) -> Candidate | None:
+
+def parse_candidate(record: Record) -> Candidate | ChatCommand | None:
+    """The record's fact candidate or chat command; None when it is neither."""
     try:
-        return Candidate.model_validate_json(record.value or b"")
-    except ValueError:
+        return CANDIDATE_RECORD.validate_json(record.value or b"")
+    except (ValueError, RecursionError):
         return None
 
 

@@ -1,8 +1,9 @@
 """Stage 1 — ingest: a `chat.turns` record → validate, trigger, extract, policy → candidates.
 
-Outputs: `memory.candidates` (one per fact, and the episode the turn closes), `memory.events`
-(kind=candidate), `memory.progress` (what became of the turn), `memory.commands` (forget and
-"don't remember this" said in chat: the hot path) and `chat.turns.dlq` for bad records.
+Outputs: `memory.candidates` (one per fact, and the episode the turn closes; or the command
+the turn said — forget, "don't remember this" — in turn order with the facts), `memory.events`
+(kind=candidate), `memory.progress` (what became of the turn) and `chat.turns.dlq` for bad
+records.
 
 Run by `agents/ingest.py` in the worker and by `streams.pipeline.inprocess` without Kafka.
 """
@@ -10,7 +11,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from streams.app.settings import Settings
 from streams.errors import InvalidRecord
@@ -18,6 +21,7 @@ from streams.memory import ids
 from streams.memory.tables import Table, thread_key
 from streams.memory.users import blocked_topics
 from streams.observability import metrics
+from streams.observability.logs import describe_failure
 from streams.pipeline.outputs import Outputs
 from streams.pipeline.records import Record
 from streams.providers.llm import GuardedLLM
@@ -33,6 +37,10 @@ from topics.turns import Turn
 log = logging.getLogger(__name__)
 STAGE = "ingest"
 HOT_COMMANDS = (CommandKind.forget, CommandKind.dont_remember)
+
+
+def wall_clock() -> datetime:
+    return datetime.now(timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -52,8 +60,10 @@ class IngestStage:
     """Turns in, candidates (or a hot-path command) out."""
 
     def __init__(self, settings: Settings, tables: IngestTables, llm: GuardedLLM,
-                 outputs: Outputs) -> None:
+                 outputs: Outputs, now: Callable[[], datetime] = wall_clock) -> None:
+        """`now` is the worker's clock, used only to refuse turns dated too far ahead."""
         self.settings = settings
+        self.now = now
         self.tables = tables
         self.llm = llm
         self.outputs = outputs
@@ -61,23 +71,38 @@ class IngestStage:
         self.episodes = rules_from(settings)
 
     async def handle(self, record: Record) -> int:
-        """Process one raw record; return the facts emitted. Any failure dead-letters it."""
+        """Process one raw record; return the facts emitted.
+
+        Never raises: a bad record, or any failure while processing it, dead-letters the record
+        (`chat.turns.dlq`) and the partition moves on.
+        """
         started = time.perf_counter()
         metrics.STAGE_RECORDS.labels(stage=STAGE).inc()
         try:
-            turn = parse_turn(record.value, record.key, max_bytes=self.settings.max_record_bytes,
-                              max_chars=self.settings.max_turn_chars)
+            turn = self.parse(record)
+            return await self.process_turn(turn)
         except InvalidRecord as exc:
             await self._dead_letter(record, exc.reason, exc.detail)
             return 0
-        try:
-            return await self.process_turn(turn)
         except Exception as exc:  # noqa: BLE001 - a bug must not stop the partition
-            log.exception("ingest failed on %s", turn.ref)
+            metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
+            log.error("ingest failed on %s[%d]@%d: %s", record.topic, record.partition,
+                      record.offset, describe_failure(exc))
             await self._dead_letter(record, "internal_error", type(exc).__name__)
             return 0
         finally:
             metrics.STAGE_SECONDS.labels(stage=STAGE).observe(time.perf_counter() - started)
+
+    def parse(self, record: Record) -> Turn:
+        """The record's turn; raises `InvalidRecord` (a turn dated too far ahead included)."""
+        settings = self.settings
+        turn = parse_turn(record.value, record.key, max_bytes=settings.max_record_bytes,
+                          max_chars=settings.max_turn_chars)
+        ahead = (turn.ts - self.now()).total_seconds()
+        if ahead > settings.max_future_skew_seconds:
+            raise InvalidRecord("future_event_time",
+                                f"ts is {ahead:.0f} s ahead (limit {settings.max_future_skew_seconds} s)")
+        return turn
 
     async def process_turn(self, turn: Turn) -> int:
         """Run one valid turn through trigger, extraction and policy; return the facts emitted."""
@@ -131,12 +156,13 @@ class IngestStage:
         return observed
 
     async def send_hot_command(self, turn: Turn, command: ExplicitCommand) -> None:
-        """An explicit forget / "don't remember this" goes to the commands stage at once.
+        """An explicit forget / "don't remember this" goes on `memory.candidates`, behind the
+        facts of the turns before it: the dedup stage applies it in turn order.
 
         The turn counts as done when that stage reports it applied (its progress record), so its
         events are out before the turn is finished.
         """
-        await self.outputs.command(hot_command(turn, command))
+        await self.outputs.chat_command(hot_command(turn, command))
         await self.outputs.progress(self._progress(turn, "command", fact_count=1))
 
     @staticmethod
@@ -148,4 +174,4 @@ class IngestStage:
 
     async def _dead_letter(self, record: Record, reason: str, detail: str) -> None:
         metrics.TURNS.labels(outcome="dlq").inc()
-        await self.outputs.dead_letter_record(record, STAGE, reason, detail)
+        await self.outputs.dead_letter(record, STAGE, reason, detail)

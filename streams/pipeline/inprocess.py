@@ -95,7 +95,7 @@ class InProcessPipeline:
         self.settings = settings
         self.topics = LocalTopics()
         self.services = Services(settings, embedder=embedder)
-        outputs = Outputs(self.topics.send)
+        outputs = Outputs(self.topics.send, settings.dlq_max_raw_bytes)
         self.tables = MemoryTables()
         self.store = MemoryStore(self.tables, self.services.dedup_config)
         ingest_tables = IngestTables(buffers={}, turn_log={}, users=self.tables.users)

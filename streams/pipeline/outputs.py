@@ -9,11 +9,12 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from streams.observability import metrics
+from streams.observability.logs import describe_failure
+from streams.pipeline.dead_letters import dead_letter_of
 from streams.pipeline.records import Record
 from topics import names
-from topics.candidates import Candidate
+from topics.candidates import Candidate, ChatCommand
 from topics.commands import Command
-from topics.dlq import DeadLetter
 from topics.events import MemoryEvent
 from topics.progress import TurnProgress
 
@@ -31,10 +32,12 @@ DLQ_OF = {
 
 
 class Outputs:
-    """Typed sends of the stages over one `Sender`."""
+    """Typed sends of the stages over one `Sender`. Dead letters keep at most `max_raw_bytes`
+    of a record (`streams.pipeline.dead_letters`)."""
 
-    def __init__(self, send: Sender) -> None:
+    def __init__(self, send: Sender, max_raw_bytes: int = 262144) -> None:
         self.send = send
+        self.max_raw_bytes = max_raw_bytes
 
     async def event(self, event: MemoryEvent) -> None:
         await self.send(names.MEMORY_EVENTS, event.user_id.encode(), event.model_dump_json().encode())
@@ -51,21 +54,28 @@ class Outputs:
         await self.send(names.MEMORY_COMMANDS, command.user_id.encode(),
                         command.model_dump_json().encode())
 
-    async def dead_letter(self, letter: DeadLetter, key: bytes | None) -> None:
-        """Dead-letter a record to its input's DLQ; the reason is logged, the content never is."""
-        metrics.DLQ_RECORDS.labels(stage=letter.stage, reason=letter.reason).inc()
-        log.warning(
-            "dead-lettered record from %s[%d]@%d at stage %s: %s",
-            letter.topic, letter.partition, letter.offset, letter.stage, letter.reason,
-        )
-        await self.send(DLQ_OF.get(letter.topic, names.CHAT_TURNS_DLQ), key,
-                        letter.model_dump_json().encode())
+    async def chat_command(self, command: Command) -> None:
+        """A command said in chat: on `memory.candidates`, behind the facts of earlier turns."""
+        await self.send(names.MEMORY_CANDIDATES, command.user_id.encode(),
+                        ChatCommand(command=command).model_dump_json().encode())
 
-    async def dead_letter_record(self, record: Record, stage: str, reason: str, detail: str) -> None:
-        """Dead-letter `record` as it arrived (raw bytes untouched) with the stage and reason."""
-        await self.dead_letter(
-            DeadLetter.wrap(stage=stage, reason=reason, error=detail, topic=record.topic,
-                            partition=record.partition, offset=record.offset, key=record.key,
-                            raw=record.value or b""),
-            record.key,
-        )
+    async def dead_letter(self, record: Record, stage: str, reason: str, detail: str) -> bool:
+        """Dead-letter `record` to its input's DLQ with the stage and a content-free reason.
+
+        Never raises: a letter that cannot be built or sent is counted
+        (`memstream_dlq_failures_total`) and logged without content, and the caller moves on —
+        one record never stops its partition. Returns whether the letter was sent.
+        """
+        try:
+            letter = dead_letter_of(record, stage, reason, detail, self.max_raw_bytes)
+            await self.send(DLQ_OF.get(record.topic, names.CHAT_TURNS_DLQ), record.key,
+                            letter.model_dump_json().encode())
+        except Exception as exc:  # noqa: BLE001 - the partition must move on
+            metrics.DLQ_FAILURES.labels(stage=stage, reason=reason).inc()
+            log.error("dead letter of %s[%d]@%d at stage %s (%s) not sent: %s", record.topic,
+                      record.partition, record.offset, stage, reason, describe_failure(exc))
+            return False
+        metrics.DLQ_RECORDS.labels(stage=stage, reason=reason).inc()
+        log.warning("dead-lettered record from %s[%d]@%d at stage %s: %s", record.topic,
+                    record.partition, record.offset, stage, reason)
+        return True

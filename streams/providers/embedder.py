@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Awaitable, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -35,6 +35,10 @@ class EmbedderProfile:
 # at 0.94/0.90 precision and recall are both 0.90. Episodic keeps seed 002's +0.02 offset.
 MINILM_PROFILE = EmbedderProfile("all-MiniLM-L6-v2", 384, 0.94, 0.90, 0.96, 0.92)
 TITAN_V2_PROFILE = EmbedderProfile("amazon.titan-embed-text-v2:0", 1024, 0.90, 0.80, 0.92, 0.85)
+
+
+Embed = Callable[[Sequence[str]], Awaitable[np.ndarray]]
+"""An async embedding function: one L2-normalised float32 row per text (what stages are given)."""
 
 
 class Embedder(Protocol):

@@ -36,6 +36,8 @@ def parse_turn(raw: bytes | None, key: bytes | None, *, max_bytes: int, max_char
         payload = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidRecord("malformed_json", f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except (ValueError, RecursionError) as exc:  # a 5,000-digit number, nesting deeper than Python's stack
+        raise InvalidRecord("malformed_json", type(exc).__name__) from None
     if not isinstance(payload, dict):
         raise InvalidRecord("invalid_schema", f"expected a JSON object, got {type(payload).__name__}")
     try:

@@ -11,7 +11,7 @@ from streams.app.settings import Settings
 from streams.app.worker import build_worker
 from streams.pipeline.inprocess import LocalTopics
 from topics import names
-from topics.candidates import Candidate
+from topics.candidates import CANDIDATE_RECORD, Candidate, ChatCommand
 from topics.commands import Command
 from topics.dlq import DeadLetter
 from topics.events import MemoryEvent
@@ -30,8 +30,21 @@ class Captured:
 
     events = property(lambda self: self._parsed(MemoryEvent, names.MEMORY_EVENTS))
     progress = property(lambda self: self._parsed(TurnProgress, names.MEMORY_PROGRESS))
-    candidates = property(lambda self: self._parsed(Candidate, names.MEMORY_CANDIDATES))
     commands = property(lambda self: self._parsed(Command, names.MEMORY_COMMANDS))
+
+    @property
+    def candidates(self) -> list[Candidate]:
+        """The facts on `memory.candidates`."""
+        return [c for c in self._on_candidates() if isinstance(c, Candidate)]
+
+    @property
+    def chat_commands(self) -> list[Command]:
+        """The commands said in chat, on `memory.candidates`."""
+        return [c.command for c in self._on_candidates() if isinstance(c, ChatCommand)]
+
+    def _on_candidates(self) -> list[Candidate | ChatCommand]:
+        return [CANDIDATE_RECORD.validate_json(r.value or b"")
+                for r in self.topics.sent[names.MEMORY_CANDIDATES]]
     dead = property(lambda self: self._parsed(DeadLetter, names.CHAT_TURNS_DLQ,
                                               names.MEMORY_CANDIDATES_DLQ, names.MEMORY_COMMANDS_DLQ))
 

@@ -66,10 +66,32 @@ async def test_chat_forget_goes_to_the_hot_path_and_is_not_stored_as_a_fact(work
     async with worker.faust.agents["ingest"].test_context() as agent:
         await agent.put(turn("Please forget that I live in Lisbon.", "9").model_dump_json().encode(),
                         key=b"u1")
-    assert not captured.candidates
-    [cmd] = captured.commands
+    assert not captured.candidates and not captured.commands
+    [cmd] = captured.chat_commands  # on memory.candidates, behind the facts of earlier turns
     assert cmd.kind == "forget" and cmd.turn_id == "9" and "Lisbon" in cmd.query
     assert [(p.outcome, p.fact_count) for p in captured.progress] == [("command", 1)]
+
+
+async def test_a_chat_command_applies_after_the_facts_queued_before_it(worker, captured):
+    """The dedup stage takes facts and chat commands from one topic, in order: a full batch of
+    queued facts ending in "don't remember this" deletes the last fact, and only it."""
+    from topics.candidates import ChatCommand
+
+    summaries = ["Ana plays the cello every Sunday.", "Ana works as a nurse in Lisbon.",
+                 "Ana's dog Luna loves the beach.", "Ana is training for a half marathon.",
+                 "Ana's brother Rui lives in Porto.", "Ana is saving for a house.",
+                 "Ana reads science fiction novels.", "Ana earns 90k a year."]
+    facts = [candidate(summary, str(i)) for i, summary in enumerate(summaries)]
+    said = ChatCommand(command=Command(command_id="t1:8:dont_remember", kind="dont_remember",
+                                       user_id="u1", ts=TS, thread_id="t1", turn_id="8"))
+    async with worker.faust.agents["dedup"].test_context() as agent:
+        for raw in [*facts, said.model_dump_json().encode()]:
+            await agent.put(raw, key=b"u1", wait=False)
+        async with agent.new_value_processed:
+            await agent.new_value_processed.wait_for(lambda: agent.processed_offset >= 9)
+    deleted = [s for s, state in states(worker).items() if state == "soft_deleted"]
+    assert deleted == ["Ana earns 90k a year."]
+    assert sum(state == "active" for state in states(worker).values()) == 7
 
 
 async def test_dont_remember_this_deletes_what_the_previous_turn_stored(worker, captured):

@@ -1,0 +1,121 @@
+"""Dead letters fit the broker, never carry a detected secret in clear, and a failure to send
+one never stops the stage: the partition moves on."""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from datetime import datetime, timedelta, timezone
+
+from streams.app.settings import Settings
+from streams.observability import metrics
+from streams.pipeline.dead_letters import dead_letter_of
+from streams.pipeline.inprocess import InProcessPipeline
+from streams.pipeline.outputs import Outputs
+from streams.pipeline.records import Record
+from topics import names
+from topics.dlq import DeadLetter
+from topics.turns import Turn
+
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+
+
+def record(value: bytes, topic: str = names.CHAT_TURNS, key: bytes | None = b"ana") -> Record:
+    return Record(topic, 0, 41, key, value)
+
+
+def test_a_record_too_large_keeps_a_marked_excerpt_with_size_and_hash():
+    raw = b"x" * 2_000_000
+    letter = dead_letter_of(record(raw), "ingest", "oversized", "2000000 bytes", max_raw_bytes=4096)
+    assert letter.raw_truncated and not letter.raw_redacted
+    assert letter.raw == raw[:4096]
+    assert (letter.raw_size, letter.raw_sha256) == (len(raw), hashlib.sha256(raw).hexdigest())
+    assert len(letter.model_dump_json()) < 10_000, "the letter fits a producer request easily"
+
+
+def test_a_record_that_fits_is_kept_byte_for_byte():
+    raw = b'{"user_id": "ana", "text": \xff\xfe broken'
+    letter = dead_letter_of(record(raw), "ingest", "not_utf8", "invalid UTF-8", max_raw_bytes=4096)
+    assert letter.raw == raw and not letter.raw_truncated and not letter.raw_redacted
+
+
+def test_a_detected_secret_is_never_kept_in_clear():
+    raw = json.dumps({"user_id": "ana", "text": f"my key is {AWS_KEY}", "ts": "bad"}).encode()
+    letter = dead_letter_of(record(raw), "ingest", "invalid_schema", "ts: datetime", max_raw_bytes=4096)
+    assert letter.raw_redacted and AWS_KEY not in letter.model_dump_json()
+    assert AWS_KEY not in letter.raw.decode() and "my key is" in letter.raw.decode()
+    assert letter.raw_sha256 == hashlib.sha256(raw).hexdigest(), "the original can still be matched"
+
+
+async def test_a_dead_letter_that_cannot_be_sent_is_counted_and_never_raises():
+    async def broken(topic: str, key: bytes | None, value: bytes) -> None:
+        raise RuntimeError("MessageSizeTooLargeError: the broker said no")
+
+    before = metrics.DLQ_FAILURES.labels(stage="ingest", reason="oversized")._value.get()
+    sent = await Outputs(broken).dead_letter(record(b"x" * 100), "ingest", "oversized", "too big")
+    assert sent is False
+    assert metrics.DLQ_FAILURES.labels(stage="ingest", reason="oversized")._value.get() == before + 1
+
+
+def turn(turn_id: str, text: str, ts: datetime) -> bytes:
+    return Turn(user_id="ana", thread_id="t1", turn_id=turn_id, role="user", speaker="Ana",
+                text=text, ts=ts).model_dump_json().encode()
+
+
+def letters(pipeline: InProcessPipeline, topic: str) -> list[DeadLetter]:
+    return [DeadLetter.model_validate_json(r.value or b"") for r in pipeline.topics.sent[topic]]
+
+
+async def test_hostile_records_are_dead_lettered_and_the_turn_after_them_becomes_a_memory(
+        tmp_path, minilm_embedder):
+    settings = Settings(table_store="memory://", data_dir=tmp_path, dlq_max_raw_bytes=4096)
+    pipeline = InProcessPipeline(settings, minilm_embedder)
+    now = datetime.now(timezone.utc)
+    hostile = [
+        b"\x00\xff" * 1000,                                               # random bytes
+        turn("1", "I adopted a dog", now)[:40],                           # truncated JSON
+        b'{"user_id": "ana"}',                                            # missing fields
+        b"[1, 2, 3]",                                                     # a JSON array
+        "{\"user_id\": \"ana\"}".encode("utf-16"),                        # UTF-16
+        b"[" * 100_000,                                                   # nesting too deep
+        turn("2", "x" * 2_000_000, now),                                  # a 2 MB text
+        turn("3", "I moved to Mars.", now + timedelta(days=400)),         # far in the future
+    ]
+    for raw in hostile:
+        await pipeline.topics.send(names.CHAT_TURNS, b"ana", raw)
+    await pipeline.topics.send(names.CHAT_TURNS, b"ana", turn("4", "I adopted a dog named Luna.", now))
+    await pipeline.deliver()
+    dead = letters(pipeline, names.CHAT_TURNS_DLQ)
+    assert len(dead) == len(hostile)
+    assert {d.reason for d in dead} >= {"not_utf8", "malformed_json", "invalid_schema",
+                                        "oversized", "future_event_time"}
+    assert all(len(json.dumps(d.model_dump())) < 20_000 for d in dead)
+    assert [m.summary for m in pipeline.store.user_memories("ana")] == [
+        "Ana adopted a dog named Luna."]
+
+
+async def test_a_stored_document_that_no_longer_validates_fails_no_batch(tmp_path, minilm_embedder):
+    pipeline = InProcessPipeline(Settings(table_store="memory://", data_dir=tmp_path), minilm_embedder)
+    pipeline.tables.memories["broken"] = {"id": "broken", "user_id": "ana", "summary": 3}
+    now = datetime(2024, 5, 1, 10, tzinfo=timezone.utc)
+    await pipeline.ingest([Turn.model_validate_json(turn("1", "I adopted a dog named Luna.", now))])
+    assert [m.summary for m in pipeline.store.user_memories("ana")] == ["Ana adopted a dog named Luna."]
+    assert pipeline.outcomes() == {"created": 1}
+
+
+async def test_a_failing_batch_embedding_falls_back_to_one_record_at_a_time(tmp_path, minilm_embedder):
+    pipeline = InProcessPipeline(Settings(table_store="memory://", data_dir=tmp_path), minilm_embedder)
+    real = pipeline.dedup_stage.embed
+
+    async def flaky(texts):  # fails for batches, works for single texts
+        if len(texts) > 1:
+            raise RuntimeError("embedder out of memory")
+        return await real(texts)
+
+    pipeline.dedup_stage.embed = flaky
+    now = datetime(2024, 5, 1, 10, tzinfo=timezone.utc)
+    turns = [Turn.model_validate_json(turn(str(i), text, now)) for i, text in enumerate(
+        ["I adopted a dog named Luna.", "I work as a nurse in Lisbon."])]
+    await pipeline.ingest(turns)
+    assert pipeline.outcomes() == {"created": 2}
+
