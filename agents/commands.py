@@ -12,7 +12,8 @@ from streams.pipeline.commands import CommandsStage
 
 
 def register(app: MemstreamApp) -> AgentT:
-    stage = CommandsStage(app.settings, app.store, app.services.embed, app.outputs)
+    stage = CommandsStage(app.settings, app.store, app.services.embed, app.outputs,
+                          observer=app.command_waiter)
 
     async def commands(stream):  # type: ignore[no-untyped-def]
         """Consume `memory.commands`; yields each outcome."""

@@ -19,18 +19,31 @@ from faust.types import AgentT, EventT
 
 from sinks.routing import Ack, SinkPlan, Tables, configured, make_plans, parse_event, route
 from streams.app.factory import MemstreamApp
+from streams.privacy.crypto import SealError
+from streams.privacy.payloads import open_event
+from streams.privacy.sealed import Sealer
 from topics.sinks_dlq import SinkDeadLetter
 
 log = logging.getLogger(__name__)
 
 
 async def handle(event: EventT, plans: list[SinkPlan], ack: Ack, audit: Tables, memories: Tables,
-                 dead_letter: Callable[[SinkDeadLetter], Awaitable[None]]) -> int:
-    """Route one `memory.events` record. A record that cannot be routed is dead-lettered and
-    acked: it never crashes the worker nor holds the partition's offset back."""
+                 dead_letter: Callable[[SinkDeadLetter], Awaitable[None]],
+                 sealer: Sealer | None = None) -> int:
+    """Route one `memory.events` record (opened with `sealer`). A record that cannot be routed
+    is dead-lettered and acked: it never crashes the worker nor holds the partition's offset
+    back. An event of a user purged since is acked and skipped (the purge removed the user's
+    documents from the destinations)."""
     message = event.message
     try:
-        return await route(parse_event(event.value), plans, ack, audit, memories)
+        parsed = parse_event(event.value)
+        if sealer is not None:
+            try:
+                parsed = open_event(sealer, parsed)
+            except SealError:
+                await ack()
+                return 0
+        return await route(parsed, plans, ack, audit, memories)
     except Exception as exc:  # noqa: BLE001 - bad input or a routing bug: one record, not the stream
         reason = str(exc) if isinstance(exc, ValueError) else f"routing_error: {type(exc).__name__}"
         log.warning("memory.events record at %s[%d]@%d not routed to sinks: %s", message.topic,
@@ -48,8 +61,14 @@ def register(app: MemstreamApp) -> AgentT | None:
     if not configured(app.settings):
         return None
 
+    sealer = app.sealed.sealer
+
     async def send_dead_letter(letter: SinkDeadLetter) -> None:
-        """To `memory.sinks.dlq`, keyed by user_id; the content is never logged."""
+        """To `memory.sinks.dlq`, keyed by user_id, the record sealed for its user; the content
+        is never logged."""
+        if letter.record:
+            letter = letter.model_copy(update={
+                "record": {}, "sealed": sealer.seal(letter.user_id, letter.record)})
         await app.topics.sinks_dlq.send(key=letter.user_id.encode(),
                                         value=letter.model_dump_json().encode())
 
@@ -62,8 +81,8 @@ def register(app: MemstreamApp) -> AgentT | None:
         events = stream.noack()
         try:
             async for event in events.events():
-                await handle(event, plans, _acker(events, event), app.tables.audit,
-                             app.tables.memories, send_dead_letter)
+                await handle(event, plans, _acker(events, event), app.sealed.memory.audit,
+                             app.sealed.memory.memories, send_dead_letter, sealer)
         finally:
             for plan in plans:
                 await plan.runner.stop()

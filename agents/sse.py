@@ -10,13 +10,16 @@ from pydantic import ValidationError
 from streams.api.sse import remember
 from streams.app.factory import MemstreamApp
 from streams.observability.logs import describe_failure
+from streams.privacy.crypto import SealError
+from streams.privacy.payloads import open_event
 from topics.events import MemoryEvent
 
 log = logging.getLogger(__name__)
 
 
 def register(app: MemstreamApp) -> AgentT:
-    recent = app.tables.recent_events
+    recent = app.sealed.recent_events
+    sealer = app.sealed.sealer
     size = app.settings.sse_replay_events
 
     async def sse(stream):  # type: ignore[no-untyped-def]
@@ -24,9 +27,12 @@ def register(app: MemstreamApp) -> AgentT:
         per record (the event id, None for a record skipped)."""
         async for value in stream:
             try:
-                event = MemoryEvent.model_validate_json(value)
+                event = open_event(sealer, MemoryEvent.model_validate_json(value))
             except (ValidationError, ValueError, RecursionError):
                 log.warning("sse: skipped a memory.events record that is not a MemoryEvent")
+                yield None
+                continue
+            except SealError:  # the user was purged since: nothing of it is shown again
                 yield None
                 continue
             try:

@@ -1,9 +1,11 @@
 """`memory.commands`: explicit changes asked for by a user, an agent, an admin or the backend."""
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+
+from topics.sealed import Sealed
 
 CommandKind = Literal[
     "forget", "dont_remember", "pin", "unpin", "edit", "delete", "restore", "purge_user",
@@ -44,12 +46,24 @@ class Command(BaseModel):
     text: str | None = Field(None, max_length=280)
     topic: str | None = Field(None, max_length=200)
     actor: str = Field("user", max_length=200)
+    sealed: Sealed | None = Field(
+        None, description="query, text and topic, sealed for the user (then those are unset).")
 
     @model_validator(mode="after")
     def _has_its_arguments(self) -> "Command":
+        if self.sealed is not None:
+            if self.query or self.text or self.topic:
+                raise ValueError("a sealed command carries query, text and topic only sealed")
+            return self  # checked again once opened (`opened`)
         for name in _NEEDS.get(self.kind, ()):
             if not getattr(self, name):
                 raise ValueError(f"{self.kind} needs {name}")
         if self.kind in ("forget", "pin", "unpin", "delete") and not (self.memory_id or self.query):
             raise ValueError(f"{self.kind} needs memory_id or query")
         return self
+
+    def opened(self, content: dict[str, Any]) -> "Command":
+        """This command with its sealed content put back (validated again)."""
+        fields = self.model_dump(exclude={"sealed"})
+        fields.update({k: content.get(k) for k in ("query", "text", "topic")})
+        return Command.model_validate(fields)

@@ -1,10 +1,18 @@
-"""`memory.events`: every visible change of a memory (SPEC §2)."""
+"""`memory.events`: every visible change of a memory (SPEC §2).
+
+On the wire the content of an event — `summary` and `meta` — travels sealed for its user
+(`sealed`, see `topics/sealed.py`); the envelope (ids, kind, revision, time, category) stays in
+clear. memstream's own consumers open it; a consumer holding the master key can too
+(`streams/tools/unseal.py`).
+"""
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from topics.sealed import Sealed
 
 EventKind = Literal[
     "candidate",
@@ -34,3 +42,4 @@ class MemoryEvent(BaseModel):
     summary: str
     category: str
     meta: dict[str, Any] = Field(default_factory=dict)
+    sealed: Sealed | None = Field(None, description="summary and meta, sealed for the user.")

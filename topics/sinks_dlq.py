@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from topics.sealed import Sealed
+
 
 class SinkDeadLetter(BaseModel):
     """One record a sink gave up on: which sink, the record's key, why, and the record itself."""
@@ -16,3 +18,5 @@ class SinkDeadLetter(BaseModel):
     op: str
     user_id: str
     record: dict[str, Any]
+    sealed: Sealed | None = None
+    """The record, sealed for `user_id` (then `record` is empty)."""

@@ -1,23 +1,18 @@
 """Await the outcome of a command sent to `memory.commands` (the registry's `?wait=1`).
 
-The commands stage records every applied command in the `applied` table under
-`streams.memory.tables.command_key` and dead-letters the ones it cannot apply. A Faust sensor (the
-public hook Faust calls on every table write and every send) sees both in the worker that owns
-the user's partition — the worker the registry routes the request to — and resolves the waiting
-request's future. Nothing polls.
+The registry routes a write to the worker that owns the user, and the commands stage of that
+same worker applies the command: it tells this waiter what became of each command it took
+(`streams.pipeline.commands.CommandObserver`), and the waiting request's future resolves.
+Nothing polls. A command applied before anyone waited is found in the `applied` table
+(`outcome_of_applied`).
 """
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from faust.sensors import Sensor
-
 from streams.memory.tables import command_key
-from topics.names import MEMORY_COMMANDS_DLQ
 
 
 @dataclass
@@ -41,16 +36,10 @@ def outcome_of_applied(record: dict[str, Any] | None) -> Outcome | None:
     return Outcome("applied", list(record.get("events", [])))
 
 
-def _text(value: Any) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+class CommandWaiter:
+    """Futures of commands someone waits for, resolved by the commands stage."""
 
-
-class CommandWaiter(Sensor):
-    """Futures of commands someone waits for, resolved from table writes and dead letters."""
-
-    def __init__(self, applied_table_name: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._table = applied_table_name
+    def __init__(self) -> None:
         self._waiting: dict[str, list[asyncio.Future[Outcome]]] = {}
 
     def expect(self, user_id: str, command_id: str) -> asyncio.Future[Outcome]:
@@ -72,27 +61,9 @@ class CommandWaiter(Sensor):
             if not future.done():
                 future.set_result(outcome)
 
-    # --- Faust sensor hooks (called synchronously on the worker's event loop) ------------------
-    def on_table_set(self, table: Any, key: Any, value: Any) -> None:
-        if not self._waiting or getattr(table, "name", None) != self._table:
-            return
-        text = _text(key)
-        if text in self._waiting and isinstance(value, dict):
-            outcome = outcome_of_applied(value)
-            if outcome is not None:
-                self._resolve(text, outcome)
+    # --- streams.pipeline.commands.CommandObserver ---------------------------------------------
+    def applied(self, user_id: str, command_id: str, events: list[dict[str, Any]]) -> None:
+        self._resolve(command_key(user_id, command_id), Outcome("applied", events))
 
-    def on_send_initiated(self, producer: Any, topic: str, message: Any, keysize: int,
-                          valsize: int) -> Any:
-        if not self._waiting or topic != MEMORY_COMMANDS_DLQ:
-            return None
-        try:
-            letter = json.loads(message.value)
-            command = json.loads(base64.b64decode(letter["raw_b64"]))
-            key = command_key(command["user_id"], command["command_id"])
-        except (TypeError, ValueError, KeyError):
-            return None  # a malformed command cannot be one we sent and wait for
-        if key in self._waiting:
-            reason = f"{letter.get('reason', 'rejected')}: {letter.get('error', '')}".rstrip(": ")
-            self._resolve(key, Outcome("rejected", reason=reason))
-        return None
+    def rejected(self, user_id: str, command_id: str, reason: str) -> None:
+        self._resolve(command_key(user_id, command_id), Outcome("rejected", reason=reason))

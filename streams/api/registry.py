@@ -123,7 +123,8 @@ class RegistryView(MemstreamView):
         return seconds
 
     def applied_outcome(self, user_id: str, command_id: str) -> Outcome | None:
-        return outcome_of_applied(self.memstream.tables.applied.get(command_key(user_id, command_id)))
+        applied = self.memstream.sealed.memory.applied
+        return outcome_of_applied(applied.get(command_key(user_id, command_id)))
 
     async def send_commands(self, request: Request, user_id: str,
                             specs: Iterable[tuple[str, dict[str, Any]]]) -> web.Response:
@@ -132,7 +133,10 @@ class RegistryView(MemstreamView):
         waiter = self.memstream.command_waiter
         principal = auth.principal_of(request)
         base_id = request.headers.get("Idempotency-Key") or uuid.uuid4().hex
-        now = datetime.now(timezone.utc)
+        # Event time: the user's clock (the latest time of their turns), so a change made through
+        # the registry sits on the same time line as the conversation (a replay of last year's
+        # conversation and its edits ages alike). A user with no turns yet: the wall clock.
+        now = self.memstream.store.user_clock(user_id) or datetime.now(timezone.utc)
         commands = []
         for i, (kind, fields) in enumerate(specs):
             command_id = base_id if i == 0 else f"{base_id}:{i}"
@@ -147,7 +151,7 @@ class RegistryView(MemstreamView):
         try:
             for command in commands:
                 if outcomes[command.command_id] is None:
-                    await self.memstream.outputs.command(command)
+                    await self.memstream.outputs.command(command, in_transit=True)
             if futures:
                 await asyncio.wait(futures.values(), timeout=wait)
             for command_id, future in futures.items():

@@ -135,7 +135,7 @@ class UserEvents(MemstreamView):
         subscriber = app.hub.subscribe(user_id)  # before reading the buffer: nothing falls between
         try:
             async with sse_response(request, ping_interval=settings.sse_ping_seconds) as response:
-                backlog, found = after(list(app.tables.recent_events.get(user_id) or []), last_id)
+                backlog, found = after(list(app.sealed.recent_events.get(user_id) or []), last_id)
                 if not found:
                     await response.send(json.dumps({"last_event_id": last_id}), event="reset")
                 sent: deque[str] = deque(maxlen=settings.sse_replay_events + settings.sse_queue_events)

@@ -12,6 +12,7 @@ trigger, extract, policy) → `memory.candidates` → `agents/dedup.py` →
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import faust
@@ -23,12 +24,14 @@ from streams.app.faust_compat import install_seek_fix
 from streams.app.services import Services
 from streams.app.settings import Settings
 from streams.memory.store import MemoryStore
-from streams.memory.tables import MemoryTables
-from streams.pipeline.ingest import IngestTables
+from streams.pipeline.tables import stage_tables
+from streams.privacy.crypto import master_key_of, new_key
 from streams.pipeline.outputs import Outputs, Sender
 from streams.providers.embedder import Embedder
 from streams.providers.llm import GuardedLLM
 from topics import names
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,7 @@ class Tables:
     audit: faust.Table
     thread_revs: faust.Table
     recent_events: faust.Table
+    user_keys: faust.Table
 
 
 TABLES = {
@@ -84,36 +88,38 @@ TABLES = {
                    "(delta header) and the memories its latest turn wrote (\"don't remember this\").",
     "recent_events": "user_id -> the user's last SSE_REPLAY_EVENTS memory events, so an SSE client "
                      "reconnecting with Last-Event-ID resumes where it was.",
+    "user_keys": "user_id -> the user's data key wrapped by the master key, and when the user was "
+                 "purged; the values of every other table are sealed with these keys.",
 }
 
 
 class MemstreamApp:
     """One worker's app: the Faust app, its topics and tables, and what the stages share.
 
-    `faust` is the Faust app; `outputs` is how stages send; `store` holds the memory tables
-    and the vector index; `services` the embedder and the LLM; `hub` the SSE clients of this
-    worker; `command_waiter` the registry's pending `?wait=1` requests.
+    `faust` is the Faust app and `tables` its raw tables; `sealed` the stages' view of them
+    (every value sealed for its user) with the users' data keys; `outputs` is how stages send;
+    `store` holds the memory tables and the vector index; `services` the embedder and the LLM;
+    `hub` the SSE clients of this worker; `command_waiter` the registry's pending `?wait=1`
+    requests.
     """
 
     def __init__(self, settings: Settings, faust_app: faust.App, topics: Topics, tables: Tables,
-                 services: Services, send: Sender | None = None) -> None:
+                 services: Services, master_key: bytes, send: Sender | None = None) -> None:
         self.settings = settings
         self.faust = faust_app
         self.topics = topics
         self.tables = tables
         self.services = services
-        self.outputs = Outputs(send or self._produce, settings.dlq_max_raw_bytes)
-        self.store = MemoryStore(
-            MemoryTables(memories=tables.memories, applied=tables.applied, users=tables.users,
-                         thread_revs=tables.thread_revs, audit=tables.audit),
-            services.dedup_config)
-        self.ingest_tables = IngestTables(buffers=tables.buffers, turn_log=tables.turn_log,
-                                          users=tables.users)
+        raw = {name: getattr(tables, name) for name in TABLES if name != "user_keys"}
+        self.sealed = stage_tables(raw, tables.user_keys, master_key)
+        self.outputs = Outputs(send or self._produce, self.sealed.sealer, settings.dlq_max_raw_bytes)
+        self.store = MemoryStore(self.sealed.memory, services.dedup_config)
+        self.ingest_tables = self.sealed.ingest
         self.hub = Hub(settings.sse_queue_events)
-        self.command_waiter = CommandWaiter(tables.applied.name)
-        faust_app.sensors.add(self.command_waiter)
+        self.command_waiter = CommandWaiter()
         faust_app.memstream = self  # type: ignore[attr-defined]  # views find it from their app
         tables.memories.on_recover(self._memories_recovered)
+        tables.user_keys.on_recover(self._keys_recovered)
 
     @staticmethod
     def of(faust_app: faust.App) -> MemstreamApp:
@@ -125,6 +131,9 @@ class MemstreamApp:
 
     async def _memories_recovered(self) -> None:
         self.store.mark_stale()
+
+    async def _keys_recovered(self) -> None:
+        self.sealed.keys.forget_cache()
 
     def tables_ready(self) -> bool:
         """Tables recovered and no rebalance under way: the worker can answer from its tables."""
@@ -185,5 +194,10 @@ def create_app(settings: Settings, *, send: Sender | None = None,
         name: app.Table(name, partitions=settings.topic_partitions, help=help, key_type=bytes)
         for name, help in TABLES.items()
     })
+    master_key = master_key_of(settings)
+    if master_key is None:
+        log.warning("no MEMSTREAM_MASTER_KEY: users' data keys are wrapped by a key that dies with "
+                    "this process (fine for tests; a worker refuses to run so)")
+        master_key = new_key()
     return MemstreamApp(settings, app, topics, tables, Services(settings, embedder=embedder, llm=llm),
-                        send)
+                        master_key, send)

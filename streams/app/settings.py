@@ -157,6 +157,16 @@ class Settings(BaseSettings):
         "trigger never retries.",
     )
 
+    # --- privacy (streams/privacy/): per-user data keys, wrapped by the master key ------------------
+    memstream_master_key: SecretStr | None = Field(
+        None, description="Master key (32 bytes, url-safe base64; `memstream keys master` makes "
+        "one) that wraps every user's data key; the same on every worker, never logged, never in "
+        "Kafka. Required by `memstream worker`; `memstream run` makes one per data dir.",
+    )
+    master_key_file: Path | None = Field(
+        None, description="File holding the master key (instead of MEMSTREAM_MASTER_KEY).",
+    )
+
     # --- auth, registry, SSE (streams/api/: auth.py, registry.py, sse.py) ------------------------
     memstream_api_keys: str | None = Field(
         None, description="API keys the worker accepts, as a JSON list of {agent_id, role "

@@ -38,9 +38,19 @@ def build_worker(settings: Settings, *, extra_keys: Sequence[KeyEntry] = (),
 
 
 def run_worker(settings: Settings, extra_keys: Sequence[KeyEntry] = ()) -> None:
-    """Create the topics, then run the worker until it is stopped (SIGINT/SIGTERM)."""
+    """Create the topics, then run the worker until it is stopped (SIGINT/SIGTERM).
+
+    Raises `MasterKeyError` without a master key: every worker must wrap users' data keys with
+    the same one, or a partition moving between workers would become unreadable.
+    """
     import faust
 
+    from streams.privacy.crypto import MasterKeyError, master_key_of
+
+    if master_key_of(settings) is None:
+        raise MasterKeyError("a worker needs the master key: set MEMSTREAM_MASTER_KEY (or "
+                             "MASTER_KEY_FILE) to the same value on every worker; "
+                             "`memstream keys master` makes one")
     from streams.app.topic_admin import ensure_topics
     from topics.names import ALL_TOPICS
 

@@ -32,6 +32,7 @@ from streams.tools.broker import EmbeddedBroker, free_port
 from streams.app.topic_admin import create_topics
 from streams.tools.client import ApiClient, TurnProducer, make_producer
 from streams.errors import BrokerError
+from streams.privacy.crypto import encode_key, new_key
 from streams.eval.locomo import LocomoConversation, load_conversation
 from streams.eval.recall import KS, RawTurnBaseline, RecallReport, duplicate_rate
 from topics.names import ALL_TOPICS, MEMORY_PROGRESS
@@ -111,8 +112,10 @@ def start_stack(partitions: int) -> Stack:
     port = free_port()
     key = auth.new_key()  # the fresh worker accepts this admin key only
     keys = json.dumps([auth.entry_for(key, "bench", "admin").model_dump(exclude_none=True)])
+    master = encode_key(new_key())  # the fresh worker's master key (its tables die with the run)
     worker = start_worker(broker.url, port, workdir / "data", "memstream-bench", partitions,
-                          workdir / "worker.log", {"MEMSTREAM_API_KEYS": keys})
+                          workdir / "worker.log",
+                          {"MEMSTREAM_API_KEYS": keys, "MEMSTREAM_MASTER_KEY": master})
     stack = Stack(broker.url, f"http://127.0.0.1:{port}", True, api_key=key, _broker=broker,
                   _worker=worker, _workdir=workdir)
     try:

@@ -24,10 +24,16 @@ class Applied:
 
 
 def prior(applied: Table, key: str) -> Applied | None:
-    """The outcome recorded under `key` the first time, marked as a replay; None if new."""
+    """The outcome recorded under `key` the first time, marked as a replay; None if new.
+
+    A record that is there but no longer opens belongs to a purged user: the replay changes
+    nothing either (outcome "purged", no events).
+    """
+    if key not in applied:
+        return None
     record = applied.get(key)
     if record is None:
-        return None
+        return Applied("purged", "", [], replayed=True)
     events = [MemoryEvent.model_validate(e) for e in record.get("events", [])]
     return Applied(record["outcome"], record["memory_id"], events, replayed=True)
 

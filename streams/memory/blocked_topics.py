@@ -1,7 +1,8 @@
 """Blocked topics: facts about them are dropped at ingest (seed 004 §9).
 
 Blocking or unblocking is announced like a memory change (event, audit entry, change-log line)
-under the id `topic:<user>:<topic>`, which is not a memory.
+under a marker id `topic:<uuid>` made from the command that first blocked it, not a memory. The id carries nothing of the topic:
+it is in the clear envelope of events and in table keys, where a user's words must never be.
 """
 from __future__ import annotations
 
@@ -23,8 +24,10 @@ def set_topic_blocked(state: MemoryState, cmd: Command, blocked: bool) -> Memory
     info = user_info(state.tables.users, cmd.user_id, cmd.ts)
     topics = set(info.get("blocked_topics", []))
     info["blocked_topics"] = sorted(topics | {topic} if blocked else topics - {topic})
+    markers = dict(info.get("topic_markers", {}))
+    marker_id = markers.setdefault(topic, topic_marker_id(cmd.user_id, cmd.command_id))
+    info["topic_markers"] = markers
     state.tables.users[cmd.user_id] = info
-    marker_id = topic_marker_id(cmd.user_id, topic)
     marker = Memory(
         id=marker_id, user_id=cmd.user_id, type="semantic", category="Other",
         summary=f"{'Blocked' if blocked else 'Unblocked'} topic: {topic}", created_at=cmd.ts,

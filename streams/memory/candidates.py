@@ -17,6 +17,7 @@ from streams.memory.applied import Applied
 from streams.memory.documents import candidate_id, keys_match, merged_memory, new_memory, same_text
 from streams.memory.linking import link
 from streams.memory.model import Memory
+from streams.memory.tables import candidate_key
 from streams.memory.vector_index import UserIndex
 from topics.candidates import Candidate
 from topics.events import MemoryEvent
@@ -36,7 +37,8 @@ def apply_candidate(state: MemoryState, candidate: Candidate, vector: np.ndarray
     """
     turn = candidate.turn
     cid = candidate_id(candidate)
-    replay = applied.prior(state.tables.applied, cid)
+    applied_key = candidate_key(turn.user_id, cid)
+    replay = applied.prior(state.tables.applied, applied_key)
     if replay is not None:
         return replay
 
@@ -89,7 +91,7 @@ def apply_candidate(state: MemoryState, candidate: Candidate, vector: np.ndarray
         if memory.type == "semantic":
             link(state, memory, neighbours, turn.ts)
     result = Applied(outcome, memory.id, events)
-    applied.remember(state.tables.applied, cid, result)
+    applied.remember(state.tables.applied, applied_key, result)
     result.similarity = neighbours[0][1] if neighbours else None
     return result
 

@@ -15,7 +15,8 @@ from topics.candidates import Candidate
 
 def candidate_id(candidate: Candidate) -> str:
     """Deterministic id of a candidate, and of the memory it creates."""
-    return ids.memory_id(candidate.turn.user_id, candidate.turn.ref, candidate.fact_index)
+    turn = candidate.turn
+    return ids.memory_id(turn.user_id, turn.thread_id, turn.turn_id, candidate.fact_index)
 
 
 def keys_match(a: str, b: str) -> bool:

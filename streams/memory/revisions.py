@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from streams.memory.model import Memory
-from streams.memory.tables import Table, key_text, thread_key
+from streams.memory.tables import Table, thread_key
 from topics.turns import Turn
 
 CHANGE_LOG_SIZE = 20
@@ -65,12 +65,3 @@ class Revisions:
         """Memories written by the thread's latest turn (other than `before_turn`)."""
         thread = self.thread(user_id, thread_id)
         return [] if thread["turn"] == before_turn else list(thread["memories"])
-
-    def scrub_user(self, user_id: str) -> None:
-        """A purge: every thread of the user keeps its revision (content-free) and loses the
-        memories and change lines it listed."""
-        prefix = thread_key(user_id, "")
-        for key in [k for k in self.table.keys() if key_text(k).startswith(prefix)]:
-            thread = dict(self.table[key])
-            thread.update(memories=[], changes=[])
-            self.table[key] = thread

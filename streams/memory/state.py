@@ -25,7 +25,7 @@ from streams.memory.dedup import DedupConfig
 from streams.memory.documents import candidate_id
 from streams.memory.model import Memory
 from streams.memory.revisions import CHANGE_LOG_SIZE, Revisions
-from streams.memory.tables import MemoryTables
+from streams.memory.tables import MemoryTables, candidate_key
 from streams.memory.vector_index import VectorIndex
 from topics.candidates import Candidate
 from topics.commands import Command
@@ -52,7 +52,7 @@ class MemoryState:
         return Memory.model_validate(raw) if raw is not None else None
 
     def is_applied(self, candidate: Candidate) -> bool:
-        return candidate_id(candidate) in self.tables.applied
+        return candidate_key(candidate.turn.user_id, candidate_id(candidate)) in self.tables.applied
 
     def history(self, memory_id: str) -> list[dict[str, Any]]:
         """Audit entries of one memory, oldest first."""

@@ -1,14 +1,25 @@
 """The tables a user's memories live in, and how their keys are made.
 
 In the worker these are Faust tables on RocksDB (every write is changelogged and lands on the
-partition of the record being processed); in process and in tests they are plain dicts. Faust
-tables give keys back as bytes when iterated, dicts as str: `key_text` reads both.
+partition of the record being processed); in process and in tests they are dicts. Either way
+the stages see them through `streams.privacy.sealed.SealedTable`: values are stored sealed for
+their user. Faust tables give keys back as bytes when iterated, dicts as str: `key_text` reads
+both.
+
+Keys made of several ids are JSON arrays with the user first (`composite_key`): ids are free
+text, so joining them with a separator would let user `a` with thread `x|y` and user `a|x` with
+thread `y` share a key.
 """
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from streams.privacy.user_keys import UserKeys
 
 Table = MutableMapping[Any, Any]
 
@@ -20,13 +31,16 @@ class MemoryTables:
     memories: Table = field(default_factory=dict)
     """memory_id -> Memory document (JSON)."""
     applied: Table = field(default_factory=dict)
-    """candidate id or command key -> what it did, so a replay changes nothing."""
+    """[user, "candidate"|"command", id] or [user, "touch"] -> what it did (replays change
+    nothing)."""
     users: Table = field(default_factory=dict)
     """user_id -> {memories, clock, blocked_topics}."""
     thread_revs: Table = field(default_factory=dict)
-    """user_id|thread_id -> {rev, turn, memories, changes}: the thread's revision and change log."""
+    """[user, thread] -> {rev, turn, memories, changes}: the thread's revision and change log."""
     audit: Table = field(default_factory=dict)
     """memory_id -> audit entries, oldest first."""
+    keys: UserKeys | None = None
+    """The users' data keys (a purge deletes the user's)."""
 
 
 def key_text(key: Any) -> str:
@@ -34,21 +48,37 @@ def key_text(key: Any) -> str:
     return key.decode() if isinstance(key, bytes) else str(key)
 
 
+def composite_key(*parts: str) -> str:
+    """A key made of several ids, unambiguous whatever they contain."""
+    return json.dumps(list(parts), ensure_ascii=False, separators=(",", ":"))
+
+
 def thread_key(user_id: str, thread_id: str) -> str:
     """Key of a thread's revision and change log, and of its turn buffer."""
-    return f"{user_id}|{thread_id}"
+    return composite_key(user_id, thread_id)
+
+
+def turn_key(user_id: str, thread_id: str, turn_id: str) -> str:
+    """Key of what ingest decided for one turn."""
+    return composite_key(user_id, thread_id, turn_id)
+
+
+def candidate_key(user_id: str, candidate_id: str) -> str:
+    """Key under which the `applied` table remembers a candidate."""
+    return composite_key(user_id, "candidate", candidate_id)
 
 
 def command_key(user_id: str, command_id: str) -> str:
     """Key under which the `applied` table remembers a command."""
-    return f"command:{user_id}:{command_id}"
+    return composite_key(user_id, "command", command_id)
 
 
 def touch_key(user_id: str) -> str:
     """Key under which the `applied` table remembers a user's recent touch commands."""
-    return f"touch:{user_id}"
+    return composite_key(user_id, "touch")
 
 
-def topic_marker_id(user_id: str, topic: str) -> str:
-    """Id under which a blocked topic is announced and audited (it is not a memory)."""
-    return f"topic:{user_id}:{topic}"
+def topic_marker_id(user_id: str, command_id: str) -> str:
+    """The id under which a blocked topic is announced and audited (it is not a memory), made
+    from the command that first blocked it: nothing of the topic shows in keys or envelopes."""
+    return "topic:" + str(uuid.uuid5(uuid.NAMESPACE_URL, composite_key("topic", user_id, command_id)))

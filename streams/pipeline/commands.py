@@ -11,17 +11,21 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
 from streams.app.settings import Settings
 from streams.memory.access import record_reads
+from streams.memory.applied import Applied
 from streams.memory.commands import CommandError
 from streams.memory.store import MemoryStore
 from streams.observability import metrics
 from streams.observability.logs import describe_failure
 from streams.pipeline.outputs import Outputs
 from streams.pipeline.records import Record
+from streams.privacy.crypto import SealError
+from streams.privacy.payloads import open_command
 from streams.providers.embedder import Embed
 from topics.commands import Command
 from topics.progress import TurnProgress
@@ -49,44 +53,74 @@ def parse_command_record(raw: bytes | None, key: bytes | None, max_bytes: int) -
     return command
 
 
+def _content_free(exc: Exception) -> str:
+    """The reason of a failed command, without the input: pydantic's messages quote it."""
+    if isinstance(exc, (CommandError, InvalidCommand)):
+        return str(exc)
+    if isinstance(exc, ValidationError):
+        return ",".join(".".join(map(str, e["loc"])) or "<root>" for e in exc.errors()[:5])
+    return type(exc).__name__
+
+
+class CommandObserver(Protocol):
+    """Told what became of each command the stage took (the registry's `?wait=1` waiter)."""
+
+    def applied(self, user_id: str, command_id: str, events: list[dict[str, Any]]) -> None: ...
+
+    def rejected(self, user_id: str, command_id: str, reason: str) -> None: ...
+
+
 class CommandsStage:
     """Commands in, memory events out."""
 
-    def __init__(self, settings: Settings, store: MemoryStore, embed: Embed, outputs: Outputs) -> None:
+    def __init__(self, settings: Settings, store: MemoryStore, embed: Embed, outputs: Outputs,
+                 observer: CommandObserver | None = None) -> None:
         self.settings = settings
         self.store = store
         self.embed = embed
         self.outputs = outputs
+        self.observer = observer
 
     async def handle(self, record: Record) -> str:
         """Apply one raw record; return "applied" or "dlq". Never raises: a bad record, or any
         failure while applying it, dead-letters it and the partition moves on."""
         started = time.perf_counter()
         metrics.STAGE_RECORDS.labels(stage=STAGE).inc()
+        command: Command | None = None
         try:
             command = parse_command_record(record.value, record.key, self.settings.max_record_bytes)
-            return await self.apply(command)
+            command = open_command(self.outputs.sealer, command)
+            applied = await apply_command(self.store, self.embed, self.outputs, command)
+            if self.observer is not None:
+                events = [e.model_dump(mode="json") for e in applied.events]
+                self.observer.applied(command.user_id, command.command_id, events)
+            return "applied"
+        except SealError:
+            await self._reject(record, command, "sealed_unreadable",
+                               "sealed with a key that is gone (a purged user)")
         except (ValueError, CommandError) as exc:
             reason = "inapplicable" if isinstance(exc, CommandError) else str(exc).split(":")[0]
-            await self.outputs.dead_letter(record, STAGE, reason, str(exc))
-            return "dlq"
+            await self._reject(record, command, reason, _content_free(exc))
         except Exception as exc:  # noqa: BLE001 - never block the partition on one record
             metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
             log.error("command failed on %s[%d]@%d: %s", record.topic, record.partition,
                       record.offset, describe_failure(exc))
-            await self.outputs.dead_letter(record, STAGE, "internal_error", type(exc).__name__)
-            return "dlq"
+            await self._reject(record, command, "internal_error", type(exc).__name__)
         finally:
             metrics.STAGE_SECONDS.labels(stage=STAGE).observe(time.perf_counter() - started)
+        return "dlq"
 
-    async def apply(self, command: Command) -> str:
-        """Apply one command and send its events (and the progress of the turn that said it)."""
-        return await apply_command(self.store, self.embed, self.outputs, command)
+    async def _reject(self, record: Record, command: Command | None, reason: str, detail: str) -> None:
+        """Dead-letter the record and tell the observer (when the command could be read)."""
+        await self.outputs.dead_letter(record, STAGE, reason, detail,
+                                       command.command_id if command else None)
+        if self.observer is not None and command is not None:
+            self.observer.rejected(command.user_id, command.command_id, f"{reason}: {detail}")
 
 
-async def apply_command(store: MemoryStore, embed: Embed, outputs: Outputs, command: Command) -> str:
+async def apply_command(store: MemoryStore, embed: Embed, outputs: Outputs, command: Command) -> Applied:
     """Apply one command to the store and send its events, and the progress of the chat turn
-    that said it; return "applied". Raises `CommandError` when it cannot apply.
+    that said it. Raises `CommandError` when it cannot apply.
 
     Run by the commands stage for `memory.commands`, and by the dedup stage for the commands
     said in chat (`memory.candidates`).
@@ -95,7 +129,7 @@ async def apply_command(store: MemoryStore, embed: Embed, outputs: Outputs, comm
         tables = store.tables
         record_reads(tables.memories, tables.applied, store.index(), command)
         metrics.COMMANDS.labels(kind=command.kind).inc()
-        return "applied"
+        return Applied("applied", "")
     text = command.text if command.kind == "edit" else command.query
     vector = (await embed([text]))[0] if text else None
     applied = store.state().apply_command(command, vector)
@@ -108,4 +142,4 @@ async def apply_command(store: MemoryStore, embed: Embed, outputs: Outputs, comm
             memory_id=applied.memory_id or None,
         ))
     metrics.COMMANDS.labels(kind=command.kind).inc()
-    return "applied"
+    return applied

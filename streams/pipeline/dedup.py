@@ -19,6 +19,7 @@ from contextlib import AbstractContextManager, nullcontext
 
 import numpy as np
 
+from streams.errors import InvalidRecord
 from streams.memory.commands import CommandError
 from streams.memory.store import MemoryStore
 from streams.observability import metrics
@@ -26,6 +27,8 @@ from streams.observability.logs import describe_failure
 from streams.pipeline.commands import apply_command
 from streams.pipeline.outputs import Outputs
 from streams.pipeline.records import Record
+from streams.privacy.crypto import SealError
+from streams.privacy.payloads import open_record
 from streams.providers.embedder import Embed
 from streams.providers.llm import GuardedLLM
 from topics.candidates import CANDIDATE_RECORD, Candidate, ChatCommand
@@ -61,7 +64,7 @@ class DedupStage:
         """
         started = time.perf_counter()
         metrics.STAGE_RECORDS.labels(stage=STAGE).inc(len(records))
-        parsed = [(record, parse_candidate(record)) for record in records]
+        parsed = [(record, self.parse(record)) for record in records]
         vectors = await self._embed_new([c for _, c in parsed if isinstance(c, Candidate)])
         outcomes = []
         for record, item in parsed:
@@ -115,19 +118,30 @@ class DedupStage:
         await self.outputs.progress(progress_of(candidate, applied.outcome, applied.memory_id))
         return applied.outcome
 
-    async def _handle_one(self, record: Record, item: Candidate | ChatCommand | None,
-                          vector: np.ndarray | None) -> str:
-        if item is None:
+    def parse(self, record: Record) -> Candidate | ChatCommand | InvalidRecord:
+        """The record's fact or chat command, opened; or why not (never raises)."""
+        try:
+            value = open_record(self.outputs.sealer, record.value or b"")
+            return CANDIDATE_RECORD.validate_python(value)
+        except SealError:
+            # Sealed with a key that is gone: the user was purged after it was sent.
+            return InvalidRecord("sealed_unreadable", "sealed with a key that is gone (a purged user)")
+        except (ValueError, RecursionError):
             # Our own internal topic: a bad record here is a bug or a foreign producer.
-            await self.outputs.dead_letter(record, STAGE, "invalid_candidate",
-                                           "record is not a valid Candidate or ChatCommand")
+            return InvalidRecord("invalid_candidate", "record is not a valid Candidate or ChatCommand")
+
+    async def _handle_one(self, record: Record, item: Candidate | ChatCommand | InvalidRecord,
+                          vector: np.ndarray | None) -> str:
+        if isinstance(item, InvalidRecord):
+            await self.outputs.dead_letter(record, STAGE, item.reason, item.detail)
             return "dlq"
         try:
             if isinstance(item, ChatCommand):
-                return await apply_command(self.store, self.embed, self.outputs, item.command)
+                return (await apply_command(self.store, self.embed, self.outputs, item.command)).outcome
             return await self.process_candidate(item, vector)
         except CommandError as exc:
-            await self.outputs.dead_letter(record, STAGE, "inapplicable", str(exc))
+            ref = item.command.command_id if isinstance(item, ChatCommand) else None
+            await self.outputs.dead_letter(record, STAGE, "inapplicable", str(exc), ref)
             return "dlq"
         except Exception as exc:  # noqa: BLE001 - never block the partition on one record
             metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
@@ -143,14 +157,6 @@ class DedupStage:
             await self.outputs.progress(progress)
         except Exception as exc:  # noqa: BLE001 - progress is bookkeeping; the partition moves on
             log.error("dedup progress not sent: %s", describe_failure(exc))
-
-
-def parse_candidate(record: Record) -> Candidate | ChatCommand | None:
-    """The record's fact candidate or chat command; None when it is neither."""
-    try:
-        return CANDIDATE_RECORD.validate_json(record.value or b"")
-    except (ValueError, RecursionError):
-        return None
 
 
 def progress_of(candidate: Candidate, outcome: str, memory_id: str | None) -> TurnProgress:

@@ -18,12 +18,13 @@ from datetime import datetime, timezone
 from streams.app.settings import Settings
 from streams.errors import InvalidRecord
 from streams.memory import ids
-from streams.memory.tables import Table, thread_key
+from streams.memory.tables import Table, thread_key, turn_key
 from streams.memory.users import blocked_topics
 from streams.observability import metrics
 from streams.observability.logs import describe_failure
 from streams.pipeline.outputs import Outputs
 from streams.pipeline.records import Record
+from streams.privacy.user_keys import UserKeys
 from streams.providers.llm import GuardedLLM
 from streams.write import policy
 from streams.write.episodic import Observed, observe, rules_from
@@ -48,12 +49,14 @@ class IngestTables:
     """The state ingest keeps, co-partitioned with the memory tables by user_id."""
 
     buffers: Table
-    """user_id|thread_id -> the thread's last turns (secrets redacted) and episodic state."""
+    """[user, thread] -> the thread's last turns (secrets redacted) and episodic state."""
     turn_log: Table
-    """user_id|thread_id|turn_id -> {episode, refs}: what ingest decided for the turn, so a
+    """[user, thread, turn] -> {episode, refs}: what ingest decided for the turn, so a
     replay of it decides the same however far back it is."""
     users: Table
     """user_id -> {blocked_topics, …} (written by the commands stage)."""
+    keys: UserKeys
+    """The users' data keys: when a user was purged."""
 
 
 class IngestStage:
@@ -102,6 +105,10 @@ class IngestStage:
         if ahead > settings.max_future_skew_seconds:
             raise InvalidRecord("future_event_time",
                                 f"ts is {ahead:.0f} s ahead (limit {settings.max_future_skew_seconds} s)")
+        purged_at = self.tables.keys.purged_at(turn.user_id)
+        if purged_at is not None and turn.ts <= purged_at:
+            # A replay of what the user had memstream forget: never stored again (SPEC §7).
+            raise InvalidRecord("purged_user", "the turn is older than the user's purge")
         return turn
 
     async def process_turn(self, turn: Turn) -> int:
@@ -133,7 +140,7 @@ class IngestStage:
         metrics.TURNS.labels(outcome="candidates").inc()
         for candidate in candidates:
             fact, confidence = candidate.fact, candidate.confidence
-            memory_id = ids.memory_id(turn.user_id, turn.ref, candidate.fact_index)
+            memory_id = ids.memory_id(turn.user_id, turn.thread_id, turn.turn_id, candidate.fact_index)
             metrics.CANDIDATES.labels(type=fact.type).inc()
             await self.outputs.event(MemoryEvent(
                 event_id=ids.event_id(memory_id, "candidate", 0), kind="candidate",
@@ -146,13 +153,14 @@ class IngestStage:
 
     def observe_turn(self, turn: Turn) -> Observed:
         """Add the turn to its thread's buffer (secrets redacted) and see if it closes an episode."""
-        key, turn_key = thread_key(turn.user_id, turn.thread_id), thread_key(turn.user_id, turn.ref)
-        seen = self.tables.turn_log.get(turn_key)
+        key = thread_key(turn.user_id, turn.thread_id)
+        logged = turn_key(turn.user_id, turn.thread_id, turn.turn_id)
+        seen = self.tables.turn_log.get(logged)
         observed = observe(self.tables.buffers.get(key), turn, self.episodes,
                            self.settings.episodic_window_n, policy.redact, seen)
         if seen is None:
             self.tables.buffers[key] = observed.entry
-            self.tables.turn_log[turn_key] = observed.record
+            self.tables.turn_log[logged] = observed.record
         return observed
 
     async def send_hot_command(self, turn: Turn, command: ExplicitCommand) -> None:

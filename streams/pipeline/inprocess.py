@@ -25,12 +25,14 @@ from typing import Any
 from streams.app.services import Services
 from streams.app.settings import Settings
 from streams.memory.store import MemoryStore
-from streams.memory.tables import MemoryTables
 from streams.pipeline.commands import CommandsStage
 from streams.pipeline.dedup import DedupStage
-from streams.pipeline.ingest import IngestStage, IngestTables
+from streams.pipeline.ingest import IngestStage
 from streams.pipeline.outputs import Outputs
 from streams.pipeline.records import Record
+from streams.pipeline.tables import stage_tables
+from streams.privacy.crypto import master_key_of, new_key
+from streams.privacy.sealed import TABLE_OWNERS
 from streams.providers.embedder import Embedder
 from streams.read import ranking
 from streams.read.query import QueryHit, rank
@@ -95,11 +97,12 @@ class InProcessPipeline:
         self.settings = settings
         self.topics = LocalTopics()
         self.services = Services(settings, embedder=embedder)
-        outputs = Outputs(self.topics.send, settings.dlq_max_raw_bytes)
-        self.tables = MemoryTables()
+        self.raw_tables: dict[str, dict[Any, Any]] = {name: {} for name in TABLE_OWNERS}
+        self.sealed = stage_tables(self.raw_tables, {}, master_key_of(settings) or new_key())
+        outputs = Outputs(self.topics.send, self.sealed.sealer, settings.dlq_max_raw_bytes)
+        self.tables = self.sealed.memory
         self.store = MemoryStore(self.tables, self.services.dedup_config)
-        ingest_tables = IngestTables(buffers={}, turn_log={}, users=self.tables.users)
-        self.ingest_stage = IngestStage(settings, ingest_tables, self.services.llm, outputs)
+        self.ingest_stage = IngestStage(settings, self.sealed.ingest, self.services.llm, outputs)
         self.dedup_stage = DedupStage(self.store, self.services.embed, self.services.llm, outputs)
         self.commands_stage = CommandsStage(settings, self.store, self.services.embed, outputs)
         self.consumers = Consumers(self.ingest_stage.handle, self.dedup_stage.handle_batch,

@@ -12,6 +12,8 @@ from streams.observability import metrics
 from streams.observability.logs import describe_failure
 from streams.pipeline.dead_letters import dead_letter_of
 from streams.pipeline.records import Record
+from streams.privacy.payloads import seal_command, seal_event, seal_record
+from streams.privacy.sealed import Sealer
 from topics import names
 from topics.candidates import Candidate, ChatCommand
 from topics.commands import Command
@@ -32,34 +34,42 @@ DLQ_OF = {
 
 
 class Outputs:
-    """Typed sends of the stages over one `Sender`. Dead letters keep at most `max_raw_bytes`
-    of a record (`streams.pipeline.dead_letters`)."""
+    """Typed sends of the stages over one `Sender`, a user's content sealed for the user
+    (`streams.privacy.payloads`). Dead letters keep at most `max_raw_bytes` of a record
+    (`streams.pipeline.dead_letters`)."""
 
-    def __init__(self, send: Sender, max_raw_bytes: int = 262144) -> None:
+    def __init__(self, send: Sender, sealer: Sealer, max_raw_bytes: int = 262144) -> None:
         self.send = send
+        self.sealer = sealer
         self.max_raw_bytes = max_raw_bytes
 
     async def event(self, event: MemoryEvent) -> None:
-        await self.send(names.MEMORY_EVENTS, event.user_id.encode(), event.model_dump_json().encode())
+        await self.send(names.MEMORY_EVENTS, event.user_id.encode(),
+                        seal_event(self.sealer, event).model_dump_json().encode())
 
     async def progress(self, progress: TurnProgress) -> None:
         await self.send(names.MEMORY_PROGRESS, progress.user_id.encode(),
                         progress.model_dump_json().encode())
 
     async def candidate(self, candidate: Candidate) -> None:
-        await self.send(names.MEMORY_CANDIDATES, candidate.turn.user_id.encode(),
-                        candidate.model_dump_json().encode())
+        user_id = candidate.turn.user_id
+        await self.send(names.MEMORY_CANDIDATES, user_id.encode(),
+                        seal_record(self.sealer, user_id, candidate.model_dump(mode="json")))
 
-    async def command(self, command: Command) -> None:
+    async def command(self, command: Command, in_transit: bool = False) -> None:
+        """A command to `memory.commands`; `in_transit` when a web handler sends it."""
+        sealed = seal_command(self.sealer, command, in_transit)
         await self.send(names.MEMORY_COMMANDS, command.user_id.encode(),
-                        command.model_dump_json().encode())
+                        sealed.model_dump_json().encode())
 
     async def chat_command(self, command: Command) -> None:
         """A command said in chat: on `memory.candidates`, behind the facts of earlier turns."""
+        record = ChatCommand(command=command).model_dump(mode="json")
         await self.send(names.MEMORY_CANDIDATES, command.user_id.encode(),
-                        ChatCommand(command=command).model_dump_json().encode())
+                        seal_record(self.sealer, command.user_id, record))
 
-    async def dead_letter(self, record: Record, stage: str, reason: str, detail: str) -> bool:
+    async def dead_letter(self, record: Record, stage: str, reason: str, detail: str,
+                          ref: str | None = None) -> bool:
         """Dead-letter `record` to its input's DLQ with the stage and a content-free reason.
 
         Never raises: a letter that cannot be built or sent is counted
@@ -67,7 +77,8 @@ class Outputs:
         one record never stops its partition. Returns whether the letter was sent.
         """
         try:
-            letter = dead_letter_of(record, stage, reason, detail, self.max_raw_bytes)
+            letter = dead_letter_of(record, stage, reason, detail, self.max_raw_bytes, self.sealer,
+                                    ref)
             await self.send(DLQ_OF.get(record.topic, names.CHAT_TURNS_DLQ), record.key,
                             letter.model_dump_json().encode())
         except Exception as exc:  # noqa: BLE001 - the partition must move on

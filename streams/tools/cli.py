@@ -81,6 +81,7 @@ def run() -> None:
         from streams.app.worker import run_worker
 
         extra_keys = _dev_admin_key(settings)
+        settings = _with_kept_master_key(settings, make=True)
         console.print(f"[green]worker[/] web API on http://{settings.web_host}:{settings.web_port}")
         run_worker(settings, extra_keys)
     finally:
@@ -94,8 +95,6 @@ def _dev_admin_key(settings: Settings) -> list[KeyEntry]:
     The key is made once per data dir and kept in DATA_DIR/admin-api-key (mode 0600), where the
     local CLI finds it; it is never logged. Production workers take keys from the settings.
     """
-    import os
-
     from streams.api import auth
 
     if len(auth.KeyRing.from_settings(settings)):
@@ -104,12 +103,43 @@ def _dev_admin_key(settings: Settings) -> list[KeyEntry]:
     key = path.read_text(encoding="utf-8").strip() if path.exists() else ""
     if not key:
         key = auth.new_key()
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(key + "\n")
+        _write_private(path, key)
     console.print(f"[yellow]no API keys configured[/]: admin key [bold]{key}[/] (kept in {path}; "
                   f"the admin page is http://{settings.web_host}:{settings.web_port}/admin)")
     return [auth.entry_for(key, "admin", "admin")]
+
+
+def _with_kept_master_key(settings: Settings, make: bool = False) -> Settings:
+    """With no master key configured, the one `memstream run` keeps in DATA_DIR/master-key
+    (mode 0600; made first when `make`). `memstream worker` never makes one: every worker of a
+    deployment needs the same key."""
+    if settings.memstream_master_key is not None or settings.master_key_file is not None:
+        return settings
+    path = Path(settings.data_dir) / "master-key"
+    if make and not path.exists():
+        _write_private(path, _new_master_key())
+    return settings.model_copy(update={"master_key_file": path}) if path.exists() else settings
+
+
+def _master_key(settings: Settings) -> bytes | None:
+    from streams.privacy.crypto import master_key_of
+
+    return master_key_of(settings)
+
+
+def _new_master_key() -> str:
+    from streams.privacy.crypto import encode_key, new_key
+
+    return encode_key(new_key())
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write `text` to a file only its owner may read (mode 0600)."""
+    import os
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text + "\n")
 
 
 def _reset_tables(data_dir: Path) -> None:
@@ -236,14 +266,33 @@ def watch(
     broker: BrokerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Watch `memory.events` live (Ctrl-C to stop)."""
+    """Watch `memory.events` live (Ctrl-C to stop).
+
+    Events' content is sealed per user; with the master key (MEMSTREAM_MASTER_KEY,
+    MASTER_KEY_FILE, or the one `memstream run` keeps in DATA_DIR) it is shown opened, else as
+    "(sealed)".
+    """
+    from pydantic import ValidationError
+
     from streams.tools.client import read_topic
+    from streams.tools.unseal import TopicUnsealer
+    from topics.events import MemoryEvent
     from topics.names import MEMORY_EVENTS
 
+    settings = _with_kept_master_key(get_settings())
+    master = _master_key(settings)
+    unsealer = TopicUnsealer(_broker(broker), settings.app_id, master) if master else None
+
     async def go() -> None:
-        async for _key, event in read_topic(_broker(broker), MEMORY_EVENTS, from_beginning=from_beginning):
-            if user and event.get("user_id") != user:
+        async for _key, raw in read_topic(_broker(broker), MEMORY_EVENTS, from_beginning=from_beginning):
+            if user and raw.get("user_id") != user:
                 continue
+            try:
+                parsed = MemoryEvent.model_validate(raw)
+            except ValidationError:
+                continue
+            opened = await unsealer.open_event(parsed) if unsealer else None
+            event = opened.model_dump(mode="json") if opened else {**raw, "summary": "(sealed)"}
             if as_json:
                 print(json.dumps(event), flush=True)
             else:
@@ -355,6 +404,14 @@ def keys_new(
     print(key)
     console.print("worker entry (add to the JSON list of MEMSTREAM_API_KEYS or API_KEYS_FILE):")
     print(entry.model_dump_json(exclude_none=True))
+
+
+@keys_app.command("master")
+def keys_master() -> None:
+    """Make a master key: 32 random bytes, url-safe base64. Give the same one to every worker
+    (MEMSTREAM_MASTER_KEY or MASTER_KEY_FILE); it wraps every user's data key, so losing it
+    loses every memory, and it must never be stored in Kafka or logged."""
+    print(_new_master_key())
 
 
 @bench_app.command("locomo")

@@ -17,10 +17,14 @@ from aiokafka import AIOKafkaConsumer
 
 from streams.api import auth
 from streams.eval.bench import Completion, start_worker, wait_ready
+from streams.privacy.crypto import decode_key, encode_key, new_key
+from streams.tools.unseal import TopicUnsealer
+from topics.dlq import DeadLetter
+from topics.events import MemoryEvent
 from streams.tools.broker import EmbeddedBroker, free_port
 from streams.app.topic_admin import create_topics
 from streams.tools.client import ApiClient, TurnProducer
-from topics.names import ALL_TOPICS, MEMORY_PROGRESS
+from topics.names import ALL_TOPICS, MEMORY_EVENTS, MEMORY_PROGRESS
 from topics.turns import Turn
 
 PARTITIONS = 4
@@ -35,6 +39,10 @@ WORKER_KEYS = json.dumps([e.model_dump(exclude_none=True) for e in (
     auth.entry_for(PLANNER_KEY, "planner", "agent"),
     auth.entry_for(SCOPED_KEY, "supervisor", "agent", [SCOPED_USER]),
 )])
+
+
+MASTER_KEY = encode_key(new_key())
+"""The master key every worker of the test session shares (`streams.tools.unseal` opens with it)."""
 
 
 def auth_headers(key: str = ADMIN_KEY) -> dict[str, str]:
@@ -70,7 +78,8 @@ class Worker:
 
     def start(self) -> "Worker":
         self.proc = start_worker(self.broker_url, self.port, self.data_dir, self.app_id, PARTITIONS,
-                                 self.log_path, {"MEMSTREAM_API_KEYS": WORKER_KEYS})
+                                 self.log_path, {"MEMSTREAM_API_KEYS": WORKER_KEYS,
+                                                 "MEMSTREAM_MASTER_KEY": MASTER_KEY})
         try:
             asyncio.run(wait_ready(self.api_url, self.proc, timeout=180))
         except Exception:
@@ -161,21 +170,31 @@ async def wait_processed(broker_url: str, turns: list[Turn], timeout: float = 12
     return seen
 
 
-async def read_all(broker_url: str, topic: str, match: Any, expected: int, timeout: float = 60.0) -> list[dict]:
-    """Read `topic` from the start until `expected` JSON records satisfy `match`."""
+async def read_all(broker_url: str, topic: str, match: Any, expected: int, timeout: float = 60.0,
+                   done: Any = None) -> list[dict]:
+    """Read `topic` from the start until `expected` JSON records satisfy `match` (or, given
+    `done`, until `done(records)`); events and dead letters are opened with the session's master
+    key (their content is sealed)."""
+    unsealer = TopicUnsealer(broker_url, None, decode_key(MASTER_KEY))
     consumer = AIOKafkaConsumer(topic, bootstrap_servers=broker_url, auto_offset_reset="earliest",
                                 enable_auto_commit=False)
     await consumer.start()
     out: list[dict] = []
     deadline = time.monotonic() + timeout
     try:
-        while len(out) < expected:
+        while not (done(out) if done else len(out) >= expected):
             if time.monotonic() > deadline:
                 raise AssertionError(f"got {len(out)}/{expected} matching records on {topic}")
             batch = await consumer.getmany(timeout_ms=500)
             for records in batch.values():
                 for record in records:
                     value = json.loads(record.value)
+                    if topic == MEMORY_EVENTS and value.get("sealed"):
+                        opened = await unsealer.open_event(MemoryEvent.model_validate(value))
+                        value = opened.model_dump(mode="json") if opened else value
+                    if topic.endswith(".dlq") and value.get("raw_sealed"):
+                        letter = await unsealer.open_dead_letter(DeadLetter.model_validate(value))
+                        value = letter.model_dump(mode="json")
                     if match(value):
                         out.append(value)
     finally:

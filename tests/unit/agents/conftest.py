@@ -10,6 +10,10 @@ from streams.app.factory import MemstreamApp
 from streams.app.settings import Settings
 from streams.app.worker import build_worker
 from streams.pipeline.inprocess import LocalTopics
+from streams.privacy.crypto import decode_key, encode_key
+from streams.privacy.payloads import open_event, open_record
+from streams.privacy.sealed import TABLE_OWNERS, SealedTable, Sealer
+from streams.privacy.user_keys import UserKeys
 from topics import names
 from topics.candidates import CANDIDATE_RECORD, Candidate, ChatCommand
 from topics.commands import Command
@@ -20,15 +24,19 @@ from topics.turns import Turn
 
 
 class Captured:
-    """What the app's stages sent, parsed, by kind."""
+    """What an app's stages sent, parsed (and opened with the app's sealer), by kind."""
 
-    def __init__(self, topics: LocalTopics) -> None:
+    def __init__(self, topics: LocalTopics, sealer: Sealer) -> None:
         self.topics = topics
+        self.sealer = sealer
 
     def _parsed(self, model, *topics: str) -> list:  # type: ignore[no-untyped-def]
         return [model.model_validate_json(r.value) for t in topics for r in self.topics.sent[t]]
 
-    events = property(lambda self: self._parsed(MemoryEvent, names.MEMORY_EVENTS))
+    @property
+    def events(self) -> list[MemoryEvent]:
+        return [open_event(self.sealer, e) for e in self._parsed(MemoryEvent, names.MEMORY_EVENTS)]
+
     progress = property(lambda self: self._parsed(TurnProgress, names.MEMORY_PROGRESS))
     commands = property(lambda self: self._parsed(Command, names.MEMORY_COMMANDS))
 
@@ -43,15 +51,27 @@ class Captured:
         return [c.command for c in self._on_candidates() if isinstance(c, ChatCommand)]
 
     def _on_candidates(self) -> list[Candidate | ChatCommand]:
-        return [CANDIDATE_RECORD.validate_json(r.value or b"")
+        return [CANDIDATE_RECORD.validate_python(open_record(self.sealer, r.value or b""))
                 for r in self.topics.sent[names.MEMORY_CANDIDATES]]
     dead = property(lambda self: self._parsed(DeadLetter, names.CHAT_TURNS_DLQ,
                                               names.MEMORY_CANDIDATES_DLQ, names.MEMORY_COMMANDS_DLQ))
 
 
+MASTER_KEY = encode_key(b"m" * 32)
+
+
 def app_settings(tmp_path: Path, **overrides: object) -> Settings:
-    """Settings of an in-process worker app: in-memory tables, a scratch data dir."""
-    return Settings(table_store="memory://", data_dir=tmp_path, **overrides)  # type: ignore[arg-type]
+    """Settings of an in-process worker app: in-memory tables, a scratch data dir, a known
+    master key (so a test can seal what it writes straight into a table: `data_view`)."""
+    return Settings(table_store="memory://", data_dir=tmp_path,  # type: ignore[arg-type]
+                    memstream_master_key=MASTER_KEY, **overrides)
+
+
+def data_view(worker: MemstreamApp, table: str) -> SealedTable:
+    """The sealed view of one of the worker's tables over its in-memory data, to seed it from a
+    test (a Faust table refuses writes outside an agent)."""
+    keys = UserKeys(worker.tables.user_keys.data, decode_key(MASTER_KEY))
+    return SealedTable(getattr(worker.tables, table).data, Sealer(keys), TABLE_OWNERS[table])
 
 
 @pytest.fixture
@@ -66,8 +86,8 @@ def worker(tmp_path: Path, local_topics: LocalTopics, minilm_embedder) -> Memstr
 
 
 @pytest.fixture
-def captured(local_topics: LocalTopics) -> Captured:
-    return Captured(local_topics)
+def captured(local_topics: LocalTopics, worker: MemstreamApp) -> Captured:
+    return Captured(local_topics, worker.sealed.sealer)
 
 
 def turn(text: str, turn_id: str = "1", user: str = "u1") -> Turn:

@@ -24,7 +24,7 @@ async def seed(worker, *summaries: str) -> None:
 
 
 def states(worker) -> dict[str, str]:
-    return {m["summary"]: m["state"] for m in worker.tables.memories.data.values()}
+    return {m["summary"]: m["state"] for m in worker.sealed.memory.memories.values()}
 
 
 async def test_forget_by_description_soft_deletes_the_matching_memory(worker, captured):
@@ -38,7 +38,7 @@ async def test_forget_by_description_soft_deletes_the_matching_memory(worker, ca
 
 async def test_a_replayed_command_applies_once_and_restore_undoes_it(worker, captured):
     await seed(worker, "Ana plays the cello every Sunday.")
-    memory_id = next(iter(worker.tables.memories.data))
+    memory_id = next(iter(worker.sealed.memory.memories))
     async with worker.faust.agents["commands"].test_context() as agent:
         await agent.put(command(command_id="c1", kind="delete", memory_id=memory_id), key=b"u1")
         await agent.put(command(command_id="c1", kind="delete", memory_id=memory_id), key=b"u1")
@@ -47,13 +47,13 @@ async def test_a_replayed_command_applies_once_and_restore_undoes_it(worker, cap
     kinds = [e.kind for e in captured.events if e.kind != "created"]
     assert kinds == ["soft_deleted", "soft_deleted", "restored", "updated"]
     assert captured.events[-4] == captured.events[-3], "the replay re-sends the identical event"
-    doc = worker.tables.memories.data[memory_id]
+    doc = worker.sealed.memory.memories[memory_id]
     assert doc["state"] == "active" and doc["pinned"] is True
 
 
 async def test_commands_for_other_users_memories_and_garbage_go_to_the_dlq(worker, captured):
     await seed(worker, "Ana plays the cello every Sunday.")
-    memory_id = next(iter(worker.tables.memories.data))
+    memory_id = next(iter(worker.sealed.memory.memories))
     async with worker.faust.agents["commands"].test_context() as agent:
         other = Command(user_id="mallory", ts=TS, command_id="x", kind="delete", memory_id=memory_id)
         await agent.put(other.model_dump_json().encode(), key=b"mallory")

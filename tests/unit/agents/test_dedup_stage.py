@@ -21,7 +21,7 @@ async def test_dedup_creates_then_merges_a_paraphrase_and_ignores_a_replay(worke
     assert [p.outcome for p in captured.progress] == ["created", "updated", "created", "created"]
     # the replay re-sent the first event, identical
     assert captured.events[2] == captured.events[0]
-    docs = list(worker.tables.memories.data.values())
+    docs = list(worker.sealed.memory.memories.values())
     luna = next(d for d in docs if "Luna" in d["summary"])
     assert luna["source_turn_ids"] == ["t1:1", "t1:2"]
     assert len(docs) == 2

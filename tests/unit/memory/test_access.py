@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from streams.memory.access import record_reads
-from tests.unit.agents.conftest import local_topics, worker  # noqa: F401 - fixtures
+from tests.unit.agents.conftest import data_view, local_topics, worker  # noqa: F401 - fixtures
 from streams.memory.model import Memory
 from streams.memory.vector_index import VectorIndex, encode_vector
 from topics.commands import Command
@@ -43,13 +43,13 @@ def test_a_touch_refreshes_once_and_skips_what_is_not_the_users_active_memory():
 
 
 async def test_the_commands_stage_applies_touches_without_events(worker, local_topics):  # noqa: F811
-    worker.tables.memories.data["a"] = memory("a", dim=384).model_dump(mode="json")  # MiniLM's dimension
+    data_view(worker, "memories")["a"] = memory("a", dim=384).model_dump(mode="json")  # MiniLM's dimension
     worker.store.mark_stale()
     async with worker.faust.agents["commands"].test_context() as agent:
         raw = touch("t1", "a").model_dump_json().encode()
         await agent.put(raw, key=b"u1")
         await agent.put(raw, key=b"u1")
-    doc = worker.tables.memories.data["a"]
+    doc = worker.sealed.memory.memories["a"]
     assert doc["access_count"] == 1 and doc["last_accessed"].startswith("2024-05-04")
     assert doc["version"] == 1, "a read is not a change: no version, no event, no audit"
     assert not local_topics.sent, "a touch sends nothing"

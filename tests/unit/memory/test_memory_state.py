@@ -7,7 +7,10 @@ from streams.memory.dedup import DedupConfig
 from streams.memory.documents import candidate_id
 from streams.memory.purge import purge_user
 from streams.memory.state import MemoryState
-from streams.memory.tables import MemoryTables
+from streams.pipeline.tables import stage_tables
+from streams.privacy.crypto import new_key
+from streams.memory.tables import topic_marker_id
+from streams.privacy.sealed import TABLE_OWNERS
 from streams.memory.vector_index import VectorIndex
 from streams.providers.embedder import EmbedderProfile
 from topics.candidates import Candidate, Fact
@@ -17,8 +20,11 @@ from topics.turns import Turn
 SEED_BANDS = EmbedderProfile("seed-bands", 384, 0.90, 0.80, 0.92, 0.85)
 
 
-def state() -> MemoryState:
-    return MemoryState(MemoryTables(), VectorIndex(2),
+def state(raw: dict | None = None) -> MemoryState:
+    """Memory state over sealed dict tables (`raw`, by table name, gets the stored values)."""
+    raw = {name: {} for name in TABLE_OWNERS} if raw is None else raw
+    tables = stage_tables(raw, {}, new_key()).memory
+    return MemoryState(tables, VectorIndex(2),
                        DedupConfig(SEED_BANDS, 10, timedelta(hours=72)))
 
 
@@ -98,15 +104,21 @@ def test_changes_since_a_revision_are_logged_newest_first():
 def test_purge_leaves_only_content_free_tombstones():
     from datetime import datetime, timezone
 
-    s = state()
+    raw = {name: {} for name in TABLE_OWNERS}
+    s = state(raw)
     a = s.apply(cand("1", "Ana has a dog named Luna."), vec(1, 0))
+    other = s.apply(cand("1", "Bo has a cat named Mia.").model_copy(update={"turn": cand(
+        "1", "x").turn.model_copy(update={"user_id": "bo"})}), vec(0, 1))
+    assert "Luna" not in repr(raw), "tables keep content sealed, never in clear"
     events = purge_user(s, "u", "t1", datetime(2024, 6, 1, tzinfo=timezone.utc))
     assert [e.kind for e in events] == ["purged"] and events[0].summary == ""
-    assert not s.tables.memories and "u" not in s.tables.users
-    assert "Luna" not in repr(dict(s.tables.thread_revs)) + repr(dict(s.tables.applied)) + repr(dict(s.tables.audit))
+    assert a.memory_id not in s.tables.memories and "u" not in s.tables.users
+    readable = repr(dict(s.tables.thread_revs.items())) + repr(dict(s.tables.applied.items()))
+    assert "Luna" not in readable + repr(dict(s.tables.audit.items()))
     assert [h["verb"] for h in s.history(a.memory_id)] == ["PURGE"]
+    assert s.memory(other.memory_id).summary == "Bo has a cat named Mia.", "other users untouched"
     replay = s.apply(cand("1", "Ana has a dog named Luna."), vec(1, 0))
-    assert replay.replayed and not s.tables.memories, "a replayed old turn does not resurrect it"
+    assert replay.replayed and a.memory_id not in s.tables.memories, "a replay does not resurrect it"
 
 
 def test_an_llm_same_fact_answer_decides_the_check_band():
@@ -144,9 +156,11 @@ def test_blocking_a_topic_is_announced_audited_and_purged_with_the_user():
     [event] = s.apply_command(block, None).events
     assert event.meta["topic"] == "cello" and s.blocked_topics("u") == ["cello"]
     assert s.changes_since("u", "commands", 0)[0]["summary"] == "Blocked topic: cello"
-    assert [h["verb"] for h in s.history("topic:u:cello")] == ["UPDATE"]
+    marker = topic_marker_id("u", "b1")
+    assert "cello" not in marker, "nothing of the topic in an id"
+    assert event.memory_id == marker and [h["verb"] for h in s.history(marker)] == ["UPDATE"]
     purge_user(s, "u", "commands", ts)
-    assert s.blocked_topics("u") == [] and not s.history("topic:u:cello")
+    assert s.blocked_topics("u") == [] and not s.history(marker)
 
 
 def test_a_correction_said_as_an_event_updates_semantic_memory_not_episodic():

@@ -13,6 +13,9 @@ from streams.pipeline.dead_letters import dead_letter_of
 from streams.pipeline.inprocess import InProcessPipeline
 from streams.pipeline.outputs import Outputs
 from streams.pipeline.records import Record
+from streams.privacy.crypto import new_key
+from streams.privacy.sealed import Sealer
+from streams.privacy.user_keys import UserKeys
 from topics import names
 from topics.dlq import DeadLetter
 from topics.turns import Turn
@@ -22,6 +25,21 @@ AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 
 def record(value: bytes, topic: str = names.CHAT_TURNS, key: bytes | None = b"ana") -> Record:
     return Record(topic, 0, 41, key, value)
+
+
+def sealer() -> Sealer:
+    return Sealer(UserKeys({}, new_key()))
+
+
+def test_the_kept_bytes_are_sealed_for_the_records_user_or_withheld_when_there_is_none():
+    seal = sealer()
+    raw = b'{"user_id": "ana", "text": "I adopted Luna", "ts": 3}'
+    letter = dead_letter_of(record(raw), "ingest", "invalid_schema", "ts", 4096, seal)
+    assert letter.raw_sealed is not None and not letter.raw_b64 and b"Luna" not in letter.model_dump_json().encode()
+    assert base64.b64decode(seal.open(letter.raw_sealed)) == raw
+    anonymous = dead_letter_of(record(b"\xff garbage", key=None), "ingest", "not_utf8", "x", 4096, seal)
+    assert anonymous.raw_withheld and anonymous.raw_sealed is None and not anonymous.raw_b64
+    assert anonymous.raw_sha256 == hashlib.sha256(b"\xff garbage").hexdigest()
 
 
 def test_a_record_too_large_keeps_a_marked_excerpt_with_size_and_hash():
@@ -52,7 +70,8 @@ async def test_a_dead_letter_that_cannot_be_sent_is_counted_and_never_raises():
         raise RuntimeError("MessageSizeTooLargeError: the broker said no")
 
     before = metrics.DLQ_FAILURES.labels(stage="ingest", reason="oversized")._value.get()
-    sent = await Outputs(broken).dead_letter(record(b"x" * 100), "ingest", "oversized", "too big")
+    sent = await Outputs(broken, sealer()).dead_letter(record(b"x" * 100), "ingest", "oversized",
+                                                      "too big")
     assert sent is False
     assert metrics.DLQ_FAILURES.labels(stage="ingest", reason="oversized")._value.get() == before + 1
 

@@ -19,7 +19,7 @@ async def test_ingest_writes_the_llms_facts_when_one_is_configured(fake_api, loc
     fake_api.script(Reply.json(TRIGGER_OK), Reply.json(EXTRACT_OK))
     async with worker.faust.agents["ingest"].test_context() as agent:
         await agent.put(turn(TEXT).model_dump_json().encode(), key=b"u1")
-    summaries = [c.fact.summary for c in Captured(local_topics).candidates]
+    summaries = [c.fact.summary for c in Captured(local_topics, worker.sealed.sealer).candidates]
     # The model's facts (its "yesterday" resolved against the turn's time), not the rules'.
     assert summaries == ["Caroline adopted a dog named Luna on 7 May 2023.",
                          "Caroline's dog Luna is 3 years old and loves the beach."]

@@ -58,6 +58,9 @@ def test_rebuild_from_documents_roundtrips_vectors():
 
 
 def test_ids_are_deterministic():
-    assert ids.memory_id("u", "t:1", 0) == ids.memory_id("u", "t:1", 0)
-    assert ids.memory_id("u", "t:1", 0) != ids.memory_id("u", "t:1", 1)
+    assert ids.memory_id("u", "t", "1", 0) == ids.memory_id("u", "t", "1", 0)
+    assert ids.memory_id("u", "t", "1", 0) != ids.memory_id("u", "t", "1", 1)
+    # ids are free text: no separator can make two users' (or threads') ids meet
+    assert ids.memory_id("a", "x|y", "1", 0) != ids.memory_id("a|x", "y", "1", 0)
+    assert ids.memory_id("a", "x:y", "1", 0) != ids.memory_id("a", "x", "y:1", 0)
     assert ids.event_id("m", "created", 1) != ids.event_id("m", "updated", 2)

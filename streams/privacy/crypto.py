@@ -1,0 +1,86 @@
+"""AES-256-GCM sealing, and the master key that wraps every user's data key.
+
+A sealed value is `b64url(version byte | 12-byte nonce | ciphertext+tag)`, bound to its user by
+the associated data, so a value sealed for one user never opens as another's.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+from pathlib import Path
+from typing import Any
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from streams.errors import MemstreamError
+
+_VERSION = b"\x01"
+_NONCE = 12
+KEY_BYTES = 32
+
+
+class MasterKeyError(MemstreamError):
+    """The master key is missing or not 32 bytes of url-safe base64."""
+
+
+class SealError(MemstreamError):
+    """A sealed value that does not open: another user's, damaged, or its key is gone."""
+
+
+def new_key() -> bytes:
+    """32 random bytes: a data key, or a fresh master key."""
+    return os.urandom(KEY_BYTES)
+
+
+def encode_key(key: bytes) -> str:
+    return base64.urlsafe_b64encode(key).decode("ascii")
+
+
+def decode_key(text: str) -> bytes:
+    """A key written by `encode_key`; raises `MasterKeyError`."""
+    try:
+        key = base64.urlsafe_b64decode(text.strip().encode("ascii"))
+    except (binascii.Error, ValueError, UnicodeEncodeError):
+        raise MasterKeyError("the master key is not url-safe base64") from None
+    if len(key) != KEY_BYTES:
+        raise MasterKeyError(f"the master key must be {KEY_BYTES} bytes, not {len(key)}")
+    return key
+
+
+def seal(key: bytes, plaintext: bytes, context: bytes) -> str:
+    """`plaintext` sealed with `key`, bound to `context` (the user id)."""
+    nonce = os.urandom(_NONCE)
+    sealed = _VERSION + nonce + AESGCM(key).encrypt(nonce, plaintext, context)
+    return base64.urlsafe_b64encode(sealed).decode("ascii")
+
+
+def open_sealed(key: bytes, sealed: str, context: bytes) -> bytes:
+    """The plaintext of `sealed`; raises `SealError` if it does not open with `key`/`context`."""
+    try:
+        raw = base64.urlsafe_b64decode(sealed.encode("ascii"))
+    except (binascii.Error, ValueError, UnicodeEncodeError):
+        raise SealError("not a sealed value") from None
+    if len(raw) < 1 + _NONCE + 16 or raw[:1] != _VERSION:
+        raise SealError("not a sealed value")
+    try:
+        return AESGCM(key).decrypt(raw[1:1 + _NONCE], raw[1 + _NONCE:], context)
+    except InvalidTag:
+        raise SealError("the value does not open with this key") from None
+
+
+def master_key_of(settings: Any) -> bytes | None:
+    """The configured master key (`MEMSTREAM_MASTER_KEY`, else `MASTER_KEY_FILE`), or None.
+
+    Raises `MasterKeyError` when one is configured but unusable.
+    """
+    if settings.memstream_master_key is not None:
+        return decode_key(settings.memstream_master_key.get_secret_value())
+    if settings.master_key_file is not None:
+        try:
+            text = Path(settings.master_key_file).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise MasterKeyError(f"{settings.master_key_file}: cannot read ({exc.strerror})") from None
+        return decode_key(text)
+    return None

@@ -1,0 +1,66 @@
+"""Sealing what memstream writes to topics, and opening it again.
+
+- `memory.events`: `summary` and `meta` sealed into `sealed`; the envelope stays in clear.
+- `memory.candidates`: the whole record sealed (a fact carries the turn's text).
+- `memory.commands`: `query`, `text` and `topic` sealed into `sealed` (commands from other
+  producers may arrive in clear and are accepted as they are).
+- dead letters: the kept bytes sealed (`streams.pipeline.dead_letters`).
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from streams.privacy.sealed import Sealer
+from topics.commands import Command
+from topics.events import MemoryEvent
+from topics.sealed import Sealed
+
+
+def seal_event(sealer: Sealer, event: MemoryEvent) -> MemoryEvent:
+    """The event with its content sealed (a content-free event, e.g. `purged`, goes as it is)."""
+    if not event.summary and not event.meta:
+        return event
+    sealed = sealer.seal(event.user_id, {"summary": event.summary, "meta": event.meta})
+    return event.model_copy(update={"summary": "", "meta": {}, "sealed": sealed})
+
+
+def open_event(sealer: Sealer, event: MemoryEvent) -> MemoryEvent:
+    """The event with its content back; raises `SealError` when it does not open."""
+    if event.sealed is None:
+        return event
+    content = sealer.open(event.sealed)
+    return event.model_copy(update={"summary": content["summary"], "meta": content["meta"],
+                                    "sealed": None})
+
+
+def seal_command(sealer: Sealer, command: Command, in_transit: bool = False) -> Command:
+    """The command with `query`, `text` and `topic` sealed (none set: as it is). `in_transit`:
+    a web handler's, which may only use a key the user already has (else the master key)."""
+    content = {"query": command.query, "text": command.text, "topic": command.topic}
+    if not any(content.values()):
+        return command
+    seal = sealer.seal_for_transit if in_transit else sealer.seal
+    return command.model_copy(update={"query": None, "text": None, "topic": None,
+                                      "sealed": seal(command.user_id, content)})
+
+
+def open_command(sealer: Sealer, command: Command) -> Command:
+    """The command with its content back (validated again); raises `SealError`."""
+    if command.sealed is None:
+        return command
+    return command.opened(sealer.open(command.sealed))
+
+
+def seal_record(sealer: Sealer, user_id: str, value: Any) -> bytes:
+    """A whole record sealed for `user_id`: the bytes of a `Sealed` envelope."""
+    return sealer.seal(user_id, value).model_dump_json().encode("utf-8")
+
+
+def open_record(sealer: Sealer, raw: bytes) -> Any:
+    """The JSON value of a record written by `seal_record` (a record in clear is returned as
+    it is); raises `SealError` when it does not open, ValueError when it is not JSON."""
+    value = json.loads(raw)
+    if isinstance(value, dict) and set(value) >= {"user_id", "sealed"}:
+        return sealer.open(Sealed.model_validate(value))
+    return value

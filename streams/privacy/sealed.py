@@ -1,0 +1,133 @@
+"""Sealing JSON values for a user, and tables whose values are sealed.
+
+`Sealer` turns a JSON value into a `topics.sealed.Sealed` envelope and back. `SealedTable`
+wraps a table (a Faust table in the worker, a dict in process): every value is stored sealed
+for its user, so the table's changelog topic and its local store never hold a user's content in
+clear. A value whose user's key was shredded reads as absent; its key is still `in` the table
+(the `applied` records of a purged user keep blocking replays).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, MutableMapping
+from typing import Any
+
+from streams.memory.tables import Table, key_text
+from streams.privacy.crypto import SealError
+from streams.privacy.user_keys import UserKeys
+from topics.sealed import Sealed
+
+UserOf = Callable[[str, Any], str]
+"""The user a table value belongs to, from its key (as text) and value."""
+_MISSING = object()
+
+
+class Sealer:
+    """Seals JSON values with the users' data keys (`UserKeys`)."""
+
+    def __init__(self, keys: UserKeys) -> None:
+        self.keys = keys
+
+    def seal(self, user_id: str, value: Any) -> Sealed:
+        """`value` sealed with the user's data key (made if the user has none)."""
+        plaintext = json.dumps(value, separators=(",", ":")).encode("utf-8")
+        return Sealed(user_id=user_id, sealed=self.keys.seal(user_id, plaintext))
+
+    def seal_for_transit(self, user_id: str, value: Any) -> Sealed:
+        """Sealed with the user's key if the user has one, else with the master key: for a
+        web handler, which cannot make a key (it cannot write a table)."""
+        plaintext = json.dumps(value, separators=(",", ":")).encode("utf-8")
+        if self.keys.data_key(user_id) is not None:
+            return Sealed(user_id=user_id, sealed=self.keys.seal(user_id, plaintext))
+        return Sealed(user_id=user_id, by="transit",
+                      sealed=self.keys.seal_in_transit(user_id, plaintext))
+
+    def open(self, envelope: Sealed) -> Any:
+        """The value inside `envelope`; raises `SealError` when it does not open."""
+        if envelope.by == "transit":
+            plaintext = self.keys.open_in_transit(envelope.user_id, envelope.sealed)
+        else:
+            plaintext = self.keys.open(envelope.user_id, envelope.sealed)
+        return json.loads(plaintext)
+
+
+class SealedTable(MutableMapping[Any, Any]):
+    """A table whose values are stored as `Sealed` envelopes of their user (`user_of`)."""
+
+    def __init__(self, table: Table, sealer: Sealer, user_of: UserOf) -> None:
+        self.table = table
+        self.sealer = sealer
+        self.user_of = user_of
+
+    def __getitem__(self, key: Any) -> Any:
+        raw = self.table[key]
+        try:
+            return self.sealer.open(Sealed.model_validate(raw))
+        except SealError:
+            raise KeyError(key) from None
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        user_id = self.user_of(key_text(key), value)
+        self.table[key] = self.sealer.seal(user_id, value).model_dump()
+
+    def __delitem__(self, key: Any) -> None:
+        del self.table[key]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.table)
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def __contains__(self, key: object) -> bool:
+        """Whether the key is stored at all, readable or not."""
+        return key in self.table
+
+    def pop(self, key: Any, default: Any = _MISSING) -> Any:
+        """Remove the key, readable or not; return its value (or `default`)."""
+        try:
+            value = self[key]
+        except KeyError:
+            value = default
+        if key in self.table:
+            del self.table[key]
+        if value is _MISSING:
+            raise KeyError(key)
+        return value
+
+    def items(self) -> Iterator[tuple[Any, Any]]:  # type: ignore[override]
+        """The readable entries (those of shredded users are left out)."""
+        for key in list(self.table.keys()):
+            try:
+                yield key, self[key]
+            except KeyError:
+                continue
+
+    def values(self) -> Iterator[Any]:  # type: ignore[override]
+        return (value for _, value in self.items())
+
+
+# --- who a table's values belong to ----------------------------------------------------------
+def user_is_key(key: str, value: Any) -> str:
+    """Tables keyed by user_id (`users`, `recent_events`)."""
+    return key
+
+
+def user_first_in_key(key: str, value: Any) -> str:
+    """Tables keyed by a structured key whose first part is the user (`streams.memory.tables`)."""
+    parts = json.loads(key)
+    return str(parts[0])
+
+
+def user_in_value(key: str, value: Any) -> str:
+    """Documents that name their user (`memories`), or lists of them (`audit`)."""
+    document = value[-1] if isinstance(value, list) else value
+    return str(document["user_id"])
+
+
+TABLE_OWNERS: dict[str, UserOf] = {
+    "memories": user_in_value, "audit": user_in_value, "applied": user_first_in_key,
+    "thread_revs": user_first_in_key, "buffers": user_first_in_key,
+    "turn_log": user_first_in_key, "users": user_is_key, "recent_events": user_is_key,
+}
+"""Who the values of each sealed table belong to."""
