@@ -17,7 +17,7 @@ import numpy as np
 from streams.app.settings import Settings
 from streams.memory.dedup import DedupConfig
 from streams.observability import metrics
-from streams.providers.embedder import Embedder, EmbedderProfile, create_embedder
+from streams.providers.embedder import Embedder, EmbedderProfile, create_embedder, profile_of
 from streams.providers.llm import GuardedLLM
 
 log = logging.getLogger(__name__)
@@ -61,6 +61,10 @@ class Services:
         metrics.EMBED_TEXTS.labels(embedder=name).inc(len(texts))
         return vectors
 
+    async def warm_up(self) -> None:
+        """Load the embedder off the event loop (a worker does it as it starts)."""
+        await asyncio.to_thread(self.embedder)
+
     @property
     def llm(self) -> GuardedLLM:
         """The LLM facade (the settings' provider, or none: rules), created once."""
@@ -69,8 +73,11 @@ class Services:
         return self._llm
 
     def profile(self) -> EmbedderProfile:
-        """The embedder profile's dedup bands, with any override from the settings applied."""
-        base = self.embedder().profile
+        """The embedder profile's dedup bands, with any override from the settings applied.
+
+        Known without loading the model, so nothing on the event loop waits for a model load.
+        """
+        base = self._embedder.profile if self._embedder is not None else profile_of(self.settings.embedder)
         s = self.settings
         return EmbedderProfile(
             base.name, base.dim,

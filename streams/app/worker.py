@@ -31,6 +31,7 @@ def build_worker(settings: Settings, *, extra_keys: Sequence[KeyEntry] = (),
     from streams.observability import consumer_lag
 
     app = create_app(settings, send=send, embedder=embedder, llm=llm)
+    app.faust.task(app.services.warm_up)  # the model loads in a thread while the worker joins
     agents.register_all(app)
     web.register(app, extra_keys)
     consumer_lag.register(app)

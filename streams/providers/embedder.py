@@ -79,6 +79,17 @@ class LocalMiniLMEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
 
+PROFILES = {"local": MINILM_PROFILE}
+"""The profile of each embedder kind, known without loading its model."""
+
+
+def profile_of(kind: str) -> EmbedderProfile:
+    """The profile of embedder `kind` (the `EMBEDDER` setting); raises `EmbedderError`."""
+    if kind not in PROFILES:
+        raise EmbedderError(f"unknown embedder {kind!r}; this build supports: {', '.join(PROFILES)}")
+    return PROFILES[kind]
+
+
 def create_embedder(kind: str, batch_size: int = 32) -> Embedder:
     """The embedder named by the `EMBEDDER` setting."""
     if kind == "local":
