@@ -6,12 +6,20 @@ from typing import Literal
 from pydantic import BaseModel
 
 Outcome = Literal[
-    "skipped", "created", "updated", "superseded", "duplicate", "blocked", "dlq", "disabled", "command", "applied",
+    "skipped", "created", "updated", "superseded", "duplicate", "blocked", "dlq", "disabled", "command",
+    "applied", "candidates", "purged",
 ]
 
 
 class TurnProgress(BaseModel):
-    """Outcome of fact `fact_index` of `fact_count` of one turn (fact_count 0: nothing to store)."""
+    """Outcome of fact `fact_index` of `fact_count` of one turn (fact_count 0: nothing to store).
+
+    The ingest stage reports every turn once: `candidates` (with how many), `skipped`,
+    `command`, `disabled`; each fact then gets its dedup outcome (`created`, `updated`, …), and
+    a command said in chat its `applied`. A turn is done when every fact has one.
+    `queued_ms`/`work_ms`: how long the record waited for the stage, and how long the stage
+    worked on it, for the benchmark's per-stage breakdown.
+    """
 
     user_id: str
     thread_id: str
@@ -21,3 +29,5 @@ class TurnProgress(BaseModel):
     fact_index: int = 0
     fact_count: int = 0
     memory_id: str | None = None
+    queued_ms: float | None = None
+    work_ms: float | None = None

@@ -98,7 +98,7 @@ def record_of(event: EventT) -> Record:
     """A Faust event as the stages see it (`streams.pipeline.records.Record`)."""
     message = event.message
     return Record(topic=message.topic, partition=message.partition, offset=message.offset,
-                  key=message.key, value=event.value, source=event)
+                  key=message.key, value=event.value, timestamp=message.timestamp, source=event)
 
 
 def event_scope_of(record: Record) -> AbstractContextManager[None]:

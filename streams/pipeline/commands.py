@@ -23,7 +23,7 @@ from streams.memory.store import MemoryStore
 from streams.observability import metrics
 from streams.observability.logs import describe_failure
 from streams.pipeline.outputs import Outputs
-from streams.pipeline.records import Record
+from streams.pipeline.records import Record, StageClock
 from streams.privacy.crypto import SealError
 from streams.privacy.payloads import open_command
 from streams.providers.embedder import Embed
@@ -90,7 +90,8 @@ class CommandsStage:
         try:
             command = parse_command_record(record.value, record.key, self.settings.max_record_bytes)
             command = open_command(self.outputs.sealer, command)
-            applied = await apply_command(self.store, self.embed, self.outputs, command)
+            applied = await apply_command(self.store, self.embed, self.outputs, command,
+                                          StageClock.start(record))
             if self.observer is not None:
                 events = [e.model_dump(mode="json") for e in applied.events]
                 self.observer.applied(command.user_id, command.command_id, events)
@@ -118,7 +119,8 @@ class CommandsStage:
             self.observer.rejected(command.user_id, command.command_id, f"{reason}: {detail}")
 
 
-async def apply_command(store: MemoryStore, embed: Embed, outputs: Outputs, command: Command) -> Applied:
+async def apply_command(store: MemoryStore, embed: Embed, outputs: Outputs, command: Command,
+                        clock: StageClock | None = None) -> Applied:
     """Apply one command to the store and send its events, and the progress of the chat turn
     that said it. Raises `CommandError` when it cannot apply.
 
@@ -136,10 +138,11 @@ async def apply_command(store: MemoryStore, embed: Embed, outputs: Outputs, comm
     for event in applied.events:
         await outputs.event(event)
     if command.turn_id:
-        await outputs.progress(TurnProgress(
+        progress = TurnProgress(
             user_id=command.user_id, thread_id=command.thread_id, turn_id=command.turn_id,
             stage=STAGE, outcome="applied", fact_index=0, fact_count=1,
             memory_id=applied.memory_id or None,
-        ))
+        )
+        await outputs.progress(clock.stamp(progress) if clock else progress)
     metrics.COMMANDS.labels(kind=command.kind).inc()
     return applied

@@ -26,7 +26,7 @@ from streams.observability import metrics
 from streams.observability.logs import describe_failure
 from streams.pipeline.commands import apply_command
 from streams.pipeline.outputs import Outputs
-from streams.pipeline.records import Record
+from streams.pipeline.records import Record, StageClock
 from streams.privacy.crypto import SealError
 from streams.privacy.payloads import open_record
 from streams.providers.embedder import Embed
@@ -64,12 +64,13 @@ class DedupStage:
         """
         started = time.perf_counter()
         metrics.STAGE_RECORDS.labels(stage=STAGE).inc(len(records))
+        clocks = [StageClock.start(record) for record in records]
         parsed = [(record, self.parse(record)) for record in records]
         vectors = await self._embed_new([c for _, c in parsed if isinstance(c, Candidate)])
         outcomes = []
-        for record, item in parsed:
+        for (record, item), clock in zip(parsed, clocks):
             with self.record_scope(record):
-                outcomes.append(await self._handle_one(record, item, vectors.get(id(item))))
+                outcomes.append(await self._handle_one(record, item, vectors.get(id(item)), clock))
         metrics.STAGE_SECONDS.labels(stage=STAGE).observe(
             (time.perf_counter() - started) / max(len(records), 1))
         return outcomes
@@ -89,11 +90,14 @@ class DedupStage:
                       describe_failure(exc))
             return {}
 
-    async def process_candidate(self, candidate: Candidate, vector: np.ndarray | None = None) -> str:
+    async def process_candidate(self, candidate: Candidate, vector: np.ndarray | None = None,
+                                clock: StageClock | None = None) -> str:
         """Apply one candidate and send what it produced; return the outcome.
 
-        `vector` is the candidate's embedding when the caller embedded a batch at once.
+        `vector` is the candidate's embedding when the caller embedded a batch at once; `clock`
+        stamps its progress record (from when its batch was taken).
         """
+        clock = clock or StageClock(None, time.perf_counter())
         started = time.perf_counter()
         if vector is None:
             vector = (await self.embed([candidate.fact.summary]))[0]
@@ -115,7 +119,8 @@ class DedupStage:
                                     applied.similarity, time.perf_counter() - started)
         for event in applied.events:
             await self.outputs.event(event)
-        await self.outputs.progress(progress_of(candidate, applied.outcome, applied.memory_id))
+        await self.outputs.progress(clock.stamp(progress_of(candidate, applied.outcome,
+                                                             applied.memory_id)))
         return applied.outcome
 
     def parse(self, record: Record) -> Candidate | ChatCommand | InvalidRecord:
@@ -131,14 +136,15 @@ class DedupStage:
             return InvalidRecord("invalid_candidate", "record is not a valid Candidate or ChatCommand")
 
     async def _handle_one(self, record: Record, item: Candidate | ChatCommand | InvalidRecord,
-                          vector: np.ndarray | None) -> str:
+                          vector: np.ndarray | None, clock: StageClock) -> str:
         if isinstance(item, InvalidRecord):
             await self.outputs.dead_letter(record, STAGE, item.reason, item.detail)
             return "dlq"
         try:
             if isinstance(item, ChatCommand):
-                return (await apply_command(self.store, self.embed, self.outputs, item.command)).outcome
-            return await self.process_candidate(item, vector)
+                applied = await apply_command(self.store, self.embed, self.outputs, item.command, clock)
+                return applied.outcome
+            return await self.process_candidate(item, vector, clock)
         except CommandError as exc:
             ref = item.command.command_id if isinstance(item, ChatCommand) else None
             await self.outputs.dead_letter(record, STAGE, "inapplicable", str(exc), ref)
@@ -149,7 +155,7 @@ class DedupStage:
                       record.offset, describe_failure(exc))
             await self.outputs.dead_letter(record, STAGE, "internal_error", type(exc).__name__)
             if isinstance(item, Candidate):
-                await self._send_progress(progress_of(item, "dlq", None))
+                await self._send_progress(clock.stamp(progress_of(item, "dlq", None)))
             return "dlq"
 
     async def _send_progress(self, progress: TurnProgress) -> None:

@@ -23,7 +23,7 @@ from streams.memory.users import blocked_topics
 from streams.observability import metrics
 from streams.observability.logs import describe_failure
 from streams.pipeline.outputs import Outputs
-from streams.pipeline.records import Record
+from streams.pipeline.records import Record, StageClock
 from streams.privacy.user_keys import UserKeys
 from streams.providers.llm import GuardedLLM
 from streams.write import policy
@@ -81,9 +81,10 @@ class IngestStage:
         """
         started = time.perf_counter()
         metrics.STAGE_RECORDS.labels(stage=STAGE).inc()
+        clock = StageClock.start(record)
         try:
             turn = self.parse(record)
-            return await self.process_turn(turn)
+            return await self.process_turn(turn, clock)
         except InvalidRecord as exc:
             await self._dead_letter(record, exc.reason, exc.detail)
             return 0
@@ -111,10 +112,13 @@ class IngestStage:
             raise InvalidRecord("purged_user", "the turn is older than the user's purge")
         return turn
 
-    async def process_turn(self, turn: Turn) -> int:
-        """Run one valid turn through trigger, extraction and policy; return the facts emitted."""
+    async def process_turn(self, turn: Turn, clock: StageClock | None = None) -> int:
+        """Run one valid turn through trigger, extraction and policy; return the facts emitted.
+
+        Every turn gets one progress record from this stage (stamped by `clock`)."""
+        clock = clock or StageClock(None, time.perf_counter())
         if not self.settings.memory_enabled:
-            await self.outputs.progress(self._progress(turn, "disabled"))
+            await self.outputs.progress(clock.stamp(self._progress(turn, "disabled")))
             return 0
         topics = blocked_topics(self.tables.users, turn.user_id)
         observed = self.observe_turn(turn)
@@ -126,7 +130,7 @@ class IngestStage:
             metrics.POLICY_BLOCKS.labels(reason=reason).inc()
         if result.command is not None and result.command.kind in HOT_COMMANDS:
             metrics.TURNS.labels(outcome="command").inc()
-            await self.send_hot_command(turn, result.command)
+            await self.send_hot_command(turn, result.command, clock)
             return 0
         episode = observed.episode if self.settings.episodic_enabled else None
         if episode is not None and mentions_topic(episode.summary, topics):
@@ -135,7 +139,7 @@ class IngestStage:
         candidates = candidates_of(turn, result, episode, observed.refs)
         if not candidates:
             metrics.TURNS.labels(outcome="skipped").inc()
-            await self.outputs.progress(self._progress(turn, "skipped"))
+            await self.outputs.progress(clock.stamp(self._progress(turn, "skipped")))
             return 0
         metrics.TURNS.labels(outcome="candidates").inc()
         for candidate in candidates:
@@ -149,6 +153,7 @@ class IngestStage:
                 meta={"type": fact.type, "source_turn_id": turn.ref, "confidence": confidence},
             ))
             await self.outputs.candidate(candidate)
+        await self.outputs.progress(clock.stamp(self._progress(turn, "candidates", len(candidates))))
         return len(candidates)
 
     def observe_turn(self, turn: Turn) -> Observed:
@@ -163,7 +168,7 @@ class IngestStage:
             self.tables.turn_log[logged] = observed.record
         return observed
 
-    async def send_hot_command(self, turn: Turn, command: ExplicitCommand) -> None:
+    async def send_hot_command(self, turn: Turn, command: ExplicitCommand, clock: StageClock) -> None:
         """An explicit forget / "don't remember this" goes on `memory.candidates`, behind the
         facts of the turns before it: the dedup stage applies it in turn order.
 
@@ -171,7 +176,7 @@ class IngestStage:
         events are out before the turn is finished.
         """
         await self.outputs.chat_command(hot_command(turn, command))
-        await self.outputs.progress(self._progress(turn, "command", fact_count=1))
+        await self.outputs.progress(clock.stamp(self._progress(turn, "command", fact_count=1)))
 
     @staticmethod
     def _progress(turn: Turn, outcome: str, fact_count: int = 0) -> TurnProgress:

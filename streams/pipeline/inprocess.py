@@ -17,6 +17,7 @@ Faust agents.
 """
 from __future__ import annotations
 
+import time
 from collections import Counter, defaultdict, deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -62,7 +63,7 @@ class LocalTopics:
 
     async def send(self, topic: str, key: bytes | None, value: bytes) -> None:
         """A `streams.pipeline.outputs.Sender`."""
-        record = Record(topic, 0, self._offsets[topic], key, value)
+        record = Record(topic, 0, self._offsets[topic], key, value, time.time())
         self._offsets[topic] += 1
         self.sent[topic].append(record)
         if topic in self.queues:

@@ -10,6 +10,9 @@ async def test_ingest_turns_a_fact_into_candidates(worker, captured):
     c = captured.candidates[0]
     assert "Luna" in c.fact.summary and c.turn.ref == "t1:1"
     assert [e.kind for e in captured.events] == ["candidate"] * len(captured.candidates)
+    [progress] = captured.progress  # one per turn from ingest, with its timings
+    assert (progress.outcome, progress.fact_count) == ("candidates", len(captured.candidates))
+    assert progress.queued_ms is not None and progress.work_ms is not None and progress.work_ms >= 0
 
 
 async def test_ingest_skips_greetings_and_dead_letters_garbage(worker, captured):
