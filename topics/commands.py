@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from topics.times import EventTime
 
 CommandKind = Literal[
     "forget", "dont_remember", "pin", "unpin", "edit", "delete", "restore", "purge_user",
@@ -34,7 +36,7 @@ class Command(BaseModel):
     command_id: str = Field(min_length=1, max_length=200)
     kind: CommandKind
     user_id: str = Field(min_length=1, max_length=200, pattern=r"^[^\s/]+$")
-    ts: AwareDatetime
+    ts: EventTime
     thread_id: str = Field("commands", min_length=1, max_length=200)
     turn_id: str | None = Field(None, description="The chat turn that said it, if any.")
     memory_id: str | None = None

@@ -1,10 +1,11 @@
 """`memory.events`: every visible change of a memory (SPEC §2)."""
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from topics.times import EventTime
 
 EventKind = Literal[
     "candidate",
@@ -30,7 +31,7 @@ class MemoryEvent(BaseModel):
     thread_id: str
     memory_id: str
     rev: int = Field(ge=0, description="Per-thread revision after this change.")
-    ts: datetime
+    ts: EventTime
     summary: str
     category: str
     meta: dict[str, Any] = Field(default_factory=dict)

@@ -28,6 +28,7 @@ from streams.api.views import MemstreamView, add_views, error
 from streams.memory.model import Memory
 from streams.memory.tables import command_key
 from topics.commands import Command
+from topics.schema_errors import explain
 
 if TYPE_CHECKING:
     from streams.app.factory import MemstreamApp
@@ -48,9 +49,7 @@ def _body(model: type[BaseModel], raw: bytes) -> Any:
     try:
         return model.model_validate_json(raw or b"{}")
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}"
-                             for e in exc.errors()[:5])
-        raise BadRequest(f"invalid body: {problems}") from None
+        raise BadRequest(f"invalid body: {explain(exc, limit=5)}") from None
 
 
 def _matches(memory: Memory, categories: set[str], state_: str | None, pinned: str | None,
