@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
@@ -23,10 +23,12 @@ MARKER = "Zq7fuzzMarkerXw"
 """A distinctive piece of user content; no whitespace or slash, so it is also a valid id."""
 
 
-def fuzz_settings(max_examples: int) -> settings:
-    """Bounded, reproducible and speed-independent settings for one property."""
+def fuzz_settings(max_examples: int, shrink: bool = True) -> settings:
+    """Bounded, reproducible and speed-independent settings for one property. Without `shrink`
+    a failure is reported as found (shrinking against a live server costs many requests)."""
+    phases = [Phase.explicit, Phase.generate, *([Phase.shrink] if shrink else [])]
     return settings(max_examples=max_examples, deadline=None, derandomize=True, database=None,
-                    print_blob=False,
+                    print_blob=False, phases=phases,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.filter_too_much])
 
@@ -144,7 +146,7 @@ def near_valid(draw: st.DrawFn, valid: st.SearchStrategy[dict[str, Any]]) -> Any
         return record
     if how == "array":
         return [record]
-    if how == "extra":
+    if how == "extra" or not paths:
         target = draw(st.sampled_from([(), *[p for p in paths if isinstance(_get(record, p), dict)]]))
         _set(record, (*target, draw(marked())), draw(hostile_values))
         return record

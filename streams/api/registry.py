@@ -15,6 +15,7 @@ import asyncio
 import uuid
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Iterable
+from urllib.parse import quote
 
 from aiohttp import web
 from faust.web import Request, Response, View
@@ -68,13 +69,17 @@ def _int(request: Request, name: str, default: int, high: int) -> int:
     raw = request.query.get(name)
     if raw is None:
         return default
-    if not raw.isdigit() or int(raw) > high:
+    # ASCII digits only ("²" is a digit to str.isdigit but not to int) and no more of them
+    # than `high` has (int() refuses texts of over 4300 digits).
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > len(str(high)) or int(raw) > high:
         raise BadRequest(f"{name} must be an integer between 0 and {high}")
     return int(raw)
 
 
 def _status_url(user_id: str, command_id: str) -> str:
-    return f"/v1/users/{user_id}/commands/{command_id}"
+    """The command's status route, each id percent-encoded: it goes into a Location header,
+    where a raw control character would break the answer."""
+    return f"/v1/users/{quote(user_id, safe='')}/commands/{quote(command_id, safe='')}"
 
 
 def _outcome_json(command: Command, outcome: Outcome | None) -> dict[str, Any]:
