@@ -61,7 +61,7 @@ from tests.integration.conftest import (
     unique_user,
     wait_processed,
 )
-from tests.unit.fuzz.records import query_bodies, short_texts
+from tests.unit.fuzz.records import edit_bodies, query_bodies, topic_bodies
 from topics.query import QueryRequest
 
 pytestmark = pytest.mark.integration
@@ -72,8 +72,8 @@ KEYS: dict[str, str | None] = {"admin": ADMIN_KEY, "agent": PLANNER_KEY, "scoped
                                "invalid": "msk_not-a-valid-key", "none": None}
 BODIES: dict[type[BaseModel], st.SearchStrategy[dict[str, Any]]] = {
     QueryRequest: query_bodies,
-    EditBody: st.fixed_dictionaries({"text": short_texts}),
-    TopicBody: st.fixed_dictionaries({"topic": short_texts}),
+    EditBody: edit_bodies,
+    TopicBody: topic_bodies,
 }
 # Beside the parameters the OpenAPI names: what other routes read, and Faust's views.
 GENERIC_PARAMS = ["wait", "q", "limit", "offset", "category", "format", "key", "partition"]
@@ -150,7 +150,7 @@ def _query_value(param: openapi.Param) -> st.SearchStrategy[str]:
 
 
 def _body(model: type[BaseModel] | None) -> st.SearchStrategy[bytes]:
-    valid = BODIES.get(model, ANY_OBJECT) if model else ANY_OBJECT
+    valid = BODIES.get(model, ANY_OBJECT)
     return hostile_bytes(valid) | st.just(HUGE_BODY) | st.none()
 
 

@@ -79,3 +79,6 @@ query_bodies = st.fixed_dictionaries(
         reference_time=plausible_times, thread_id=ids,
         **{"return": st.sampled_from(["bullets", "full"])}),
 )
+
+edit_bodies = st.fixed_dictionaries({"text": short_texts})
+topic_bodies = st.fixed_dictionaries({"topic": short_texts})

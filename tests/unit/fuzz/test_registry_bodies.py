@@ -11,12 +11,9 @@ from pydantic import BaseModel
 from streams.api.registry import BadRequest, _body
 from streams.api.registry_models import EditBody, TopicBody
 from tests.fuzzing import MARKER, assert_content_free, assert_usable, dumps, fuzz_settings, hostile_bytes
-from tests.unit.fuzz.records import short_texts
+from tests.unit.fuzz.records import edit_bodies, topic_bodies
 
-BODIES: dict[type[BaseModel], st.SearchStrategy] = {
-    EditBody: st.fixed_dictionaries({"text": short_texts}),
-    TopicBody: st.fixed_dictionaries({"topic": short_texts}),
-}
+BODIES: dict[type[BaseModel], st.SearchStrategy] = {EditBody: edit_bodies, TopicBody: topic_bodies}
 
 
 @pytest.mark.parametrize("model", list(BODIES), ids=lambda m: m.__name__)
