@@ -16,7 +16,7 @@ def record(raw: bytes | None) -> Record:
     return Record(topic="memory.candidates", partition=0, offset=0, key=b"u1", value=raw)
 
 
-@fuzz_settings(400)
+@fuzz_settings(250)
 @given(raw=hostile_bytes(candidates))
 def test_any_record_gives_a_usable_candidate_or_none(raw):
     candidate = parse_candidate(record(raw))

@@ -14,7 +14,7 @@ VALID = {"event_id": "e1", "kind": "created", "user_id": "u1", "thread_id": "t1"
          "rev": 1, "ts": "2024-05-01T10:00:00+00:00", "summary": f"Ana {MARKER}.", "category": "Personal"}
 
 
-@fuzz_settings(400)
+@fuzz_settings(300)
 @given(raw=hostile_bytes(events))
 @example(raw=None)
 @example(raw=b'{"' + MARKER.encode() + b'": 1}')

@@ -35,7 +35,7 @@ def check(raw: bytes, key: bytes | None, max_chars: int) -> None:
         assert key == turn.user_id.encode("utf-8") and len(turn.text) <= max_chars
 
 
-@fuzz_settings(600)
+@fuzz_settings(400)
 @given(raw=hostile_bytes(turns), key_kind=st.sampled_from(["own", "own", "none", "other"]),
        max_chars=st.sampled_from([8000, 8000, 5]))
 # Regressions: each raised something other than InvalidRecord (a number past Python's
