@@ -21,6 +21,7 @@ from sinks.base import SinkRecord
 from sinks.runner import DeadLetterSender, RunnerConfig, SinkRunner
 from streams.app.settings import Settings
 from topics.events import MemoryEvent
+from topics.schema_errors import location
 
 Tables = Mapping[str, Any]
 RecordsOf = Callable[[MemoryEvent, Tables, Tables], list[SinkRecord]]
@@ -127,5 +128,5 @@ def parse_event(raw: bytes | None) -> MemoryEvent:
     try:
         return MemoryEvent.model_validate_json(raw or b"")
     except ValidationError as exc:
-        fields = ",".join(".".join(map(str, e["loc"])) or "<root>" for e in exc.errors()[:5])
+        fields = ",".join(location(e) for e in exc.errors()[:5])
         raise ValueError(f"invalid_event: {fields}") from None

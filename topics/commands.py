@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from topics.times import EventTime
 
 from topics.sealed import Sealed
 
@@ -36,7 +38,7 @@ class Command(BaseModel):
     command_id: str = Field(min_length=1, max_length=200)
     kind: CommandKind
     user_id: str = Field(min_length=1, max_length=200, pattern=r"^[^\s/]+$")
-    ts: AwareDatetime
+    ts: EventTime
     thread_id: str = Field("commands", min_length=1, max_length=200)
     turn_id: str | None = Field(None, description="The chat turn that said it, if any.")
     memory_id: str | None = None

@@ -7,12 +7,12 @@ clear. memstream's own consumers open it; a consumer holding the master key can 
 """
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from topics.sealed import Sealed
+from topics.times import EventTime
 
 EventKind = Literal[
     "candidate",
@@ -38,7 +38,7 @@ class MemoryEvent(BaseModel):
     thread_id: str
     memory_id: str
     rev: int = Field(ge=0, description="Per-thread revision after this change.")
-    ts: datetime
+    ts: EventTime
     summary: str
     category: str
     meta: dict[str, Any] = Field(default_factory=dict)

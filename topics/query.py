@@ -18,6 +18,8 @@ from pydantic import (
     model_validator,
 )
 
+from topics.schema_errors import Path, explain
+from topics.times import EventTime
 from topics.turns import Role
 
 Name = Field(min_length=1, max_length=200)
@@ -103,7 +105,7 @@ class QueryRequest(BaseModel):
         True, description="Refresh last_accessed/access_count of the returned memories (through "
         "the stream). False for evaluation and inspection reads, so one read does not rank the "
         "next (recency counts from the last access).")
-    reference_time: AwareDatetime | None = Field(
+    reference_time: EventTime | None = Field(
         None, description="The 'now' of time phrases and recency; default: the user's clock "
         "(the latest event time of their turns), never the worker's wall clock.")
 
@@ -128,14 +130,20 @@ class QueryRequest(BaseModel):
         return self
 
 
+def field_names(model: type[BaseModel]) -> list[str]:
+    """The fields a request may carry, as spelled on the wire."""
+    return sorted(info.alias or name for name, info in model.model_fields.items())
+
+
+def _unknown_field(parent: Path) -> str:
+    """An unknown field is not named (its name is input); the allowed ones are."""
+    model = {(): QueryRequest, ("filters",): QueryFilters}.get(parent)
+    return f"unknown field (allowed: {', '.join(field_names(model))})" if model else "unknown field"
+
+
 def validation_message(exc: ValidationError) -> str:
-    """One readable line per problem: `field.path: message` (no input values echoed)."""
-    parts = []
-    for error in exc.errors()[:10]:
-        where = ".".join(str(p) for p in error["loc"]) or "body"
-        message = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]
-        parts.append(f"{where}: {message}")
-    return "; ".join(parts)
+    """One readable line per problem: `field.path: message` (no input values or keys echoed)."""
+    return explain(exc, unknown=_unknown_field)
 
 
 class BulletItem(BaseModel):

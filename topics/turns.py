@@ -5,7 +5,9 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
+
+from topics.times import EventTime
 
 
 class Role(str, Enum):
@@ -29,7 +31,7 @@ class Turn(BaseModel):
     role: Role
     speaker: str | None = Field(None, max_length=200)
     text: str
-    ts: AwareDatetime
+    ts: EventTime
     agent_id: str | None = None
     run_id: str | None = None
     actor_id: str | None = None

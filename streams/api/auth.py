@@ -20,12 +20,13 @@ import logging
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Awaitable, Callable, Iterable, Literal
+from typing import Iterable, Literal
 
 import yaml
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from streams.api.views import Handler, Middleware
 from streams.app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -182,10 +183,7 @@ def require_admin(request: web.Request) -> Principal:
     return principal
 
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-def make_middleware(keyring: KeyRing) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+def make_middleware(keyring: KeyRing) -> Middleware:
     """An aiohttp middleware: 401 without a valid key, 403 when the key may not call the route."""
 
     @web.middleware

@@ -59,7 +59,10 @@ OPERATIONS: tuple[Operation, ...] = (
               "user's top-k memories for q, ranked, with provenance.",
               {200: "object", 400: m.Error, 403: m.Error},
               params=(Param("q", required=True), Param("agent"), Param("top_k", type="integer"),
-                      Param("thread_id"), Param("since_rev", type="integer")), tag="query"),
+                      Param("thread_id"), Param("since_rev", type="integer"),
+                      Param("threshold", type="number"), Param("return", description="bullets or full"),
+                      Param("budget_tokens", type="integer"), Param("reference_time"),
+                      Param("categories", description="Comma-separated.")), tag="query"),
     Operation("post", USER + "/query", "memory.query (SPEC §5): filters, categories (the agent's "
               "allowlist applies), ranking, budget, delta header.", {200: "object", 400: m.Error,
               403: m.Error}, body=QueryRequest, tag="query"),

@@ -58,9 +58,9 @@ def parse_body(raw: bytes) -> QueryRequest:
 def parse_params(params: Mapping[str, str], principal: Any) -> QueryRequest:
     """The GET form: q, agent (default: the API key's agent), top_k, threshold, return,
     budget_tokens, since_rev, thread_id, reference_time, categories (comma-separated)."""
-    unknown = sorted(set(params) - set(_GET_PARAMS) - {"categories"})
-    if unknown:
-        raise InvalidQuery(f"unknown parameters: {unknown}")
+    allowed = {*_GET_PARAMS, "categories"}
+    if not set(params) <= allowed:  # not named: a parameter's name is input too
+        raise InvalidQuery(f"unknown parameters (allowed: {', '.join(sorted(allowed))})")
     data: dict[str, Any] = {field: params[name] for name, field in _GET_PARAMS.items() if name in params}
     if "categories" in params:
         data["categories"] = [c.strip() for c in params["categories"].split(",")]

@@ -15,6 +15,7 @@ import asyncio
 import uuid
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Iterable
+from urllib.parse import quote
 
 from aiohttp import web
 from faust.web import Request, Response, View
@@ -28,6 +29,7 @@ from streams.api.views import MemstreamView, add_views, error
 from streams.memory.model import Memory
 from streams.memory.tables import command_key
 from topics.commands import Command
+from topics.schema_errors import explain
 
 if TYPE_CHECKING:
     from streams.app.factory import MemstreamApp
@@ -48,9 +50,7 @@ def _body(model: type[BaseModel], raw: bytes) -> Any:
     try:
         return model.model_validate_json(raw or b"{}")
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}"
-                             for e in exc.errors()[:5])
-        raise BadRequest(f"invalid body: {problems}") from None
+        raise BadRequest(f"invalid body: {explain(exc, limit=5)}") from None
 
 
 def _matches(memory: Memory, categories: set[str], state_: str | None, pinned: str | None,
@@ -69,13 +69,17 @@ def _int(request: Request, name: str, default: int, high: int) -> int:
     raw = request.query.get(name)
     if raw is None:
         return default
-    if not raw.isdigit() or int(raw) > high:
+    # ASCII digits only ("²" is a digit to str.isdigit but not to int) and no more of them
+    # than `high` has (int() refuses texts of over 4300 digits).
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > len(str(high)) or int(raw) > high:
         raise BadRequest(f"{name} must be an integer between 0 and {high}")
     return int(raw)
 
 
 def _status_url(user_id: str, command_id: str) -> str:
-    return f"/v1/users/{user_id}/commands/{command_id}"
+    """The command's status route, each id percent-encoded: it goes into a Location header,
+    where a raw control character would break the answer."""
+    return f"/v1/users/{quote(user_id, safe='')}/commands/{quote(command_id, safe='')}"
 
 
 def _outcome_json(command: Command, outcome: Outcome | None) -> dict[str, Any]:

@@ -6,15 +6,18 @@ method, URL, headers (the API key travels with them) and body. (Faust's own `tab
 does not forward the body — faust-streaming 0.15.3, `Router._route_req` — so a routed POST would
 reach the owner empty.) A request is forwarded at most once: if the receiving worker does not
 think it owns the key either (assignments in flux during a rebalance), it answers 503 and the
-client retries.
+client retries. A user id that no record could carry is answered 400 before any of this.
 """
 from __future__ import annotations
 
 from functools import wraps
-from typing import Any, Awaitable, Callable
+from typing import Annotated, Any, Awaitable, Callable
 
 from faust.web import Request, Response, View
+from pydantic import TypeAdapter, ValidationError
 from yarl import URL
+
+from topics.turns import Identifier
 
 FORWARDED = "X-Memstream-Forwarded"
 USERS_TABLE = "users"
@@ -23,6 +26,18 @@ USERS_TABLE = "users"
 _NOT_FORWARDED = {"host", "content-length", "transfer-encoding", "connection", "keep-alive"}
 
 Handler = Callable[..., Awaitable[Response]]
+_USER_ID: TypeAdapter[str] = TypeAdapter(Annotated[str, Identifier])
+INVALID_USER_ID = "not a valid user id (1-200 characters, no whitespace or slash)"
+
+
+def is_user_id(text: str) -> bool:
+    """Whether `text` can be a user's id at all (what `chat.turns` and commands accept): a
+    route's user id that cannot is answered 400 before it names a partition or a command."""
+    try:
+        _USER_ID.validate_python(text)
+    except ValidationError:
+        return False
+    return True
 
 
 def _ident(url: URL) -> tuple[str, int]:
@@ -41,6 +56,8 @@ def route_to_owner(match_info: str = "user_id") -> Callable[[Handler], Handler]:
     def decorator(fun: Handler) -> Handler:
         @wraps(fun)
         async def routed(view: View, request: Request, *args: Any, **kwargs: Any) -> Response:
+            if not is_user_id(request.match_info[match_info]):
+                return view.json({"error": INVALID_USER_ID}, status=400)
             try:
                 owner = owner_of(view, request.match_info[match_info])
             except KeyError:

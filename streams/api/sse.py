@@ -28,7 +28,7 @@ from faust.web import Request, Response
 from yarl import URL
 
 from streams.api import auth
-from streams.api.routing import FORWARDED, owner_of
+from streams.api.routing import FORWARDED, INVALID_USER_ID, is_user_id, owner_of
 from streams.api.views import MemstreamView, add_views
 from topics.events import MemoryEvent
 
@@ -119,6 +119,8 @@ class UserEvents(MemstreamView):
     """GET: the user's memory.* events as text/event-stream; Last-Event-ID resumes."""
 
     async def get(self, request: Request, user_id: str) -> Response:
+        if not is_user_id(user_id):
+            return web.json_response({"error": INVALID_USER_ID}, status=400)
         try:
             dest = owner_of(self, user_id)
             if dest is not None and request.headers.get(FORWARDED):
@@ -133,6 +135,7 @@ class UserEvents(MemstreamView):
         scope = auth.category_scope(auth.principal_of(request), settings.categories_path)
         last_id = request.headers.get("Last-Event-ID") or request.query.get("last_event_id")
         subscriber = app.hub.subscribe(user_id)  # before reading the buffer: nothing falls between
+        response: web.StreamResponse = web.Response()
         try:
             async with sse_response(request, ping_interval=settings.sse_ping_seconds) as response:
                 backlog, found = after(list(app.sealed.recent_events.get(user_id) or []), last_id)
@@ -155,6 +158,8 @@ class UserEvents(MemstreamView):
                         await self._send(response, item, scope, sent)
                 finally:
                     closed.cancel()
+        except ConnectionResetError:
+            pass  # the client left while its backlog was being sent: no one to answer
         finally:
             app.hub.unsubscribe(user_id, subscriber)
         return response

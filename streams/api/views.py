@@ -1,6 +1,7 @@
 """The base of memstream's web views: the app they serve, and the answers they share."""
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -8,6 +9,9 @@ from faust.web import View
 
 if TYPE_CHECKING:
     from streams.app.factory import MemstreamApp
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Middleware = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
 
 
 class MemstreamView(View):

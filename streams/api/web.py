@@ -11,16 +11,17 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from aiohttp import web
 from faust.web import Request, Response
 
-from streams.api import auth, openapi, registry, sse
+from streams.api import auth, hardening, openapi, registry, sse
 from streams.api.query import answer, parse_body, parse_params
 from streams.api.routing import route_to_owner
-from streams.api.views import MemstreamView, add_views
+from streams.api.views import MemstreamView, add_views, error
 from streams.observability import metrics
 from streams.read.errors import CategoriesConfigError, QueryError
 from topics.query import QueryRequest
@@ -61,6 +62,21 @@ class AdminPage(MemstreamView):
 
     async def get(self, request: Request) -> Response:
         return web.FileResponse(ADMIN_DIR / "index.html")
+
+
+@lru_cache(maxsize=1)
+def admin_files() -> dict[str, Path]:
+    """The admin page's script and style, by name: the only files /admin/static serves."""
+    return {path.name: path for path in (ADMIN_DIR / "static").iterdir() if path.is_file()}
+
+
+class AdminStatic(MemstreamView):
+    """One of the admin page's files. (aiohttp's directory server answered a file name longer
+    than the file system allows with a 500; a fixed list has no path to resolve.)"""
+
+    async def get(self, request: Request, filename: str) -> web.StreamResponse:
+        path = admin_files().get(filename)
+        return web.FileResponse(path) if path is not None else error(404, "no such file")
 
 
 class UserQuery(MemstreamView):
@@ -110,6 +126,7 @@ ROUTES = {
     "/metrics": Metrics,
     "/openapi.json": OpenApi,
     "/admin": AdminPage,
+    "/admin/static/{filename}": AdminStatic,
     "/v1/users/{user_id}/query": UserQuery,
     "/v1/users/{user_id}/owner": UserOwner,
 }
@@ -124,7 +141,7 @@ def register(app: MemstreamApp, extra_keys: Sequence[auth.KeyEntry] = ()) -> Non
     for entry in extra_keys:
         keyring.add(entry)
     auth.install(app.faust.web.web_app, keyring)
+    hardening.install(app)
     add_views(app, ROUTES)
-    app.faust.web.add_static("/admin/static/", ADMIN_DIR / "static")
     registry.register(app)
     sse.register(app)

@@ -29,6 +29,7 @@ from streams.privacy.payloads import open_command
 from streams.providers.embedder import Embed
 from topics.commands import Command
 from topics.progress import TurnProgress
+from topics.schema_errors import location
 
 log = logging.getLogger(__name__)
 STAGE = "commands"
@@ -46,7 +47,7 @@ def parse_command_record(raw: bytes | None, key: bytes | None, max_bytes: int) -
     try:
         command = Command.model_validate_json(raw)
     except ValidationError as exc:
-        fields = ",".join(".".join(map(str, e["loc"])) or "<root>" for e in exc.errors()[:5])
+        fields = ",".join(location(e) for e in exc.errors()[:5])
         raise InvalidCommand(f"invalid_command: {fields}") from None
     if key != command.user_id.encode():
         raise InvalidCommand("key_mismatch")

@@ -29,6 +29,7 @@ from streams.pipeline.outputs import Outputs
 from streams.pipeline.records import Record, StageClock
 from streams.privacy.crypto import SealError
 from streams.privacy.payloads import open_record
+from streams.privacy.sealed import Sealer
 from streams.providers.embedder import Embed
 from streams.providers.llm import GuardedLLM
 from topics.candidates import CANDIDATE_RECORD, Candidate, ChatCommand
@@ -125,15 +126,7 @@ class DedupStage:
 
     def parse(self, record: Record) -> Candidate | ChatCommand | InvalidRecord:
         """The record's fact or chat command, opened; or why not (never raises)."""
-        try:
-            value = open_record(self.outputs.sealer, record.value or b"")
-            return CANDIDATE_RECORD.validate_python(value)
-        except SealError:
-            # Sealed with a key that is gone: the user was purged after it was sent.
-            return InvalidRecord("sealed_unreadable", "sealed with a key that is gone (a purged user)")
-        except (ValueError, RecursionError):
-            # Our own internal topic: a bad record here is a bug or a foreign producer.
-            return InvalidRecord("invalid_candidate", "record is not a valid Candidate or ChatCommand")
+        return parse_candidate(record, self.outputs.sealer)
 
     async def _handle_one(self, record: Record, item: Candidate | ChatCommand | InvalidRecord,
                           vector: np.ndarray | None, clock: StageClock) -> str:
@@ -163,6 +156,20 @@ class DedupStage:
             await self.outputs.progress(progress)
         except Exception as exc:  # noqa: BLE001 - progress is bookkeeping; the partition moves on
             log.error("dedup progress not sent: %s", describe_failure(exc))
+
+
+def parse_candidate(record: Record, sealer: Sealer) -> Candidate | ChatCommand | InvalidRecord:
+    """A `memory.candidates` record's fact or chat command, opened with `sealer`; or why it is
+    neither (never raises)."""
+    try:
+        value = open_record(sealer, record.value or b"")
+        return CANDIDATE_RECORD.validate_python(value)
+    except SealError:
+        # Sealed with a key that is gone: the user was purged after it was sent.
+        return InvalidRecord("sealed_unreadable", "sealed with a key that is gone (a purged user)")
+    except (ValueError, RecursionError):
+        # Our own internal topic: a bad record here is a bug or a foreign producer.
+        return InvalidRecord("invalid_candidate", "record is not a valid Candidate or ChatCommand")
 
 
 def progress_of(candidate: Candidate, outcome: str, memory_id: str | None) -> TurnProgress:

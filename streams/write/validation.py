@@ -1,28 +1,30 @@
 """Turning raw input bytes into a `Turn`, or a named reason why not (SPEC §7)."""
 from __future__ import annotations
 
-import json
-
 from pydantic import ValidationError
 
 from streams.errors import InvalidRecord
+from topics.schema_errors import describe
 from topics.turns import Turn
 
 
-def _describe(exc: ValidationError) -> str:
-    """Short, content-free description of what failed (field names and error types only)."""
-    parts = []
-    for err in exc.errors()[:5]:
-        loc = ".".join(str(p) for p in err["loc"]) or "<root>"
-        parts.append(f"{loc}: {err['type']}")
-    return "; ".join(parts)
+def _rejection(exc: ValidationError) -> InvalidRecord:
+    """The named reason of a record pydantic refused (no input value in the detail)."""
+    first = exc.errors()[0]
+    if first["type"] == "json_invalid":  # the parser's fixed message, with line and column
+        return InvalidRecord("malformed_json", first["msg"].removeprefix("Invalid JSON: "))
+    if first["type"] == "model_type" and not first["loc"]:
+        return InvalidRecord("invalid_schema", "expected a JSON object")
+    return InvalidRecord("invalid_schema", describe(exc))
 
 
 def parse_turn(raw: bytes | None, key: bytes | None, *, max_bytes: int, max_chars: int) -> Turn:
     """Decode, parse and validate one `chat.turns` record.
 
     Raises `InvalidRecord` with reason one of: empty, oversized, not_utf8, malformed_json,
-    invalid_schema, oversized_text, missing_key, key_mismatch.
+    invalid_schema, oversized_text, missing_key, key_mismatch. The JSON parser is pydantic's:
+    unlike `json.loads` it bounds nesting depth, takes numbers of any length, and refuses lone
+    surrogate escapes (text that could never be written out as UTF-8 again).
     """
     if not raw:
         raise InvalidRecord("empty", "record has no value")
@@ -33,17 +35,9 @@ def parse_turn(raw: bytes | None, key: bytes | None, *, max_bytes: int, max_char
     except UnicodeDecodeError as exc:
         raise InvalidRecord("not_utf8", f"invalid UTF-8 at byte {exc.start}") from None
     try:
-        payload = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidRecord("malformed_json", f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except (ValueError, RecursionError) as exc:  # a 5,000-digit number, nesting deeper than Python's stack
-        raise InvalidRecord("malformed_json", type(exc).__name__) from None
-    if not isinstance(payload, dict):
-        raise InvalidRecord("invalid_schema", f"expected a JSON object, got {type(payload).__name__}")
-    try:
-        turn = Turn.model_validate(payload)
+        turn = Turn.model_validate_json(text)
     except ValidationError as exc:
-        raise InvalidRecord("invalid_schema", _describe(exc)) from None
+        raise _rejection(exc) from None
     if len(turn.text) > max_chars:
         raise InvalidRecord("oversized_text", f"text has {len(turn.text)} chars > limit {max_chars}")
     if key is None:

@@ -61,6 +61,23 @@ async def call(base: str, method: str, path: str, body: Any = None, key: str = A
                 return response.status, text
 
 
+def registered_routes() -> list[tuple[str, str]]:
+    """(method, path template) of every route the worker serves, Faust's own views included."""
+    from streams.app.settings import Settings
+    from streams.app.worker import build_worker
+
+    app = build_worker(Settings(table_store="memory://")).faust
+    if not any(r.resource.canonical.startswith("/router") for r in app.web.web_app.router.routes()):
+        app.web.blueprints.apply(app.web)  # what the worker does when its web server starts
+    routes = set()
+    for route in app.web.web_app.router.routes():
+        path = route.resource.canonical
+        if route.method in ("HEAD", "OPTIONS"):
+            continue
+        routes.add((route.method, path))
+    return sorted(routes)
+
+
 @dataclass
 class Worker:
     """One `memstream worker` child process."""

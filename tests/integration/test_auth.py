@@ -19,6 +19,7 @@ from tests.integration.conftest import (
     auth_headers,
     make_turn,
     produce,
+    registered_routes,
     unique_user,
     wait_processed,
 )
@@ -27,23 +28,6 @@ pytestmark = pytest.mark.integration
 
 FILL = {"user_id": "someone", "memory_id": "m-1", "topic": "x", "command_id": "c-1",
         "filename": "admin.js", "name": "memories", "key": "k"}
-
-
-def registered_routes() -> list[tuple[str, str]]:
-    """(method, path template) of every route the worker serves, Faust's own views included."""
-    from streams.app.settings import Settings
-    from streams.app.worker import build_worker
-
-    app = build_worker(Settings(table_store="memory://")).faust
-    if not any(r.resource.canonical.startswith("/router") for r in app.web.web_app.router.routes()):
-        app.web.blueprints.apply(app.web)  # what the worker does when its web server starts
-    routes = set()
-    for route in app.web.web_app.router.routes():
-        path = route.resource.canonical
-        if route.method in ("HEAD", "OPTIONS"):
-            continue
-        routes.add((route.method, "/admin/static/{filename}" if path == "/admin/static" else path))
-    return sorted(routes)
 
 
 def fill(path: str, **values: str) -> str:

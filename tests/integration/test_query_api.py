@@ -69,7 +69,7 @@ def test_full_answer_with_provenance_and_allowlists_failing_closed(worker, user)
     ]:
         status, answer = ask(worker, user, key, **body)
         assert status == 403 and message in answer["error"], answer
-    for body, message in [({"colour": "red"}, "colour: unknown field"),
+    for body, message in [({"colour": "red"}, "body: unknown field"),
                           ({"filters": {"user_id": "someone-else"}}, "user of the route"),
                           ({"top_k": "3"}, "top_k"), ({"since_rev": 1}, "needs thread_id")]:
         status, answer = ask(worker, user, **body)

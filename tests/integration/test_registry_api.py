@@ -195,7 +195,7 @@ def test_delete_all_then_purge_leaves_nothing_retrievable(worker):
 
 def test_openapi_describes_every_registered_route(worker):
     from streams.api.openapi import build_spec
-    from tests.integration.test_auth import registered_routes
+    from tests.integration.conftest import registered_routes
 
     status, served = run(Api(worker.api_url).call("GET", "/openapi.json"))
     assert status == 200 and served["openapi"].startswith("3.")

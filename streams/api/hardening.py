@@ -1,0 +1,75 @@
+"""The worker's HTTP server at its edges, where requests are answered by aiohttp or Faust
+rather than by memstream's routes: every error answer is JSON, Faust's table views do not fail
+on a table that does not exist, and a request aiohttp cannot parse is logged without its text.
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+
+from streams.api.views import Handler, Middleware, error
+
+if TYPE_CHECKING:
+    from streams.app.factory import MemstreamApp
+
+SERVER_LOGGER = "aiohttp.server"
+
+
+@web.middleware
+async def json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """aiohttp answers its own errors (no such route, method not allowed, body too large) in
+    plain text; this API answers every error as JSON `{"error": ...}`."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        headers = {k: v for k, v in exc.headers.items()
+                   if k.lower() not in ("content-type", "content-length")}
+        return web.json_response({"error": exc.reason}, status=exc.status, headers=headers)
+
+
+def faust_views_guard(app: MemstreamApp) -> Middleware:
+    """Faust's /router/{name}/... and /table/{name}/... views answer a table that does not
+    exist with a 500 (KeyError) or a 503 "try again later"; it is a 404."""
+
+    @web.middleware
+    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        name = request.match_info.get("name")
+        if (name is not None and request.path.startswith(("/router/", "/table/"))
+                and name not in app.faust.tables):
+            return error(404, "no such table")
+        return await handler(request)
+
+    return guard
+
+
+class ContentFreeParseErrors(logging.Filter):
+    """aiohttp logs a request it cannot parse (a request line over 8190 bytes, a malformed
+    header) at ERROR with a traceback quoting the raw line, a query's text included. Such a
+    record keeps its place in the log as a warning naming only the error's type."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            record.msg, record.args, record.exc_info = (
+                "refused an HTTP request that could not be parsed (%s)", (type(exc).__name__,), None)
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+_PARSE_ERRORS = ContentFreeParseErrors()
+
+
+def install(app: MemstreamApp) -> None:
+    """Put the JSON errors first (they wrap the auth middleware's answers too) and the Faust
+    views' guard last (after auth), and filter aiohttp's log of unparseable requests."""
+    middlewares = app.faust.web.web_app.middlewares
+    middlewares.insert(0, json_errors)
+    middlewares.append(faust_views_guard(app))
+    logger = logging.getLogger(SERVER_LOGGER)
+    if _PARSE_ERRORS not in logger.filters:
+        logger.addFilter(_PARSE_ERRORS)
