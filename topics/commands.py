@@ -5,9 +5,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from topics.times import EventTime
-
 from topics.sealed import Sealed
+from topics.times import EventTime
+from topics.turns import ID_PATTERN
 
 CommandKind = Literal[
     "forget", "dont_remember", "pin", "unpin", "edit", "delete", "restore", "purge_user",
@@ -37,7 +37,7 @@ class Command(BaseModel):
 
     command_id: str = Field(min_length=1, max_length=200)
     kind: CommandKind
-    user_id: str = Field(min_length=1, max_length=200, pattern=r"^[^\s/]+$")
+    user_id: str = Field(min_length=1, max_length=200, pattern=ID_PATTERN)
     ts: EventTime
     thread_id: str = Field("commands", min_length=1, max_length=200)
     turn_id: str | None = Field(None, description="The chat turn that said it, if any.")

@@ -17,7 +17,9 @@ class Role(str, Enum):
     system = "system"
 
 
-Identifier = Field(min_length=1, max_length=200, pattern=r"^[^\s/]+$")
+ID_PATTERN = r"^[^\s/\x00-\x1f\x7f]+$"
+"""An id: no white space, no slash (ids appear in URL paths), no control character."""
+Identifier = Field(min_length=1, max_length=200, pattern=ID_PATTERN)
 
 
 class Turn(BaseModel):
@@ -27,7 +29,7 @@ class Turn(BaseModel):
 
     user_id: str = Identifier
     thread_id: str = Identifier
-    turn_id: str = Field(min_length=1, max_length=200, pattern=r"^[^\s]+$")
+    turn_id: str = Field(min_length=1, max_length=200, pattern=r"^[^\s\x00-\x1f\x7f]+$")
     role: Role
     speaker: str | None = Field(None, max_length=200)
     text: str

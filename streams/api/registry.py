@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 USER = "/v1/users/{user_id}"
 LIST_LIMIT_MAX = 5000
+IDEMPOTENCY_KEY_MAX = 150
 
 
 class BadRequest(ValueError):
@@ -137,6 +138,9 @@ class RegistryView(MemstreamView):
         waiter = self.memstream.command_waiter
         principal = auth.principal_of(request)
         base_id = request.headers.get("Idempotency-Key") or uuid.uuid4().hex
+        if len(base_id) > IDEMPOTENCY_KEY_MAX:
+            # a write may send thousands of commands, each id `<key>:<n>` within 200 characters
+            raise BadRequest(f"Idempotency-Key must be at most {IDEMPOTENCY_KEY_MAX} characters")
         # Event time: the user's clock (the latest time of their turns), so a change made through
         # the registry sits on the same time line as the conversation (a replay of last year's
         # conversation and its edits ages alike). A user with no turns yet: the wall clock.
@@ -144,7 +148,7 @@ class RegistryView(MemstreamView):
         commands = []
         for i, (kind, fields) in enumerate(specs):
             command_id = base_id if i == 0 else f"{base_id}:{i}"
-            commands.append(Command(command_id=command_id[:200], kind=kind, user_id=user_id, ts=now,  # type: ignore[arg-type]
+            commands.append(Command(command_id=command_id, kind=kind, user_id=user_id, ts=now,  # type: ignore[arg-type]
                                     actor=principal.actor[:200], **fields))
         outcomes: dict[str, Outcome | None] = {}
         futures: dict[str, asyncio.Future[Outcome]] = {}

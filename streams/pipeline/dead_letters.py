@@ -19,9 +19,10 @@ from streams.pipeline.records import Record
 from streams.privacy.sealed import Sealer
 from streams.write import policy
 from topics.dlq import DeadLetter
+from topics.turns import ID_PATTERN
 
 MAX_ERROR_CHARS = 500
-_USER_ID = re.compile(r"^[^\s/]{1,200}$")
+_USER_ID = re.compile(ID_PATTERN)
 
 
 def kept_bytes(raw: bytes, limit: int) -> tuple[bytes, bool, bool]:
@@ -45,7 +46,8 @@ def user_of_record(record: Record) -> str | None:
             candidates.append(value["user_id"])
     except (ValueError, RecursionError):
         pass
-    return next((c for c in candidates if _USER_ID.match(c) and "\ufffd" not in c), None)
+    return next((c for c in candidates
+                 if len(c) <= 200 and _USER_ID.match(c) and "\ufffd" not in c), None)
 
 
 def dead_letter_of(record: Record, stage: str, reason: str, detail: str, max_raw_bytes: int,
