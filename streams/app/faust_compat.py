@@ -64,6 +64,17 @@ class SeekSafeConsumer(AIOKafkaDriverConsumer):
        partition wherever the fetcher is, i.e. after records that were fetched during table
        recovery and then thrown away with the cleared stream queues.
     2. Re-fetched records are never dropped as duplicates (`ReadOffsets`).
+    3. No record fetched while seeking reaches a stream queue before Faust clears them. Faust's
+       recovery resumes the stream partitions, then seeks them (`perform_seek`), then resumes
+       its flow control, which clears every stream queue. The seek takes a while (several
+       round trips, and longer when an agent blocks the loop meanwhile, e.g. loading the
+       embedding model for records it got during recovery); whatever the fetcher delivered
+       after the seek was thrown away unprocessed and never fetched again. Seen after a
+       SIGKILL as a partition that stops (its remaining records all dropped) or, with one
+       record dropped at the head, as a lost turn (Faust then commits past it). The consumer's
+       own flow is stopped for the seek — the drain loop drops the record in hand and fetches
+       nothing until recovery resumes the flow right after the queues are cleared; records
+       fetched before the seek are fetched again from the sought position.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -74,6 +85,7 @@ class SeekSafeConsumer(AIOKafkaDriverConsumer):
         return topic in self.app.tables.changelog_topics
 
     async def perform_seek(self) -> None:
+        self.stop_flow()  # 3. (Faust's recovery calls resume_flow after clearing the queues)
         committed = await self.seek_to_committed()
         fresh = [tp for tp, offset in committed.items()
                  if not offset and not self._is_changelog(tp.topic)]
@@ -104,3 +116,4 @@ def record_of(event: EventT) -> Record:
 def event_scope_of(record: Record) -> AbstractContextManager[None]:
     """`event_scope` of the Faust event a record came from (a `DedupStage` record scope)."""
     return event_scope(record.source)
+

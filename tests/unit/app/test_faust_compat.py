@@ -30,3 +30,27 @@ def test_changelog_partitions_keep_fausts_read_offsets():
     assert read[CHANGELOG] == 7
     assert read.pop(CHANGELOG) == 7
     assert read[CHANGELOG] is None
+
+
+async def test_the_consumer_fetches_nothing_while_it_seeks():
+    """Faust clears the stream queues right after the seek: nothing fetched after the seek may
+    be in them (recovery resumes the flow once they are cleared)."""
+    from types import SimpleNamespace
+
+    from streams.app.faust_compat import SeekSafeConsumer
+
+    calls: list[str] = []
+    consumer = SeekSafeConsumer.__new__(SeekSafeConsumer)
+    consumer.app = SimpleNamespace(conf=SimpleNamespace(consumer_auto_offset_reset="earliest"),
+                                   tables=SimpleNamespace(changelog_topics=set()))
+    consumer._read_offset, consumer._committed_offset = offsets(), {}
+    consumer.stop_flow = lambda: calls.append("stop_flow")  # type: ignore[method-assign]
+
+    async def seek_to_committed() -> dict:
+        calls.append("seek")
+        return {CANDIDATES: 110}
+
+    consumer.seek_to_committed = seek_to_committed  # type: ignore[method-assign]
+    await consumer.perform_seek()
+    assert calls == ["stop_flow", "seek"]
+    assert consumer._committed_offset == {CANDIDATES: 110}
