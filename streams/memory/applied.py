@@ -3,13 +3,29 @@
 Processing is at-least-once: a record can arrive again after a crash or a rebalance. Its
 outcome and the events it produced are remembered under a deterministic key, so a replay
 changes nothing and re-sends the identical events (same `event_id`).
+
+A candidate's table writes are made as one (`WriteSet`): held back while it is applied, then
+listed in its `applied` record — each with a digest of the value it replaces — before they are
+made. A worker killed in between leaves the record; its replay makes the writes that did not
+land (`redo`). So does the replay of a candidate whose writes landed in the local store but not
+in the changelog, which Faust's recovery then rolls back to an older value: a write is made
+again wherever the key still holds the value it replaced (and only there: a key someone changed
+since is left alone, and so is everything when an old turn is re-sent much later).
 """
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
+from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
+from typing import Any
 
-from streams.memory.tables import Table
+from streams.memory.tables import MemoryTables, Table
 from topics.events import MemoryEvent
+
+WRITTEN_TABLES = ("memories", "users", "thread_revs", "audit")
+"""The tables a candidate writes (besides its own `applied` record)."""
 
 
 @dataclass
@@ -38,7 +54,131 @@ def prior(applied: Table, key: str) -> Applied | None:
     return Applied(record["outcome"], record["memory_id"], events, replayed=True)
 
 
-def remember(applied: Table, key: str, result: Applied) -> None:
-    """Record `result` under `key`, events included, for replays."""
+def remember(applied: Table, key: str, result: Applied, writes: list[list[Any]] | None = None) -> None:
+    """Record `result` under `key`, events included (and the writes made, see `WriteSet`), for
+    replays."""
     applied[key] = {"outcome": result.outcome, "memory_id": result.memory_id,
-                    "events": [e.model_dump(mode="json") for e in result.events]}
+                    "events": [e.model_dump(mode="json") for e in result.events],
+                    **({"writes": writes} if writes is not None else {})}
+
+
+def digest(value: Any) -> str:
+    """A short fingerprint of a table value (None: the key is absent)."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def patch_of(before: Any, after: Any) -> dict[str, Any]:
+    """What turns `before` into `after`, compactly: per field for documents; for lists, the
+    entries dropped from the front and those inserted (a log that grows, a sorted list of ids
+    that gains one); else the whole value."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        return {"fields": {k: patch_of(before.get(k), v) for k, v in after.items()
+                           if k not in before or before[k] != v},
+                "unset": [k for k in before if k not in after]}
+    if isinstance(before, list) and isinstance(after, list):
+        for dropped in range(len(before) + 1):
+            inserted = _insertions(before[dropped:], after)
+            if inserted is not None:
+                return {"drop": dropped, "insert": inserted}
+    return {"value": after}
+
+
+def _insertions(before: list[Any], after: list[Any]) -> list[list[Any]] | None:
+    """[position in `after`, entry] of the entries `after` adds to `before`, if all it does is add."""
+    inserted, matched = [], 0
+    for position, entry in enumerate(after):
+        if matched < len(before) and before[matched] == entry:
+            matched += 1
+        else:
+            inserted.append([position, entry])
+    return inserted if matched == len(before) else None
+
+
+def patched(value: Any, patch: dict[str, Any]) -> Any:
+    """`value` with `patch` (from `patch_of(value, …)`) applied."""
+    if "fields" in patch:
+        kept = {k: v for k, v in value.items() if k not in patch["unset"]}
+        return {**kept, **{k: patched(kept.get(k), sub) for k, sub in patch["fields"].items()}}
+    if "insert" in patch:
+        out = list(value[patch["drop"]:])
+        for position, entry in patch["insert"]:
+            out.insert(position, entry)
+        return out
+    return patch["value"]
+
+
+class HeldTable(MutableMapping[Any, Any]):
+    """A table whose writes are held in `writes` (and read back from there) until made."""
+
+    def __init__(self, table: Table, writes: dict[Any, Any]) -> None:
+        self.table = table
+        self.writes = writes
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.writes[key] if key in self.writes else self.table[key]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.writes[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        raise NotImplementedError("a candidate never deletes")
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.writes or key in self.table
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.table)
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+
+class WriteSet:
+    """The writes of one candidate: `tables` holds them back; `commit` makes them."""
+
+    def __init__(self, tables: MemoryTables) -> None:
+        self.base = tables
+        self.held: dict[str, dict[Any, Any]] = {name: {} for name in WRITTEN_TABLES}
+        self.tables = dataclasses.replace(tables, **{
+            name: HeldTable(getattr(tables, name), self.held[name]) for name in WRITTEN_TABLES})
+
+    def listed(self) -> list[list[Any]]:
+        """The held writes as [table, key, digest of the value replaced, digest of the value
+        written, patch from one to the other]."""
+        writes = []
+        for name, held in self.held.items():
+            for table_key, value in held.items():
+                before = getattr(self.base, name).get(table_key)
+                writes.append([name, table_key, digest(before), digest(value), patch_of(before, value)])
+        return writes
+
+    def commit(self, key: str, result: Applied) -> None:
+        """Record `result` and the held writes under `key`, then make the writes."""
+        writes = self.listed()
+        remember(self.base.applied, key, result, writes)
+        redo(self.base, writes)
+
+    def make(self) -> None:
+        """Make the held writes without recording them."""
+        redo(self.base, self.listed())
+
+
+def redo(tables: MemoryTables, writes: list[list[Any]]) -> list[tuple[str, Any]]:
+    """Make each recorded write whose key still holds the value it replaced, and write again
+    (to the changelog) each value still in place; return the (table, value) of those made."""
+    made = []
+    for name, key, replaced, written, patch in writes:
+        table = getattr(tables, name)
+        current = table.get(key)
+        if digest(current) in (replaced, written):
+            value = current if digest(current) == written else patched(current, patch)
+            table[key] = value
+            made.append((name, value))
+    return made
+
+
+def replay(tables: MemoryTables, key: str) -> tuple[Applied | None, list[tuple[str, Any]]]:
+    """`prior` of a candidate, with the writes its replay made again (`redo`)."""
+    result = prior(tables.applied, key)
+    record = tables.applied.get(key) if result is not None else None
+    return result, redo(tables, record.get("writes", [])) if record else []

@@ -18,7 +18,7 @@ from streams.memory.documents import candidate_id, keys_match, merged_memory, ne
 from streams.memory.linking import link
 from streams.memory.model import Memory
 from streams.memory.tables import candidate_key
-from streams.memory.vector_index import UserIndex
+from streams.memory.vector_index import UserIndex, decode_vector
 from topics.candidates import Candidate
 from topics.events import MemoryEvent
 
@@ -32,16 +32,33 @@ def apply_candidate(state: MemoryState, candidate: Candidate, vector: np.ndarray
 
     `same_fact`: an LLM's same-fact answers for check-band neighbours, by memory id.
 
-    A candidate seen before changes nothing and returns the events it produced then, so a
-    replay re-sends identical events (same event_id).
+    A candidate seen before returns the events it produced then, so a replay re-sends
+    identical events (same event_id); it changes nothing but the writes of the first time that
+    did not land (`streams.memory.applied.redo`). The writes are made together at the end
+    (`streams.memory.applied.WriteSet`).
     """
-    turn = candidate.turn
     cid = candidate_id(candidate)
-    applied_key = candidate_key(turn.user_id, cid)
-    replay = applied.prior(state.tables.applied, applied_key)
+    applied_key = candidate_key(candidate.turn.user_id, cid)
+    replay, made = applied.replay(state.tables, applied_key)
+    for name, value in made:
+        memory = Memory.model_validate(value) if name == "memories" else None
+        if memory is not None and memory.embedding_b64:  # the index must show it too
+            state.index.user(memory.user_id).upsert(memory, decode_vector(memory.embedding_b64))
     if replay is not None:
         return replay
+    writes = applied.WriteSet(state.tables)
+    try:
+        result = _apply(state.over(writes.tables), candidate, vector, same_fact, cid)
+    except Exception:
+        writes.make()  # a candidate that fails leaves what it wrote, as it always did
+        raise
+    writes.commit(applied_key, result)
+    return result
 
+
+def _apply(state: MemoryState, candidate: Candidate, vector: np.ndarray,
+           same_fact: Mapping[str, bool] | None, cid: str) -> Applied:
+    turn = candidate.turn
     user_index = state.index.user(turn.user_id)
     if candidate.fact.type == "episodic" and not candidate.source_refs:
         correction = as_correction(state, candidate, vector)
@@ -91,7 +108,6 @@ def apply_candidate(state: MemoryState, candidate: Candidate, vector: np.ndarray
         if memory.type == "semantic":
             link(state, memory, neighbours, turn.ts)
     result = Applied(outcome, memory.id, events)
-    applied.remember(state.tables.applied, applied_key, result)
     result.similarity = neighbours[0][1] if neighbours else None
     return result
 

@@ -46,6 +46,10 @@ class MemoryState:
         self.revisions = Revisions(tables.thread_revs, change_log_size)
         self.audit = AuditLog(tables.audit)
 
+    def over(self, tables: MemoryTables) -> MemoryState:
+        """The same state read and written through `tables` (e.g. writes held back)."""
+        return MemoryState(tables, self.index, self.config, self.commands, self.revisions.log_size)
+
     # --- reads -------------------------------------------------------------------------
     def memory(self, memory_id: str) -> Memory | None:
         raw = self.tables.memories.get(memory_id)

@@ -1,0 +1,84 @@
+"""A candidate's writes are made as one (streams/memory/applied.py): a worker killed between its
+`applied` record and its writes, or a recovery that rolls a key back, ends as if nothing had
+happened once the candidate is replayed; an old candidate re-sent later changes nothing."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from streams.memory import applied
+from streams.memory.applied import WriteSet, patch_of, patched
+from streams.memory.candidates import _apply
+from streams.memory.documents import candidate_id
+from streams.memory.state import MemoryState
+from streams.memory.tables import candidate_key
+from tests.unit.memory.test_memory_state import cand, state, vec
+
+TABLES = ("memories", "users", "thread_revs", "audit", "applied")
+
+
+def contents(s: MemoryState) -> dict[str, dict]:
+    return {name: dict(getattr(s.tables, name).items()) for name in TABLES}
+
+
+def test_patches_rebuild_every_value():
+    rng = random.Random(3)
+    for _ in range(2000):
+        before = [rng.randint(0, 4) for _ in range(rng.randint(0, 6))]
+        after = [rng.randint(0, 4) for _ in range(rng.randint(0, 6))]
+        assert patched(before, patch_of(before, after)) == after
+    doc = {"relations": {"a": 0.7}, "related_ids": ["a", "c"], "version": 1, "gone": True}
+    new = {"relations": {"a": 0.7, "b": 0.8}, "related_ids": ["a", "b", "c"], "version": 2}
+    patch = patch_of(doc, new)
+    assert patched(doc, patch) == new
+    assert patch["fields"]["related_ids"] == {"drop": 0, "insert": [[1, "b"]]}, "only what changed"
+    assert patched(None, patch_of(None, new)) == new
+
+
+def test_a_worker_killed_between_the_record_and_its_writes_ends_as_if_uninterrupted():
+    first, second = cand("1", "Ana has a dog named Luna."), cand("2", "Ana lives in Lisbon.")
+    whole = state()
+    for c, v in ((first, vec(1, 0)), (second, vec(0.6, 0.8))):
+        whole.apply(c, v)
+
+    killed = state()
+    killed.apply(first, vec(1, 0))
+    writes = WriteSet(killed.tables)  # the second candidate, killed right after its record
+    result = _apply(killed.over(writes.tables), second, vec(0.6, 0.8), None, candidate_id(second))
+    applied.remember(killed.tables.applied, candidate_key("u", candidate_id(second)), result,
+                     writes.listed())
+    assert candidate_id(second) not in killed.tables.memories
+    again = killed.apply(second, vec(0.6, 0.8))
+
+    assert again.replayed and again.events == result.events
+    assert contents(killed) == contents(whole)
+    assert [m.id for m, _ in killed.index.user("u").search(vec(0.6, 0.8), 2)] == \
+        [m.id for m, _ in whole.index.user("u").search(vec(0.6, 0.8), 2)], "the index shows it"
+
+
+def test_a_replay_writes_again_what_a_recovery_rolled_back():
+    first, second = cand("1", "Ana has a dog named Luna."), cand("2", "Ana walks Luna every morning.")
+    s = state()
+    s.apply(first, vec(1, 0))
+    after_first = dict(s.tables.memories.items())
+    s.apply(second, vec(0.9, 0.436))  # links both memories
+    whole = contents(s)
+    for key, value in after_first.items():  # the changelog's older values, re-applied
+        s.tables.memories[key] = value
+    assert contents(s) != whole
+    s.apply(first, vec(1, 0))
+    s.apply(second, vec(0.9, 0.436))
+    assert contents(s) == whole
+
+
+@pytest.mark.parametrize("change", ["pinned", "summary"])
+def test_an_old_candidate_re_sent_later_changes_nothing(change):
+    first = cand("1", "Ana has a dog named Luna.")
+    s = state()
+    memory_id = s.apply(first, vec(1, 0)).memory_id
+    doc = dict(s.tables.memories[memory_id])
+    s.tables.memories[memory_id] = {**doc, change: True if change == "pinned" else "Ana has a cat."}
+    later = contents(s)
+    s.apply(first, vec(1, 0))
+    assert contents(s) == later
