@@ -93,10 +93,15 @@ class Worker:
     def api_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> "Worker":
+    def launch(self) -> "Worker":
+        """Start the process without waiting for it to be ready."""
         self.proc = start_worker(self.broker_url, self.port, self.data_dir, self.app_id, PARTITIONS,
                                  self.log_path, {"MEMSTREAM_API_KEYS": WORKER_KEYS,
                                                  "MEMSTREAM_MASTER_KEY": MASTER_KEY})
+        return self
+
+    def start(self) -> "Worker":
+        self.launch()
         try:
             asyncio.run(wait_ready(self.api_url, self.proc, timeout=180))
         except Exception:
