@@ -143,14 +143,9 @@ class WriteSet:
             name: HeldTable(getattr(tables, name), self.held[name]) for name in WRITTEN_TABLES})
 
     def listed(self) -> list[list[Any]]:
-        """The held writes as [table, key, digest of the value replaced, digest of the value
-        written, patch from one to the other]."""
-        writes = []
-        for name, held in self.held.items():
-            for table_key, value in held.items():
-                before = getattr(self.base, name).get(table_key)
-                writes.append([name, table_key, digest(before), digest(value), patch_of(before, value)])
-        return writes
+        """The held writes as [table, key, *`change`]."""
+        return [[name, table_key, *change(getattr(self.base, name).get(table_key), value)]
+                for name, held in self.held.items() for table_key, value in held.items()]
 
     def commit(self, key: str, result: Applied) -> None:
         """Record `result` and the held writes under `key`, then make the writes."""
@@ -163,16 +158,31 @@ class WriteSet:
         redo(self.base, self.listed())
 
 
+def change(before: Any, after: Any) -> list[Any]:
+    """A write from `before` to `after` as `redo_change` takes it: [digest of the value
+    replaced, digest of the value written, patch from one to the other]."""
+    return [digest(before), digest(after), patch_of(before, after)]
+
+
+def redo_change(table: Table, key: Any, write: list[Any]) -> Any:
+    """Make a recorded write (`change`) again if `key` still holds the value it replaced, or
+    write again (to the changelog) the value still in place; return the value written, or None
+    when the key holds something else (changed since: left alone)."""
+    replaced, written, patch = write
+    current = table.get(key)
+    if digest(current) not in (replaced, written):
+        return None
+    value = current if digest(current) == written else patched(current, patch)
+    table[key] = value
+    return value
+
+
 def redo(tables: MemoryTables, writes: list[list[Any]]) -> list[tuple[str, Any]]:
-    """Make each recorded write whose key still holds the value it replaced, and write again
-    (to the changelog) each value still in place; return the (table, value) of those made."""
+    """`redo_change` each of the writes of a `WriteSet`; return the (table, value) written."""
     made = []
-    for name, key, replaced, written, patch in writes:
-        table = getattr(tables, name)
-        current = table.get(key)
-        if digest(current) in (replaced, written):
-            value = current if digest(current) == written else patched(current, patch)
-            table[key] = value
+    for name, key, *write in writes:
+        value = redo_change(getattr(tables, name), key, write)
+        if value is not None:
             made.append((name, value))
     return made
 

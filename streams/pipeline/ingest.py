@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 
 from streams.app.settings import Settings
 from streams.errors import InvalidRecord
-from streams.memory import ids
+from streams.memory import applied, ids
 from streams.memory.tables import Table, thread_key, turn_key
 from streams.memory.users import blocked_topics
 from streams.observability import metrics
@@ -161,11 +161,17 @@ class IngestStage:
         key = thread_key(turn.user_id, turn.thread_id)
         logged = turn_key(turn.user_id, turn.thread_id, turn.turn_id)
         seen = self.tables.turn_log.get(logged)
-        observed = observe(self.tables.buffers.get(key), turn, self.episodes,
-                           self.settings.episodic_window_n, policy.redact, seen)
+        buffer = self.tables.buffers.get(key)
+        observed = observe(buffer, turn, self.episodes, self.settings.episodic_window_n,
+                           policy.redact, seen)
         if seen is None:
+            # The turn's record lists the buffer write, and is made first: a replay makes the
+            # write again if the worker was killed before it, or if a recovery rolled it back.
+            self.tables.turn_log[logged] = {**observed.record,
+                                            "buffer_write": applied.change(buffer, observed.entry)}
             self.tables.buffers[key] = observed.entry
-            self.tables.turn_log[logged] = observed.record
+        elif "buffer_write" in seen:
+            applied.redo_change(self.tables.buffers, key, seen["buffer_write"])
         return observed
 
     async def send_hot_command(self, turn: Turn, command: ExplicitCommand, clock: StageClock) -> None:
