@@ -28,6 +28,10 @@ from topics.names import ALL_TOPICS, MEMORY_EVENTS, MEMORY_PROGRESS
 from topics.turns import Turn
 
 PARTITIONS = 4
+COMMAND_WAIT_S = 120
+"""How long a registry write with `?wait=1` waits for its command on a test worker (production:
+10 s). A guard against a hang, never what a test asserts: a busy machine must not turn a 200 into
+a 202."""
 
 # The keys every test worker accepts (only their hashes reach the worker, as in production).
 ADMIN_KEY = auth.new_key()
@@ -79,7 +83,8 @@ class Worker:
     def start(self) -> "Worker":
         self.proc = start_worker(self.broker_url, self.port, self.data_dir, self.app_id, PARTITIONS,
                                  self.log_path, {"MEMSTREAM_API_KEYS": WORKER_KEYS,
-                                                 "MEMSTREAM_MASTER_KEY": MASTER_KEY})
+                                                 "MEMSTREAM_MASTER_KEY": MASTER_KEY,
+                                                 "COMMAND_WAIT_MAX_SECONDS": str(COMMAND_WAIT_S)})
         try:
             asyncio.run(wait_ready(self.api_url, self.proc, timeout=180))
         except Exception:
