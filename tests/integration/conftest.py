@@ -28,6 +28,8 @@ from topics.names import ALL_TOPICS, MEMORY_EVENTS, MEMORY_PROGRESS
 from topics.turns import Turn
 
 PARTITIONS = 4
+REQUEST_GUARD_S = 120
+"""Client-side limit of one HTTP request to a test worker: a guard against a hang, never a measure."""
 COMMAND_WAIT_S = 120
 """How long a registry write with `?wait=1` waits for its command on a test worker (production:
 10 s). A guard against a hang, never what a test asserts: a busy machine must not turn a 200 into
@@ -208,10 +210,10 @@ async def read_all(broker_url: str, topic: str, match: Any, expected: int, timeo
 
 
 async def query(api_url: str, user: str, text: str, top_k: int = 5) -> list[dict]:
-    async with ApiClient(api_url, api_key=ADMIN_KEY) as client:
+    async with ApiClient(api_url, api_key=ADMIN_KEY, timeout=REQUEST_GUARD_S) as client:
         return await client.query(user, text, top_k)
 
 
 async def memories(api_url: str, user: str) -> list[dict]:
-    async with ApiClient(api_url, api_key=ADMIN_KEY) as client:
+    async with ApiClient(api_url, api_key=ADMIN_KEY, timeout=REQUEST_GUARD_S) as client:
         return await client.memories(user)

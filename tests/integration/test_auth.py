@@ -14,6 +14,7 @@ from streams.api.auth import is_public
 from tests.integration.conftest import (
     ADMIN_KEY,
     PLANNER_KEY,
+    REQUEST_GUARD_S,
     SCOPED_KEY,
     SCOPED_USER,
     auth_headers,
@@ -55,7 +56,7 @@ async def status_of(base: str, method: str, path: str, key: str | None) -> tuple
     async with aiohttp.ClientSession(headers=headers) as session:
         body = {"PATCH": {"text": "Ana is a spy."}, "POST": {"topic": "x"}}.get(method)
         async with session.request(method, base + path, json=body,
-                                   timeout=aiohttp.ClientTimeout(total=30)) as response:
+                                   timeout=aiohttp.ClientTimeout(total=REQUEST_GUARD_S)) as response:
             if response.content_type == "text/event-stream":
                 return response.status, ""
             return response.status, await response.text()
