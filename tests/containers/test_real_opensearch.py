@@ -63,9 +63,10 @@ def test_a_worker_on_real_kafka_sinks_its_events_to_real_opensearch(sink_worker,
     turns = [make_turn(user, "1", "I adopted a dog named Luna last year.")]
     asyncio.run(produce(worker.broker_url, turns))
     asyncio.run(wait_processed(worker.broker_url, turns))
-    asyncio.run(committed_to_end(worker.broker_url, worker.app_id))
+    # The event is in the log before we wait for the sink to have committed up to its end.
     created = asyncio.run(read_all(worker.broker_url, MEMORY_EVENTS,
                                    lambda e: e["user_id"] == user and e["kind"] == "created", 1))
+    asyncio.run(committed_to_end(worker.broker_url, worker.app_id))
 
     async def stored() -> dict:
         client = AsyncOpenSearch(hosts=[opensearch_url])

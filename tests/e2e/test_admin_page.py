@@ -39,7 +39,11 @@ def page(worker):
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
                                     args=["--no-sandbox", "--disable-gpu"])
         page = browser.new_page()
-        page.set_default_timeout(30_000)
+        # Guards against a hang, not measures: each step waits on the page's own state (a
+        # registry write answers once its command applied), however slow the machine. An
+        # `expect` otherwise gives up after 5 s.
+        page.set_default_timeout(120_000)
+        expect.set_options(timeout=120_000)
         yield page
         browser.close()
 

@@ -7,6 +7,8 @@ import signal
 import subprocess
 import time
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -23,11 +25,17 @@ from topics.dlq import DeadLetter
 from topics.events import MemoryEvent
 from streams.tools.broker import EmbeddedBroker, free_port
 from streams.app.topic_admin import create_topics
-from streams.tools.client import ApiClient, TurnProducer
+from streams.tools.client import TurnProducer
 from topics.names import ALL_TOPICS, MEMORY_EVENTS, MEMORY_PROGRESS
 from topics.turns import Turn
 
 PARTITIONS = 4
+REQUEST_GUARD_S = 120
+"""Client-side limit of one HTTP request to a test worker: a guard against a hang, never a measure."""
+COMMAND_WAIT_S = 120
+"""How long a registry write with `?wait=1` waits for its command on a test worker (production:
+10 s). A guard against a hang, never what a test asserts: a busy machine must not turn a 200 into
+a 202."""
 
 # The keys every test worker accepts (only their hashes reach the worker, as in production).
 ADMIN_KEY = auth.new_key()
@@ -49,11 +57,31 @@ def auth_headers(key: str = ADMIN_KEY) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
+@asynccontextmanager
+async def response_to(session: aiohttp.ClientSession, method: str, url: str,
+                      **kwargs: Any) -> AsyncIterator[aiohttp.ClientResponse]:
+    """The worker's response to a request, asked again while it answers 503 "retry shortly".
+
+    A worker answers 503 while its tables recover or a user's partition moves: in a rebalance,
+    which a busy machine causes when it delays a heartbeat past the session timeout. Any client
+    retries then; the test's request must not fail for it. REQUEST_GUARD_S guards a hang.
+    """
+    deadline = time.monotonic() + REQUEST_GUARD_S
+    while True:
+        async with session.request(method, url, **kwargs) as response:
+            if response.status != 503 or time.monotonic() > deadline:
+                yield response
+                return
+            pause = float(response.headers.get("Retry-After", "1"))
+        await asyncio.sleep(pause)
+
+
 async def call(base: str, method: str, path: str, body: Any = None, key: str = ADMIN_KEY,
                headers: dict[str, str] | None = None) -> tuple[int, Any]:
     """(status, body) of one request sent with `key`: the body as JSON, or its text if not JSON."""
-    async with aiohttp.ClientSession(headers=auth_headers(key)) as session:
-        async with session.request(method, base + path, json=body, headers=headers) as response:
+    async with aiohttp.ClientSession(headers=auth_headers(key),
+                                     timeout=aiohttp.ClientTimeout(total=REQUEST_GUARD_S)) as session:
+        async with response_to(session, method, base + path, json=body, headers=headers) as response:
             text = await response.text()
             try:
                 return response.status, json.loads(text)
@@ -97,7 +125,8 @@ class Worker:
         """Start the process without waiting for it to be ready."""
         self.proc = start_worker(self.broker_url, self.port, self.data_dir, self.app_id, PARTITIONS,
                                  self.log_path, {"MEMSTREAM_API_KEYS": WORKER_KEYS,
-                                                 "MEMSTREAM_MASTER_KEY": MASTER_KEY})
+                                                 "MEMSTREAM_MASTER_KEY": MASTER_KEY,
+                                                 "COMMAND_WAIT_MAX_SECONDS": str(COMMAND_WAIT_S)})
         return self
 
     def start(self) -> "Worker":
@@ -157,7 +186,7 @@ async def produce(broker_url: str, turns: list[Turn]) -> None:
         await producer.flush()
 
 
-async def wait_processed(broker_url: str, turns: list[Turn], timeout: float = 120.0,
+async def wait_processed(broker_url: str, turns: list[Turn], timeout: float = 300.0,
                          stop_after: int | None = None) -> dict[tuple[str, str, str], list[dict]]:
     """Read `memory.progress` until every turn is complete (or `stop_after` turns are)."""
     wanted = {(t.user_id, t.thread_id, t.turn_id) for t in turns}
@@ -192,7 +221,7 @@ async def wait_processed(broker_url: str, turns: list[Turn], timeout: float = 12
     return seen
 
 
-async def read_all(broker_url: str, topic: str, match: Any, expected: int, timeout: float = 60.0,
+async def read_all(broker_url: str, topic: str, match: Any, expected: int, timeout: float = 300.0,
                    done: Any = None) -> list[dict]:
     """Read `topic` from the start until `expected` JSON records satisfy `match` (or, given
     `done`, until `done(records)`); events and dead letters are opened with the session's master
@@ -225,10 +254,14 @@ async def read_all(broker_url: str, topic: str, match: Any, expected: int, timeo
 
 
 async def query(api_url: str, user: str, text: str, top_k: int = 5) -> list[dict]:
-    async with ApiClient(api_url, api_key=ADMIN_KEY) as client:
-        return await client.query(user, text, top_k)
+    """The items of a `memory.query` (as `ApiClient.query` asks it)."""
+    status, body = await call(api_url, "POST", f"/v1/users/{user}/query",
+                              {"agent": "supervisor", "query": text, "top_k": top_k, "return": "full"})
+    assert status == 200, body
+    return body["items"]
 
 
 async def memories(api_url: str, user: str) -> list[dict]:
-    async with ApiClient(api_url, api_key=ADMIN_KEY) as client:
-        return await client.memories(user)
+    status, body = await call(api_url, "GET", f"/v1/users/{user}/memories")
+    assert status == 200, body
+    return body["items"]

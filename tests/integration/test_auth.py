@@ -14,12 +14,14 @@ from streams.api.auth import is_public
 from tests.integration.conftest import (
     ADMIN_KEY,
     PLANNER_KEY,
+    REQUEST_GUARD_S,
     SCOPED_KEY,
     SCOPED_USER,
     auth_headers,
     make_turn,
     produce,
     registered_routes,
+    response_to,
     unique_user,
     wait_processed,
 )
@@ -36,10 +38,10 @@ def fill(path: str, **values: str) -> str:
 
 async def status_of(base: str, method: str, path: str, key: str | None) -> tuple[int, str]:
     headers = auth_headers(key) if key else {}
-    async with aiohttp.ClientSession(headers=headers) as session:
+    async with aiohttp.ClientSession(headers=headers,
+                                     timeout=aiohttp.ClientTimeout(total=REQUEST_GUARD_S)) as session:
         body = {"PATCH": {"text": "Ana is a spy."}, "POST": {"topic": "x"}}.get(method)
-        async with session.request(method, base + path, json=body,
-                                   timeout=aiohttp.ClientTimeout(total=30)) as response:
+        async with response_to(session, method, base + path, json=body) as response:
             if response.content_type == "text/event-stream":
                 return response.status, ""
             return response.status, await response.text()

@@ -10,6 +10,7 @@ import pytest
 
 from tests.integration.conftest import (
     ADMIN_KEY,
+    COMMAND_WAIT_S,
     PLANNER_KEY,
     call,
     make_turn,
@@ -125,7 +126,7 @@ def test_a_write_without_wait_is_accepted_and_its_status_can_be_awaited(worker, 
     status, accepted = run(api.call("POST", f"/v1/users/{user}/memories/{memory_id}/pin"))
     assert status == 202 and accepted["status"] in ("accepted", "applied")
     status_url = accepted["commands"][0]["status_url"]
-    status, outcome = run(api.call("GET", status_url + "?wait=10"))
+    status, outcome = run(api.call("GET", f"{status_url}?wait={COMMAND_WAIT_S}"))  # in seconds
     assert status == 200 and outcome["status"] == "applied"
     assert outcome["events"][0]["memory_id"] == memory_id
 

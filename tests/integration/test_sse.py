@@ -16,6 +16,7 @@ from tests.integration.conftest import (
     auth_headers,
     make_turn,
     produce,
+    response_to,
     unique_user,
 )
 
@@ -58,7 +59,7 @@ async def events(base: str, user: str, key: str = ADMIN_KEY,
         headers["Last-Event-ID"] = last_event_id
     timeout = aiohttp.ClientTimeout(total=TIMEOUT)
     async with aiohttp.ClientSession(headers=headers, timeout=timeout) as session:
-        async with session.get(f"{base}/v1/users/{user}/events") as response:
+        async with response_to(session, "GET", f"{base}/v1/users/{user}/events") as response:
             assert response.status == 200, await response.text()
             assert response.content_type == "text/event-stream"
             yield EventStream(response)

@@ -12,7 +12,7 @@ from tests.integration.conftest import (
     PARTITIONS,
     PLANNER_KEY,
     Worker,
-    auth_headers,
+    call,
     make_turn,
     produce,
     query,
@@ -98,17 +98,11 @@ async def _until_both_own_partitions(a: Worker, b: Worker, timeout: float = 120.
 
 
 async def _post(worker: Worker, user: str, body: dict, key: str = ADMIN_KEY) -> tuple[int, dict]:
-    import aiohttp
-
-    async with aiohttp.ClientSession(headers=auth_headers(key)) as session:
-        async with session.post(f"{worker.api_url}/v1/users/{user}/query", json=body) as response:
-            return response.status, await response.json()
+    return await call(worker.api_url, "POST", f"/v1/users/{user}/query", body, key)
 
 
 async def _owner(worker: Worker, user: str) -> int:
     """The port of the worker that holds `user` (answers /memories locally, not forwarded)."""
-    import aiohttp
-
-    async with aiohttp.ClientSession(headers=auth_headers()) as session:
-        async with session.get(f"{worker.api_url}/v1/users/{user}/owner") as response:
-            return int((await response.json())["port"])
+    status, body = await call(worker.api_url, "GET", f"/v1/users/{user}/owner")
+    assert status == 200, body
+    return int(body["port"])

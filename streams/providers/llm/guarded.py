@@ -4,14 +4,17 @@ Every call runs under a hard time budget; a timeout, an error (429, 5xx, connect
 that fails its schema falls back to the rules (`rules_trigger`, `RulesExtractor`,
 `same_fact_heuristic`), counted in `memstream_llm_fallbacks_total{provider,task,reason}`. With no
 provider configured the rules answer directly and nothing is counted.
+
+The budget is kept by a `Deadline`, `asyncio.wait_for` unless another is given: tests pass one
+whose budget runs out when they say so, never because the machine is slow.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeAlias, TypeVar
 
 from pydantic import BaseModel
 
@@ -42,6 +45,10 @@ log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R")
 
+Deadline: TypeAlias = Callable[[Awaitable[str], float], Awaitable[str]]
+"""`deadline(call, budget_s)`: the answer of the provider call `call`, or `TimeoutError` once
+`budget_s` seconds have run out (the call is then cancelled), as `asyncio.wait_for` does."""
+
 
 def rules_only(turn: Turn) -> bool:
     """Turns the LLM is never asked about.
@@ -69,12 +76,15 @@ class GuardedLLM:
     """Trigger, classifier and same-fact check over an optional `LLMProvider`, with rules behind.
 
     `context_turns` is the thread's recent buffer, oldest first (the turn itself may be in it).
+    `deadline` holds each provider call to its task's budget (see `Deadline`).
     """
 
     def __init__(self, provider: LLMProvider | None, settings: Settings, *,
-                 extractor: RulesExtractor | None = None) -> None:
+                 extractor: RulesExtractor | None = None,
+                 deadline: Deadline = asyncio.wait_for) -> None:
         self.provider = provider
         self.settings = settings
+        self.deadline = deadline
         self.extractor = extractor or RulesExtractor(
             max_facts=settings.max_facts_per_turn, max_chars=settings.summary_max_chars
         )
@@ -155,11 +165,11 @@ class GuardedLLM:
         started = time.perf_counter()
         outcome = "fallback"
         try:
-            text = await asyncio.wait_for(
+            text = await self.deadline(
                 provider.complete(task, system_prompt(task), user, timeout_s=budget), budget
             )
             result = convert(parse_output(text, schema))
-        except TimeoutError:  # our budget (asyncio.wait_for)
+        except TimeoutError:  # our budget (the deadline)
             reason = LLMTimeout.reason
         except LLMError as exc:
             reason = exc.reason

@@ -2,13 +2,18 @@
 
 The fake is a real HTTP server on 127.0.0.1 (random port) spoken to by the real `AsyncAnthropic`
 client, so the SDK's own request building, error mapping and retries are exercised.
+
+No test here depends on the machine's speed: a test of the model's answer (or of an error's
+mapping) runs with `AMPLE_BUDGETS`, which no machine runs out; a test of the budget makes the
+provider block until released and ends the budget itself (`ManualDeadline`), or lets a real
+budget run out on a provider that cannot answer before it does.
 """
 from __future__ import annotations
 
 import asyncio
 import json
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -21,6 +26,12 @@ from streams.app.settings import Settings
 from topics.turns import Role, Turn
 
 TS = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+HANG_GUARD_S = 120
+"""Fails a test that hangs; never what a test asserts (each call it bounds takes milliseconds)."""
+AMPLE_BUDGETS: dict[str, int] = {"trigger_budget_ms": 600_000, "llm_extract_budget_ms": 600_000,
+                                 "llm_same_fact_budget_ms": 600_000}
+"""LLM budgets far beyond anything a local fake needs, for tests of what the model answers (or
+how an error maps): the budget is not what they check, and a busy machine must not run it out."""
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
                 500: "api_error", 529: "overloaded_error"}
 
@@ -45,11 +56,16 @@ class Reply:
 
 @dataclass
 class FakeMessagesAPI:
-    """`POST /v1/messages`. Replies are served in order; the last one repeats."""
+    """`POST /v1/messages`. Replies are served in order; the last one repeats.
+
+    A `hang` reply sets `hanging` and answers only once `release` is set (at teardown, unless
+    the test sets it): it can never beat a budget, however slow the machine.
+    """
 
     base_url: str = ""
     replies: deque[Reply] = field(default_factory=lambda: deque([Reply.json({})]))
     requests: list[dict[str, Any]] = field(default_factory=list)
+    hanging: asyncio.Event = field(default_factory=asyncio.Event)
     release: asyncio.Event = field(default_factory=asyncio.Event)
 
     def script(self, *replies: Reply) -> None:
@@ -63,10 +79,8 @@ class FakeMessagesAPI:
         self.requests.append({"headers": {k.lower(): v for k, v in request.headers.items()}, "body": body})
         reply = self._next()
         if reply.hang:
-            try:
-                await asyncio.wait_for(self.release.wait(), 30)
-            except TimeoutError:
-                pass
+            self.hanging.set()
+            await self.release.wait()
         if reply.status != 200:
             error = {"type": "error", "error": {"type": _ERROR_TYPES.get(reply.status, "api_error"),
                                                 "message": "scripted failure"}}
@@ -105,6 +119,34 @@ def _no_real_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+
+
+class ManualDeadline:
+    """A `guarded.Deadline` on the test's clock: the budget runs out when the test calls
+    `expire()`, never before. Like `asyncio.wait_for` it then cancels the call and raises
+    `TimeoutError`. `budgets` records the budget (seconds) each call was given."""
+
+    def __init__(self) -> None:
+        self.budgets: list[float] = []
+        self._expired = asyncio.Event()
+
+    def expire(self) -> None:
+        self._expired.set()
+
+    async def __call__(self, call: Awaitable[str], budget_s: float) -> str:
+        self.budgets.append(budget_s)
+        answer = asyncio.ensure_future(call)
+        expired = asyncio.ensure_future(self._expired.wait())
+        try:
+            await asyncio.wait({answer, expired}, return_when=asyncio.FIRST_COMPLETED)
+            if answer.done():
+                return answer.result()
+            raise TimeoutError
+        finally:
+            expired.cancel()
+            if not answer.done():
+                answer.cancel()
+                await asyncio.gather(answer, return_exceptions=True)
 
 
 def settings(**overrides: Any) -> Settings:

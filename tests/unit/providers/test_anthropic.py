@@ -4,7 +4,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -14,8 +14,12 @@ from streams.write.extraction import RulesExtractor
 from streams.providers.llm import AnthropicProvider, GuardedLLM, Task
 from streams.providers.llm.prompts import system_prompt
 from streams.write.trigger import TriggerDecision, rules_trigger
+from streams.providers.llm.guarded import Deadline
 from tests.unit.providers.conftest import (
+    AMPLE_BUDGETS,
+    HANG_GUARD_S,
     FakeMessagesAPI,
+    ManualDeadline,
     Reply,
     fallbacks,
     sample,
@@ -44,29 +48,46 @@ BAD_REPLIES = {
     "server_error": (Reply.error(500), "server_error"),
     "overloaded": (Reply.error(529), "server_error"),
     "unauthorised": (Reply.error(401), "request_error"),
-    "hang": (Reply(hang=True), "timeout"),
 }
+# Budgets of the budget tests: ample (a busy machine never runs them out), distinct per task.
+BUDGETS_MS = {"trigger": 300_000, "extract": 400_000, "same_fact": 500_000}
 
 
 @pytest.fixture
-async def llm(fake_api: FakeMessagesAPI) -> AsyncIterator[GuardedLLM]:
-    s = settings(anthropic_api_key="test-key", anthropic_base_url=fake_api.base_url,
-                 llm_extract_budget_ms=1000, llm_same_fact_budget_ms=1000, llm_max_retries=2)
-    provider = AnthropicProvider.build(api_key="test-key", model=s.anthropic_model,
-                                       base_url=fake_api.base_url, max_retries=s.llm_max_retries)
-    guarded = GuardedLLM(provider, s)
-    yield guarded
-    await guarded.aclose()
+async def make_llm(fake_api: FakeMessagesAPI) -> AsyncIterator[Callable[..., GuardedLLM]]:
+    """Builds a GuardedLLM over the fake (`AMPLE_BUDGETS` unless overridden); closes them all."""
+    built: list[GuardedLLM] = []
+
+    def make(*, deadline: Deadline = asyncio.wait_for, **overrides: Any) -> GuardedLLM:
+        s = settings(anthropic_api_key="test-key", anthropic_base_url=fake_api.base_url,
+                     llm_max_retries=2, **{**AMPLE_BUDGETS, **overrides})
+        provider = AnthropicProvider.build(api_key="test-key", model=s.anthropic_model,
+                                           base_url=fake_api.base_url, max_retries=s.llm_max_retries)
+        built.append(GuardedLLM(provider, s, deadline=deadline))
+        return built[-1]
+
+    yield make
+    for guarded in built:
+        await guarded.aclose()
 
 
-async def _run(llm: GuardedLLM, task: str) -> Any:
-    """One call of `task`, bounded so that a broken budget fails the test instead of hanging it."""
-    calls = {
+@pytest.fixture
+def llm(make_llm: Callable[..., GuardedLLM]) -> GuardedLLM:
+    """Real budgets (`asyncio.wait_for`), ample enough that only the model's answer decides."""
+    return make_llm()
+
+
+def _call(llm: GuardedLLM, task: str) -> Awaitable[Any]:
+    return {
         "trigger": lambda: llm.trigger(turn(TEXT), CONTEXT),
         "extract": lambda: llm.extract(turn(TEXT), CONTEXT),
         "same_fact": lambda: llm.same_fact(A, B),
-    }
-    return await asyncio.wait_for(calls[task](), 10)
+    }[task]()
+
+
+async def _run(llm: GuardedLLM, task: str) -> Any:
+    """One call of `task`, bounded so that a hang fails the test instead of stalling the suite."""
+    return await asyncio.wait_for(_call(llm, task), HANG_GUARD_S)
 
 
 def _rules(task: str) -> Any:
@@ -165,18 +186,65 @@ async def test_a_retry_that_succeeds_is_not_a_fallback(llm: GuardedLLM, fake_api
     assert fallbacks("anthropic", "same_fact", "rate_limited") == before
 
 
-async def test_trigger_hang_falls_back_within_the_budget(llm: GuardedLLM, fake_api: FakeMessagesAPI) -> None:
+@pytest.mark.parametrize("task", ["trigger", "extract", "same_fact"])
+async def test_a_call_past_its_budget_falls_back_to_rules_and_is_counted(
+    make_llm: Callable[..., GuardedLLM], fake_api: FakeMessagesAPI, task: str
+) -> None:
+    """The model never answers; the budget runs out when the test says so, not on a clock."""
+    deadline = ManualDeadline()
+    llm = make_llm(deadline=deadline, trigger_budget_ms=BUDGETS_MS["trigger"],
+                   llm_extract_budget_ms=BUDGETS_MS["extract"],
+                   llm_same_fact_budget_ms=BUDGETS_MS["same_fact"])
+    fake_api.script(Reply(hang=True))
+    before = fallbacks("anthropic", task, "timeout")
+    latency_count = sample("memstream_llm_call_duration_seconds_count", provider="anthropic",
+                           task=task, outcome="fallback")
+    call = asyncio.ensure_future(_run(llm, task))
+
+    await asyncio.wait_for(fake_api.hanging.wait(), HANG_GUARD_S)  # the request is in the fake
+    assert not call.done(), "no answer before the budget runs out"
+    deadline.expire()
+    result = await call
+
+    assert result == _rules(task)
+    assert deadline.budgets == [BUDGETS_MS[task] / 1000], "the task's own budget"
+    assert fallbacks("anthropic", task, "timeout") == before + 1
+    assert sample("memstream_llm_call_duration_seconds_count", provider="anthropic",
+                  task=task, outcome="fallback") == latency_count + 1
+
+
+@pytest.mark.parametrize("task", ["extract", "same_fact"])
+async def test_the_budget_cuts_cold_path_retries_short(
+    make_llm: Callable[..., GuardedLLM], fake_api: FakeMessagesAPI, task: str
+) -> None:
+    """The budget bounds the call with its retries: once it runs out, no further attempt."""
+    deadline = ManualDeadline()
+    llm = make_llm(deadline=deadline)
+    fake_api.script(Reply.error(500), Reply(hang=True))  # the retry hangs
+    before = fallbacks("anthropic", task, "timeout")
+    call = asyncio.ensure_future(_run(llm, task))
+
+    await asyncio.wait_for(fake_api.hanging.wait(), HANG_GUARD_S)
+    deadline.expire()
+
+    assert await call == _rules(task)
+    assert len(fake_api.requests) == 2, "the first attempt and the retry the budget cut short"
+    assert fallbacks("anthropic", task, "timeout") == before + 1
+
+
+async def test_the_default_deadline_is_a_real_budget(
+    make_llm: Callable[..., GuardedLLM], fake_api: FakeMessagesAPI
+) -> None:
+    """On the real clock (`asyncio.wait_for`): the fake answers only once released, after the
+    call returned, so only the 50 ms budget can end it, however slow the machine."""
+    llm = make_llm(trigger_budget_ms=50)
     fake_api.script(Reply(hang=True))
     before = fallbacks("anthropic", "trigger", "timeout")
-    latency_count = sample("memstream_llm_call_duration_seconds_count", provider="anthropic",
-                           task="trigger", outcome="fallback")
 
     decision = await _run(llm, "trigger")
 
     assert decision == rules_trigger(turn(TEXT))
     assert fallbacks("anthropic", "trigger", "timeout") == before + 1
-    assert sample("memstream_llm_call_duration_seconds_count", provider="anthropic",
-                  task="trigger", outcome="fallback") == latency_count + 1
 
 
 async def test_summary_not_naming_the_speaker_is_invalid(llm: GuardedLLM, fake_api: FakeMessagesAPI) -> None:
@@ -214,10 +282,10 @@ async def test_unreachable_api_falls_back() -> None:
         port = sock.getsockname()[1]
     provider = AnthropicProvider.build(api_key="test-key", model="claude-haiku-4-5",
                                        base_url=f"http://127.0.0.1:{port}", max_retries=0)
-    llm = GuardedLLM(provider, settings())
+    llm = GuardedLLM(provider, settings(**AMPLE_BUDGETS))  # refused, however long it takes
     before = fallbacks("anthropic", "trigger", "unavailable")
     try:
-        assert await llm.trigger(turn(TEXT)) == rules_trigger(turn(TEXT))
+        assert await asyncio.wait_for(llm.trigger(turn(TEXT)), HANG_GUARD_S) == rules_trigger(turn(TEXT))
     finally:
         await llm.aclose()
     assert fallbacks("anthropic", "trigger", "unavailable") == before + 1

@@ -1,8 +1,9 @@
 """GuardedLLM over BedrockProvider, with a real bedrock-runtime client stubbed by botocore's Stubber."""
 from __future__ import annotations
 
+import asyncio
 import json
-import time
+import threading
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -16,7 +17,7 @@ from streams.write.extraction import RulesExtractor
 from streams.providers.llm import BedrockProvider, GuardedLLM, Task
 from streams.providers.llm.prompts import system_prompt
 from streams.write.trigger import TriggerDecision, rules_trigger
-from tests.unit.providers.conftest import fallbacks, settings, turn
+from tests.unit.providers.conftest import AMPLE_BUDGETS, HANG_GUARD_S, fallbacks, settings, turn
 
 MODEL = "amazon.nova-micro-v1:0"
 TEXT = "I adopted a dog named Luna yesterday. She is 3 years old and loves the beach!"
@@ -52,7 +53,8 @@ def stubber(client: Any) -> Iterator[Stubber]:
 
 @pytest.fixture
 async def llm(client: Any, stubber: Stubber) -> AsyncIterator[GuardedLLM]:
-    guarded = GuardedLLM(BedrockProvider(MODEL, client), settings(llm_provider="bedrock"))
+    """Real budgets, ample enough that only the stubbed answer decides (see `AMPLE_BUDGETS`)."""
+    guarded = GuardedLLM(BedrockProvider(MODEL, client), settings(llm_provider="bedrock", **AMPLE_BUDGETS))
     yield guarded
     await guarded.aclose()
 
@@ -125,19 +127,25 @@ async def test_bad_answers_fall_back_to_rules_and_are_counted(
 
 
 async def test_slow_bedrock_trigger_falls_back_on_the_budget(client: Any) -> None:
-    """The boto3 call runs on a thread: the event loop gives up at the budget and uses the rules."""
-    def slow_answer(**_: Any) -> tuple[AWSResponse, dict[str, Any]]:
-        # Answers the call itself (after 1 s), so the late thread never reaches the network.
-        time.sleep(1.0)
+    """The boto3 call runs on a thread: the event loop gives up at the budget and uses the rules.
+
+    The call blocks until the test releases it, after the fallback: only the (real, 50 ms)
+    budget can end it, however slow the machine."""
+    release = threading.Event()
+
+    def blocked_answer(**_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+        # Answers the call itself once released, so the late thread never reaches the network.
+        release.wait()
         return AWSResponse(None, 200, {}, None), converse('{"should_create": true, "confidence": 0.9}')
 
-    client.meta.events.register("before-call.*.*", slow_answer)  # no Stubber in this test
-    llm = GuardedLLM(BedrockProvider(MODEL, client), settings(llm_provider="bedrock"))
+    client.meta.events.register("before-call.*.*", blocked_answer)  # no Stubber in this test
+    llm = GuardedLLM(BedrockProvider(MODEL, client), settings(llm_provider="bedrock", trigger_budget_ms=50))
     before = fallbacks("bedrock", "trigger", "timeout")
 
     try:
-        assert await llm.trigger(turn(TEXT)) == rules_trigger(turn(TEXT))
+        decision = await asyncio.wait_for(llm.trigger(turn(TEXT)), HANG_GUARD_S)
     finally:
+        release.set()
         await llm.aclose()
+    assert decision == rules_trigger(turn(TEXT))
     assert fallbacks("bedrock", "trigger", "timeout") == before + 1
-

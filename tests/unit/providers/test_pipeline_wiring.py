@@ -4,14 +4,14 @@ from __future__ import annotations
 from streams.app.worker import build_worker
 from streams.providers.llm import AnthropicProvider, GuardedLLM
 from tests.unit.agents.conftest import Captured, local_topics  # noqa: F401 - fixture
-from tests.unit.providers.conftest import Reply, settings, turn
+from tests.unit.providers.conftest import AMPLE_BUDGETS, Reply, settings, turn
 from tests.unit.providers.test_anthropic import EXTRACT_OK, TEXT, TRIGGER_OK
 
 
 async def test_ingest_writes_the_llms_facts_when_one_is_configured(fake_api, local_topics, tmp_path,  # noqa: F811
                                                                   minilm_embedder):
     s = settings(anthropic_api_key="test-key", anthropic_base_url=fake_api.base_url,
-                 table_store="memory://", data_dir=tmp_path)
+                 table_store="memory://", data_dir=tmp_path, **AMPLE_BUDGETS)  # the answers decide
     provider = AnthropicProvider.build(api_key="test-key", model=s.anthropic_model,
                                        base_url=fake_api.base_url, max_retries=0)
     worker = build_worker(s, send=local_topics.send, embedder=minilm_embedder,

@@ -10,6 +10,8 @@ from sinks.runner import RunnerConfig, SinkRunner
 from tests.unit.sinks.fakes import FakeDestination, Recorder, rec, runner
 from topics.sinks_dlq import SinkDeadLetter
 
+HANG_GUARD_S = 120  # fails a test that hangs; never what a test asserts
+
 
 def value(metric, **labels) -> float:
     return metric.labels(**labels)._value.get()
@@ -130,7 +132,7 @@ async def test_submit_waits_when_the_buffer_is_full_and_resumes_after_a_flush():
     assert not third.done(), "a full buffer makes submit wait"
     assert sink.buffered == 2 and value(metrics.BUFFERED, sink="t-bp") == 2
     dest.gate.set()
-    await asyncio.wait_for(third, timeout=10)
+    await asyncio.wait_for(third, timeout=HANG_GUARD_S)
     await sink.stop()
     assert sorted(dest.stored) == ["a", "b", "c"], "nothing was dropped"
     assert value(metrics.BUFFERED, sink="t-bp") == 0
@@ -148,7 +150,7 @@ async def test_the_background_writer_flushes_a_full_batch():
 
     await sink.submit(rec("a"))
     await sink.submit(rec("b"), done)
-    await asyncio.wait_for(written.wait(), timeout=10)  # a full batch does not wait for its age
+    await asyncio.wait_for(written.wait(), timeout=HANG_GUARD_S)  # not its age (3600 s)
     assert dest.batches == [["a", "b"]]
     await sink.stop()
 
