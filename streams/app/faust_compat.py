@@ -7,10 +7,12 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Callable, Iterator
 
 from faust.streams import _current_event
+from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread
 from faust.transport.drivers.aiokafka import Consumer as AIOKafkaDriverConsumer
 from faust.transport.drivers.aiokafka import Transport as AIOKafkaTransport
 from faust.types import TP, EventT
 
+from streams.app.highwaters import true_end_offsets
 from streams.pipeline.records import Record
 
 
@@ -56,6 +58,17 @@ class ReadOffsets(defaultdict):
             super().__setitem__(tp, offset)
 
 
+class TrueHighwaterConsumerThread(AIOKafkaConsumerThread):
+    """The driver's consumer thread, answering highwaters checked against a fetch
+    (`streams.app.highwaters`: the embedded broker's ListOffsets answer is low after a
+    multi-record batch, and Faust's table recovery reads changelogs up to it)."""
+
+    async def _highwaters(self, partitions: list[TP]) -> Any:
+        if self.consumer.in_transaction:
+            return await super()._highwaters(partitions)
+        return await true_end_offsets(self._ensure_consumer(), partitions)
+
+
 class SeekSafeConsumer(AIOKafkaDriverConsumer):
     """The aiokafka driver's consumer, made at-least-once across restarts and rebalances.
 
@@ -75,11 +88,16 @@ class SeekSafeConsumer(AIOKafkaDriverConsumer):
        own flow is stopped for the seek — the drain loop drops the record in hand and fetches
        nothing until recovery resumes the flow right after the queues are cleared; records
        fetched before the seek are fetched again from the sought position.
+    4. Highwaters (the end of each changelog that table recovery reads up to) are checked
+       against a fetch (`TrueHighwaterConsumerThread`).
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._read_offset = ReadOffsets(self._is_changelog)
+
+    def _new_consumer_thread(self) -> TrueHighwaterConsumerThread:
+        return TrueHighwaterConsumerThread(self, loop=self.loop, beacon=self.beacon)
 
     def _is_changelog(self, topic: str) -> bool:
         return topic in self.app.tables.changelog_topics

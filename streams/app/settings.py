@@ -30,9 +30,10 @@ class Settings(BaseSettings):
     log_level: str = Field("info", description="Worker log level.")
     table_store: str = Field("rocksdb://", description="Faust table store (rocksdb:// or memory://).")
     kafka_one_record_batches: bool = Field(
-        True,
-        description="Produce one record per batch. The embedded Tansu broker answers ListOffsets "
-        "wrongly after multi-record batches, which crashes table recovery; false on Apache Kafka.",
+        False,
+        description="Produce one record per batch (slow). Only for a broker whose ListOffsets "
+        "answer is wrong after multi-record batches and whose fetch high watermark is wrong too; "
+        "the embedded Tansu broker's low answer is corrected from a fetch (streams/app/highwaters.py).",
     )
 
     # --- input limits --------------------------------------------------------------------

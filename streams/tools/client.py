@@ -12,8 +12,8 @@ from topics.names import CHAT_TURNS
 from topics.turns import Turn
 
 
-def make_producer(bootstrap: str, one_record_batches: bool = True) -> AIOKafkaProducer:
-    """A producer keyed by user_id. One record per batch on the embedded broker (see settings)."""
+def make_producer(bootstrap: str, one_record_batches: bool = False) -> AIOKafkaProducer:
+    """A producer keyed by user_id; one record per batch only if asked (KAFKA_ONE_RECORD_BATCHES)."""
     return AIOKafkaProducer(
         bootstrap_servers=bootstrap, max_batch_size=1 if one_record_batches else 16384,
         linger_ms=0, acks="all", enable_idempotence=False,
@@ -23,7 +23,7 @@ def make_producer(bootstrap: str, one_record_batches: bool = True) -> AIOKafkaPr
 class TurnProducer:
     """Produces turns to `chat.turns`, keyed by user_id. Use `async with`."""
 
-    def __init__(self, bootstrap: str, one_record_batches: bool = True) -> None:
+    def __init__(self, bootstrap: str, one_record_batches: bool = False) -> None:
         self._producer = make_producer(bootstrap, one_record_batches)
 
     async def __aenter__(self) -> "TurnProducer":

@@ -12,6 +12,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from streams.app.highwaters import true_end_offsets
 from streams.privacy.crypto import SealError
 from streams.privacy.payloads import open_event, open_record
 from streams.privacy.sealed import Sealer
@@ -36,7 +37,7 @@ async def read_records(bootstrap: str, topic: str) -> list[tuple[bytes | None, b
             return []
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)
-        ends = await consumer.end_offsets(tps)
+        ends = await true_end_offsets(consumer, tps)
         out: list[tuple[bytes | None, bytes | None]] = []
         while await behind(consumer, ends):
             for records in (await consumer.getmany(*tps, timeout_ms=1000)).values():

@@ -19,6 +19,7 @@ from osmem_server import OsmemServer
 from sinks.base import SinkRecord, TransientSinkError
 from sinks.opensearch import OpenSearchDestination, records_for_event
 from sinks.runner import RunnerConfig, SinkRunner
+from streams.app.highwaters import true_end_offsets
 from streams.tools.broker import EmbeddedBroker, free_port
 from streams.app.topic_admin import create_topics
 from tests.integration.conftest import (
@@ -212,7 +213,7 @@ async def committed_to_end(broker_url: str, group: str, timeout: float = 90.0) -
     deadline = time.monotonic() + timeout
     try:
         while True:
-            ends = await consumer.end_offsets(tps)
+            ends = await true_end_offsets(consumer, tps)
             committed = {tp.partition: (await consumer.committed(tp)) or 0 for tp in tps}
             if all(committed[tp.partition] >= ends[tp] for tp in tps):
                 return {tp.partition: ends[tp] for tp in tps}
