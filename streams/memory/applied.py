@@ -148,14 +148,19 @@ class WriteSet:
                 for name, held in self.held.items() for table_key, value in held.items()]
 
     def commit(self, key: str, result: Applied) -> None:
-        """Record `result` and the held writes under `key`, then make the writes."""
-        writes = self.listed()
-        remember(self.base.applied, key, result, writes)
-        redo(self.base, writes)
+        """Record `result` and the held writes under `key`, then make the writes.
+
+        The writes are made directly: nothing ran between listing them and making them, so
+        every key still holds the value its write replaces (`redo` is for replays)."""
+        remember(self.base.applied, key, result, self.listed())
+        self.make()
 
     def make(self) -> None:
-        """Make the held writes without recording them."""
-        redo(self.base, self.listed())
+        """Make the held writes (without recording them)."""
+        for name, held in self.held.items():
+            table = getattr(self.base, name)
+            for table_key, value in held.items():
+                table[table_key] = value
 
 
 def change(before: Any, after: Any) -> list[Any]:

@@ -20,6 +20,8 @@ from topics.sealed import Sealed
 UserOf = Callable[[str, Any], str]
 """The user a table value belongs to, from its key (as text) and value."""
 _MISSING = object()
+OPENED_CACHE_SIZE = 4096
+"""Values each sealed table keeps opened (oldest dropped first)."""
 
 
 class Sealer:
@@ -30,8 +32,11 @@ class Sealer:
 
     def seal(self, user_id: str, value: Any) -> Sealed:
         """`value` sealed with the user's data key (made if the user has none)."""
-        plaintext = json.dumps(value, separators=(",", ":")).encode("utf-8")
-        return Sealed(user_id=user_id, sealed=self.keys.seal(user_id, plaintext))
+        return self.seal_text(user_id, json.dumps(value, separators=(",", ":")))
+
+    def seal_text(self, user_id: str, plaintext: str) -> Sealed:
+        """JSON text sealed with the user's data key (made if the user has none)."""
+        return Sealed(user_id=user_id, sealed=self.keys.seal(user_id, plaintext.encode("utf-8")))
 
     def seal_for_transit(self, user_id: str, value: Any) -> Sealed:
         """Sealed with the user's key if the user has one, else with the master key: for a
@@ -44,11 +49,15 @@ class Sealer:
 
     def open(self, envelope: Sealed) -> Any:
         """The value inside `envelope`; raises `SealError` when it does not open."""
+        return json.loads(self.open_text(envelope))
+
+    def open_text(self, envelope: Sealed) -> str:
+        """The JSON text inside `envelope`; raises `SealError` when it does not open."""
         if envelope.by == "transit":
             plaintext = self.keys.open_in_transit(envelope.user_id, envelope.sealed)
         else:
             plaintext = self.keys.open(envelope.user_id, envelope.sealed)
-        return json.loads(plaintext)
+        return plaintext.decode("utf-8")
 
 
 class SealedTable(MutableMapping[Any, Any]):
@@ -58,19 +67,47 @@ class SealedTable(MutableMapping[Any, Any]):
         self.table = table
         self.sealer = sealer
         self.user_of = user_of
+        self._opened: dict[Any, tuple[str, bytes | None, str]] = {}
+        """key -> (sealed text, the data key it was sealed with, its plaintext) of values read
+        or written lately: a stage reads the same documents many times per record, and opening
+        (base64, AES-GCM) is most of the cost. Checked on every read against the stored
+        envelope and the user's current data key, so a change made elsewhere (a recovery) or a
+        purge (the key shredded, or replaced by a new one) is never missed; and the value is
+        parsed afresh each time."""
 
     def __getitem__(self, key: Any) -> Any:
         raw = self.table[key]
         try:
-            return self.sealer.open(Sealed.model_validate(raw))
+            envelope = Sealed.model_validate(raw)
+            opened = self._opened.get(key)
+            data_key = self._data_key(envelope)
+            if opened is not None and opened[0] == envelope.sealed and opened[1] is data_key:
+                return json.loads(opened[2])
+            plaintext = self.sealer.open_text(envelope)
         except SealError:
+            self._opened.pop(key, None)
             raise KeyError(key) from None
+        self._remember(key, envelope.sealed, data_key, plaintext)
+        return json.loads(plaintext)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         user_id = self.user_of(key_text(key), value)
-        self.table[key] = self.sealer.seal(user_id, value).model_dump()
+        plaintext = json.dumps(value, separators=(",", ":"))
+        envelope = self.sealer.seal_text(user_id, plaintext)
+        self.table[key] = envelope.model_dump()
+        self._remember(key, envelope.sealed, self._data_key(envelope), plaintext)
+
+    def _data_key(self, envelope: Sealed) -> bytes | None:
+        """The key the envelope opens with now (None: none, or the master key in transit)."""
+        return None if envelope.by == "transit" else self.sealer.keys.data_key(envelope.user_id)
+
+    def _remember(self, key: Any, sealed: str, data_key: bytes | None, plaintext: str) -> None:
+        if len(self._opened) >= OPENED_CACHE_SIZE:
+            self._opened.pop(next(iter(self._opened)))
+        self._opened[key] = (sealed, data_key, plaintext)
 
     def __delitem__(self, key: Any) -> None:
+        self._opened.pop(key, None)
         del self.table[key]
 
     def __iter__(self) -> Iterator[Any]:
