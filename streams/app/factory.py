@@ -120,6 +120,7 @@ class MemstreamApp:
         faust_app.memstream = self  # type: ignore[attr-defined]  # views find it from their app
         tables.memories.on_recover(self._memories_recovered)
         tables.user_keys.on_recover(self._keys_recovered)
+        faust_app.on_partitions_assigned.connect(self._partitions_assigned)
 
     @staticmethod
     def of(faust_app: faust.App) -> MemstreamApp:
@@ -130,6 +131,12 @@ class MemstreamApp:
         await self.topics.named(topic).send(key=key, value=value)
 
     async def _memories_recovered(self) -> None:
+        self.store.mark_stale()
+
+    async def _partitions_assigned(self, sender: object, assigned: object, **kwargs: object) -> None:
+        """A rebalance may hand this worker partitions whose memories reached its tables as a
+        standby replica, with no recovery (and no recover callback) to follow: the index is
+        rebuilt on its next use either way."""
         self.store.mark_stale()
 
     async def _keys_recovered(self) -> None:
