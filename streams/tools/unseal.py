@@ -8,7 +8,8 @@ sealed for good.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
@@ -19,6 +20,18 @@ from streams.privacy.sealed import Sealer
 from streams.privacy.user_keys import UserKeys
 from topics.dlq import DeadLetter
 from topics.events import MemoryEvent
+
+
+T = TypeVar("T")
+
+
+def _user_of_record(raw: bytes) -> str:
+    """The user a sealed record names (its envelope's `user_id`), or "" if none."""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return ""
+    return str(value.get("user_id", "")) if isinstance(value, dict) else ""
 
 
 def changelog_topic(app_id: str, table: str) -> str:
@@ -82,6 +95,10 @@ class TopicUnsealer:
         self.app_id = app_id
         self.master_key = master_key
         self.sealer = Sealer(UserKeys({}, master_key))
+        self._unopenable: set[str] = set()
+        """Users whose records did not open even with the keys read since: not read again for
+        each of their records (a topic of thousands of purged users' records would otherwise
+        re-read the keys thousands of times)."""
 
     async def refresh(self) -> None:
         """Read the users' keys again (users seen since the last read)."""
@@ -91,37 +108,36 @@ class TopicUnsealer:
         for topic in topics:
             keys.update(await read_table(self.bootstrap, topic))
         self.sealer = Sealer(UserKeys(keys, self.master_key))
+        self._unopenable.clear()
+
+    async def _opened(self, user_id: str, opens: Callable[[Sealer], T]) -> T | None:
+        """`opens(sealer)`, reading the keys again once if the user's do not open it yet; None
+        when they still do not (the user was purged, or the key is another master's)."""
+        for attempt in range(2):
+            try:
+                return opens(self.sealer)
+            except SealError:
+                if attempt == 1 or user_id in self._unopenable:
+                    break
+                await self.refresh()
+        self._unopenable.add(user_id)
+        return None
 
     async def open_event(self, event: MemoryEvent) -> MemoryEvent | None:
         """The event with its content; None when its user's key is gone (purged)."""
-        for attempt in range(2):
-            try:
-                return open_event(self.sealer, event)
-            except SealError:
-                if attempt == 0:
-                    await self.refresh()
-        return None
+        return await self._opened(event.user_id, lambda sealer: open_event(sealer, event))
 
     async def open_record(self, raw: bytes) -> Any:
         """A sealed record's JSON value (see `streams.privacy.payloads.open_record`); None when
         its user's key is gone."""
-        for attempt in range(2):
-            try:
-                return open_record(self.sealer, raw)
-            except SealError:
-                if attempt == 0:
-                    await self.refresh()
-        return None
+        return await self._opened(_user_of_record(raw), lambda sealer: open_record(sealer, raw))
 
     async def open_dead_letter(self, letter: DeadLetter) -> DeadLetter:
         """The letter with its kept bytes in clear (`raw_b64`) when they open."""
-        if letter.raw_sealed is None:
+        sealed = letter.raw_sealed
+        if sealed is None:
             return letter
-        for attempt in range(2):
-            try:
-                raw_b64 = self.sealer.open(letter.raw_sealed)
-                return letter.model_copy(update={"raw_b64": raw_b64, "raw_sealed": None})
-            except SealError:
-                if attempt == 0:
-                    await self.refresh()
+        raw_b64 = await self._opened(sealed.user_id, lambda sealer: sealer.open(sealed))
+        if raw_b64 is not None:
+            return letter.model_copy(update={"raw_b64": raw_b64, "raw_sealed": None})
         return letter
