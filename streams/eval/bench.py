@@ -171,16 +171,20 @@ class Completion:
 
 async def ingest(broker_url: str, turns: list[Turn], one_record: bool, idle_timeout: float,
                  on_done: Callable[[], None], rate: float = 0.0) -> IngestResult:
-    """Produce `turns` (at `rate` turns/s, or as fast as possible when 0) and wait for each."""
+    """Produce `turns` (at `rate` turns/s, or as fast as possible when 0) and wait for each.
+
+    Progress is consumed while the turns are produced, so a record's arrival time (what every
+    latency here is measured to) is not held back until the last turn is sent.
+    """
     result = IngestResult()
     users = {t.user_id for t in turns}
     consumer = AIOKafkaConsumer(MEMORY_PROGRESS, bootstrap_servers=broker_url,
                                 auto_offset_reset="earliest", enable_auto_commit=False)
     await consumer.start()
     completion = Completion()
-    try:
+
+    async def produce() -> None:
         async with TurnProducer(broker_url, one_record) as producer:
-            result.started = time.perf_counter()
             for i, turn in enumerate(turns):
                 if rate > 0:  # pace against the schedule, not the previous send
                     delay = result.started + i / rate - time.perf_counter()
@@ -189,9 +193,13 @@ async def ingest(broker_url: str, turns: list[Turn], one_record: bool, idle_time
                 result.produced_at[(turn.user_id, turn.thread_id, turn.turn_id)] = time.perf_counter()
                 await producer.send_turn(turn)
             await producer.flush()
+
+    result.started = time.perf_counter()
+    producing = asyncio.create_task(produce())
+    try:
         last_progress = time.monotonic()
         while len(result.done_at) < len(turns):
-            batch = await consumer.getmany(timeout_ms=500)
+            batch = await consumer.getmany(timeout_ms=200)
             now = time.perf_counter()
             for records in batch.values():
                 for record in records:
@@ -207,12 +215,20 @@ async def ingest(broker_url: str, turns: list[Turn], one_record: bool, idle_time
                     if completion.record(p) and key not in result.done_at:
                         result.done_at[key] = now
                         on_done()
+            if producing.done():
+                producing.result()  # a failed send stops the run here
+            else:
+                last_progress = time.monotonic()
             if time.monotonic() - last_progress > idle_timeout:
                 raise BrokerError(
                     f"no progress for {idle_timeout:.0f}s: {len(result.done_at)}/{len(turns)} turns done"
                 )
+        await producing
         result.finished = max(result.done_at.values(), default=time.perf_counter())
     finally:
+        if not producing.done():
+            producing.cancel()
+            await asyncio.gather(producing, return_exceptions=True)
         await consumer.stop()
     return result
 
