@@ -24,7 +24,7 @@ def test_both_paths_search_the_same_memories_and_are_timed(minilm_embedder, tmp_
     known = {m.id for m in memories}
     assert {i["id"] for i in ours.items} <= known and {item.key for item in theirs} <= known
     figures = measure(contenders, ["What pet does Ana have?"], rounds=2)
-    assert set(figures) == {"ours", "in_memory_store", "embed_only"}
+    assert set(figures) == {"ours", "in_memory_store", "embed_only", "search_only"}
     assert all(f["n"] == 2 and f["p95"] >= f["p50"] > 0 for f in figures.values())
 
 
@@ -57,4 +57,4 @@ def test_large_sizes_seed_in_bulk_without_the_store(minilm_embedder, tmp_path):
     assert contenders.in_memory_store is None and sum(seeded) == 300
     assert len(contenders.ours("What pet does Ana have?").items) == 5
     figures = measure(contenders, ["What pet does Ana have?"], rounds=1)
-    assert set(figures) == {"ours", "embed_only"}
+    assert set(figures) == {"ours", "embed_only", "search_only"}
