@@ -2,8 +2,12 @@
 
 One run reports, on the same machine: ingest throughput beside the broker's raw
 produce->consume rate for the same messages; end-to-end latency (turn produced -> its last
-progress record, i.e. its last memory event); query latency; recall from provenance with the
-context size; and the same recall for a raw-turn baseline with the same embedder.
+progress record, i.e. its last memory event); candidate latency (turn produced -> the ingest
+stage's progress record: its candidates sent, or its skip decided); per-stage queueing and work
+time from the progress records; the embedder's own limit (turns/s if embedding the run's
+candidates were all the pipeline did); the worker's resident memory per stored memory; query
+latency; recall from provenance with the context size; and the same recall for a raw-turn
+baseline with the same embedder. Where the time goes: `streams/eval/bench_stages.py`.
 """
 from __future__ import annotations
 
@@ -32,20 +36,27 @@ from streams.tools.broker import EmbeddedBroker, free_port
 from streams.app.topic_admin import create_topics
 from streams.tools.client import ApiClient, TurnProducer, make_producer
 from streams.errors import BrokerError
-from streams.privacy.crypto import encode_key, new_key
+from streams.privacy.crypto import decode_key, encode_key, new_key
+from streams.eval.bench_stages import (
+    StageTimes,
+    candidate_summaries,
+    dominant_queue,
+    embedder_limit,
+    latencies_ms,
+    metric_value,
+    percentiles,
+    process_rss,
+    rss_report,
+    time_embedding,
+)
 from streams.eval.locomo import LocomoConversation, load_conversation
 from streams.eval.recall import KS, RawTurnBaseline, RecallReport, duplicate_rate
-from topics.names import ALL_TOPICS, MEMORY_PROGRESS
+from topics.events import MemoryEvent
+from topics.names import ALL_TOPICS, MEMORY_EVENTS, MEMORY_PROGRESS
 from topics.turns import Turn
 
 TurnKey = tuple[str, str, str]
-
-
-def percentiles(values: list[float], qs: tuple[int, ...]) -> dict[str, float]:
-    if not values:
-        return {f"p{q}": float("nan") for q in qs}
-    arr = np.asarray(values)
-    return {f"p{q}": round(float(np.percentile(arr, q)), 2) for q in qs}
+BENCH_APP_ID = "memstream-bench"
 
 
 @dataclass
@@ -56,6 +67,8 @@ class Stack:
     api_url: str
     one_record_batches: bool = True
     api_key: str | None = None  # None: the client's default (MEMSTREAM_API_KEY)
+    master_key: bytes | None = None  # opens the run's events (None: the settings' one)
+    app_id: str | None = None  # the worker's APP_ID (None: any app on the broker)
     _broker: EmbeddedBroker | None = None
     _worker: subprocess.Popen | None = None
     _workdir: Path | None = None
@@ -113,10 +126,11 @@ def start_stack(partitions: int) -> Stack:
     key = auth.new_key()  # the fresh worker accepts this admin key only
     keys = json.dumps([auth.entry_for(key, "bench", "admin").model_dump(exclude_none=True)])
     master = encode_key(new_key())  # the fresh worker's master key (its tables die with the run)
-    worker = start_worker(broker.url, port, workdir / "data", "memstream-bench", partitions,
+    worker = start_worker(broker.url, port, workdir / "data", BENCH_APP_ID, partitions,
                           workdir / "worker.log",
                           {"MEMSTREAM_API_KEYS": keys, "MEMSTREAM_MASTER_KEY": master})
-    stack = Stack(broker.url, f"http://127.0.0.1:{port}", True, api_key=key, _broker=broker,
+    stack = Stack(broker.url, f"http://127.0.0.1:{port}", True, api_key=key,
+                  master_key=decode_key(master), app_id=BENCH_APP_ID, _broker=broker,
                   _worker=worker, _workdir=workdir)
     try:
         asyncio.run(wait_ready(stack.api_url, worker))
@@ -130,6 +144,10 @@ def start_stack(partitions: int) -> Stack:
 class IngestResult:
     produced_at: dict[TurnKey, float] = field(default_factory=dict)
     done_at: dict[TurnKey, float] = field(default_factory=dict)
+    ingested_at: dict[TurnKey, float] = field(default_factory=dict)
+    """When the ingest stage's progress record of each turn arrived: its candidates were sent
+    (or its skip, command, or disabled outcome decided) by then."""
+    stages: StageTimes = field(default_factory=StageTimes)
     outcomes: dict[str, int] = field(default_factory=dict)
     started: float = 0.0
     finished: float = 0.0
@@ -153,16 +171,20 @@ class Completion:
 
 async def ingest(broker_url: str, turns: list[Turn], one_record: bool, idle_timeout: float,
                  on_done: Callable[[], None], rate: float = 0.0) -> IngestResult:
-    """Produce `turns` (at `rate` turns/s, or as fast as possible when 0) and wait for each."""
+    """Produce `turns` (at `rate` turns/s, or as fast as possible when 0) and wait for each.
+
+    Progress is consumed while the turns are produced, so a record's arrival time (what every
+    latency here is measured to) is not held back until the last turn is sent.
+    """
     result = IngestResult()
     users = {t.user_id for t in turns}
     consumer = AIOKafkaConsumer(MEMORY_PROGRESS, bootstrap_servers=broker_url,
                                 auto_offset_reset="earliest", enable_auto_commit=False)
     await consumer.start()
     completion = Completion()
-    try:
+
+    async def produce() -> None:
         async with TurnProducer(broker_url, one_record) as producer:
-            result.started = time.perf_counter()
             for i, turn in enumerate(turns):
                 if rate > 0:  # pace against the schedule, not the previous send
                     delay = result.started + i / rate - time.perf_counter()
@@ -171,9 +193,13 @@ async def ingest(broker_url: str, turns: list[Turn], one_record: bool, idle_time
                 result.produced_at[(turn.user_id, turn.thread_id, turn.turn_id)] = time.perf_counter()
                 await producer.send_turn(turn)
             await producer.flush()
+
+    result.started = time.perf_counter()
+    producing = asyncio.create_task(produce())
+    try:
         last_progress = time.monotonic()
         while len(result.done_at) < len(turns):
-            batch = await consumer.getmany(timeout_ms=500)
+            batch = await consumer.getmany(timeout_ms=200)
             now = time.perf_counter()
             for records in batch.values():
                 for record in records:
@@ -183,15 +209,26 @@ async def ingest(broker_url: str, turns: list[Turn], one_record: bool, idle_time
                     last_progress = time.monotonic()
                     result.outcomes[p["outcome"]] = result.outcomes.get(p["outcome"], 0) + 1
                     key = (p["user_id"], p["thread_id"], p["turn_id"])
+                    result.stages.add(p)
+                    if p["stage"] == "ingest" and key not in result.ingested_at:
+                        result.ingested_at[key] = now
                     if completion.record(p) and key not in result.done_at:
                         result.done_at[key] = now
                         on_done()
+            if producing.done():
+                producing.result()  # a failed send stops the run here
+            else:
+                last_progress = time.monotonic()
             if time.monotonic() - last_progress > idle_timeout:
                 raise BrokerError(
                     f"no progress for {idle_timeout:.0f}s: {len(result.done_at)}/{len(turns)} turns done"
                 )
+        await producing
         result.finished = max(result.done_at.values(), default=time.perf_counter())
     finally:
+        if not producing.done():
+            producing.cancel()
+            await asyncio.gather(producing, return_exceptions=True)
         await consumer.stop()
     return result
 
@@ -220,6 +257,60 @@ async def broker_raw_rate(broker_url: str, turns: list[Turn], partitions: int, o
     finally:
         await producer.stop()
         await consumer.stop()
+
+
+async def worker_rss(stack: Stack) -> int | None:
+    """The worker's resident bytes now: from /proc for the worker this bench started, else from
+    its /metrics when it exports `process_resident_memory_bytes` (None when neither)."""
+    if stack._worker is not None:
+        return process_rss(stack._worker.pid)
+    headers = {"Authorization": f"Bearer {stack.api_key}"} if stack.api_key else {}
+    if not headers and os.environ.get("MEMSTREAM_API_KEY"):
+        headers = {"Authorization": f"Bearer {os.environ['MEMSTREAM_API_KEY']}"}
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
+            async with session.get(stack.api_url + "/metrics", headers=headers) as response:
+                if response.status != 200:
+                    return None
+                value = metric_value(await response.text(), "process_resident_memory_bytes")
+    except (aiohttp.ClientError, asyncio.TimeoutError):
+        return None
+    return None if value is None else int(value)
+
+
+async def warm_worker(stack: Stack, user_id: str) -> None:
+    """One query for a user with no memories: the worker loads its embedder and runs it once
+    (the model loads in the background while the worker joins, and the first inference
+    allocates more), so the RSS measured next is the worker's baseline, not the model's load.
+    Nothing is stored (record_access=False); a failure is ignored."""
+    try:
+        async with ApiClient(stack.api_url, api_key=stack.api_key) as client:
+            await client.query(user_id, "warm up", top_k=1, record_access=False)
+    except Exception:  # noqa: BLE001 - the baseline is then only less exact
+        pass
+
+
+async def read_candidate_texts(stack: Stack, users: set[str]) -> list[str] | None:
+    """The summaries of the run's `candidate` events (memory.events, opened with the master
+    key): the texts the dedup stage embedded. None without a master key to open them."""
+    from streams.privacy.crypto import master_key_of
+    from streams.app.settings import get_settings
+    from streams.tools.unseal import TopicUnsealer, read_records
+
+    master = stack.master_key or master_key_of(get_settings())
+    if master is None:
+        return None
+    unsealer = TopicUnsealer(stack.broker_url, stack.app_id, master)
+    await unsealer.refresh()
+    events: list[dict[str, Any]] = []
+    for _key, value in await read_records(stack.broker_url, MEMORY_EVENTS):
+        raw = json.loads(value or b"{}")
+        if raw.get("kind") != "candidate" or raw.get("user_id") not in users:
+            continue
+        opened = await unsealer.open_event(MemoryEvent.model_validate(raw))
+        if opened is not None:
+            events.append(opened.model_dump(mode="json"))
+    return candidate_summaries(events, users)
 
 
 async def active_summaries(api_url: str, conversations: list[LocomoConversation],
@@ -377,11 +468,16 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         stack = start_stack(partitions)
     try:
         asyncio.run(wait_ready(stack.api_url, None))
+        asyncio.run(warm_worker(stack, f"bench{run_id}-warmup"))
+        rss_start = asyncio.run(worker_rss(stack))
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=console) as bar:
             task = bar.add_task("ingesting turns", total=len(turns))
             result = asyncio.run(ingest(stack.broker_url, turns, stack.one_record_batches, 120.0,
                                         lambda: bar.advance(task), rate))
+        rss_end = asyncio.run(worker_rss(stack))
+        console.print("reading the run's candidate events ...")
+        candidate_texts = asyncio.run(read_candidate_texts(stack, {c.user_id for c in conversations}))
         console.print("measuring the broker's raw produce->consume rate ...")
         raw_rate = asyncio.run(broker_raw_rate(stack.broker_url, turns, partitions, stack.one_record_batches))
         console.print("querying ...")
@@ -389,16 +485,27 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         summaries = asyncio.run(active_summaries(stack.api_url, conversations, stack.api_key))
     finally:
         stack.close()
-    console.print("raw-turn baseline ...")
-    from streams.providers.embedder import LocalMiniLMEmbedder
+    from streams.app.services import shared_embedder
+    from streams.app.settings import get_settings
 
-    embedder = LocalMiniLMEmbedder()
+    settings = get_settings()
+    embedder = shared_embedder(settings.embedder, settings.embed_batch_size)  # the worker's kind
+    embed_alone: dict[str, Any] = {"embedder": embedder.profile.name, "texts": None,
+                                   "batch": settings.dedup_batch_size, "seconds": None}
+    if candidate_texts is not None:
+        console.print(f"timing the embedder alone on the run's {len(candidate_texts)} candidate summaries ...")
+        embed_alone.update(texts=len(candidate_texts), seconds=round(
+            time_embedding(embedder.embed, candidate_texts, settings.dedup_batch_size), 3))
+    console.print("raw-turn baseline ...")
     base = baseline_recall(conversations, embedder)
     dup = duplicates(summaries, embedder)
 
-    e2e = [(result.done_at[k] - result.produced_at[k]) * 1000 for k in result.done_at]
+    e2e = latencies_ms(result.produced_at, result.done_at)
+    candidate_ms = latencies_ms(result.produced_at, result.ingested_at)
+    stages = result.stages.report()
     elapsed = max(result.finished - result.started, 1e-9)
     created = result.outcomes.get("created", 0)
+    rss = rss_report(rss_start, rss_end, created)
     return {
         "files": [str(p) for p in files],
         "turns": len(turns),
@@ -412,6 +519,14 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         "ingest_turns_per_s": round(len(turns) / elapsed, 2),
         "broker_raw_msgs_per_s": round(raw_rate, 2),
         "e2e_latency_ms": percentiles(e2e, (50, 95, 99)),
+        "candidate_latency_ms": percentiles(candidate_ms, (50, 95, 99)),
+        "stage_latency_ms": stages,
+        "longest_queue_stage": dominant_queue(stages),
+        "embedder_limit_turns_per_s": (embedder_limit(len(turns), embed_alone["seconds"])
+                                       if embed_alone["seconds"] is not None else None),
+        "embedder_alone": embed_alone,
+        "worker_rss_bytes": rss,
+        "worker_rss_bytes_per_memory": rss["per_memory"],
         "query_latency_ms": percentiles(query_ms, (50, 95)),
         **report.as_dict(),
         "baseline_raw_turns": base.as_dict(),
@@ -437,6 +552,25 @@ def render_report(report: dict[str, Any], console: Console) -> None:
                       f"{report['broker_raw_msgs_per_s']}")
         e2e = report["e2e_latency_ms"]
         table.add_row("e2e latency ms p50/p95/p99", f"{e2e['p50']} / {e2e['p95']} / {e2e['p99']}", "")
+        if cand := report.get("candidate_latency_ms"):
+            table.add_row("candidate latency ms p50/p95/p99",
+                          f"{cand['p50']} / {cand['p95']} / {cand['p99']}", "")
+        for stage, f in report.get("stage_latency_ms", {}).items():
+            q, w = f["queued_ms"], f["work_ms"]
+            table.add_row(f"  {stage}: queued | work ms p50/p95",
+                          f"{q['p50']} / {q['p95']}  |  {w['p50']} / {w['p95']}", f"{f['records']} records")
+        if "embedder_alone" in report:
+            alone = report["embedder_alone"]
+            limit = report["embedder_limit_turns_per_s"]
+            table.add_row("embedder limit turns/s (alone)", "n/a" if limit is None else f"{limit}",
+                          "" if alone["seconds"] is None else
+                          f"{alone['texts']} texts in {alone['seconds']} s, batches of {alone['batch']}")
+        if rss := report.get("worker_rss_bytes"):
+            per = report["worker_rss_bytes_per_memory"]
+            table.add_row("worker RSS MiB start -> after ingest",
+                          " -> ".join("n/a" if v is None else f"{v / 2**20:.1f}"
+                                      for v in (rss["start"], rss["after_ingest"])),
+                          "" if per is None else f"{per:.0f} B per memory")
         q = report["query_latency_ms"]
         table.add_row("query latency ms p50/p95", f"{q['p50']} / {q['p95']}", "")
     for k in KS:

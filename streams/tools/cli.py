@@ -427,8 +427,10 @@ def bench_locomo(
     """Replay LoCoMo conversations through the pipeline and report throughput, latency and recall.
 
     Prints, in one run: ingest turns/s beside the broker's raw produce->consume rate, end-to-end
-    latency p50/p95/p99, query latency p50/p95, recall_any/all@5/10/20 with context size, and
-    the same recall for a raw-turn baseline with the same embedder.
+    and candidate latency p50/p95/p99, per-stage queued and work time p50/p95, the embedder's
+    limit alone (turns/s), the worker's RSS per stored memory, query latency p50/p95,
+    recall_any/all@5/10/20 with context size, and the same recall for a raw-turn baseline with
+    the same embedder.
     """
     from streams.eval.bench import render_report, run_locomo_bench, run_offline_bench
 
@@ -445,18 +447,22 @@ def bench_locomo(
 
 @bench_app.command("query")
 def bench_query(
-    memories: Annotated[list[int], typer.Option("--memories", help="Memories of the one user (repeatable).")] = [1000, 10000],
+    memories: Annotated[list[int], typer.Option("--memories", help="Memories of the one user (repeatable).")] = [1000, 10000, 100000],
     rounds: Annotated[int, typer.Option(help="Passes over the query set.")] = 5,
     top_k: Annotated[int, typer.Option(help="Items per query.")] = 5,
     budget_tokens: Annotated[int, typer.Option(help="Token budget of our answers.")] = 256,
+    embed_max: Annotated[int, typer.Option(help="Documents embedded with the model (cached); the vectors of the others are derived from theirs.")] = 2000,
+    store_max: Annotated[int, typer.Option(help="Largest size at which InMemoryStore is compared (its search is a Python loop).")] = 10000,
     as_json: JsonOpt = False,
 ) -> None:
-    """memory.query p50/p95 at N memories beside LangGraph's InMemoryStore (same embedder, same
-    queries, same run). Document embeddings are cached under DATA_DIR."""
+    """memory.query p50/p95 at N memories beside the query embedding alone (and the p95 ratio)
+    and LangGraph's InMemoryStore (same embedder, same queries, same run). Memories are seeded
+    in process, in bulk; document embeddings are cached under DATA_DIR."""
     from streams.eval.bench_query import render, run_query_bench
 
     report = run_query_bench(memories, rounds=rounds, top_k=top_k, budget_tokens=budget_tokens,
-                             cache_dir=get_settings().data_dir / "bench-cache")
+                             cache_dir=get_settings().data_dir / "bench-cache",
+                             embed_max=embed_max, store_max=store_max, console=console)
     if as_json:
         print(json.dumps(report, indent=2))
     else:

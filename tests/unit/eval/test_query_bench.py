@@ -1,4 +1,6 @@
 """`memstream bench query`: both paths answer over the same memories; figures are reported."""
+import numpy as np
+
 from streams.eval.bench_query import build, cached_embeddings, measure, synthetic_memories
 
 
@@ -22,5 +24,37 @@ def test_both_paths_search_the_same_memories_and_are_timed(minilm_embedder, tmp_
     known = {m.id for m in memories}
     assert {i["id"] for i in ours.items} <= known and {item.key for item in theirs} <= known
     figures = measure(contenders, ["What pet does Ana have?"], rounds=2)
-    assert set(figures) == {"ours", "in_memory_store", "embed_only"}
+    assert set(figures) == {"ours", "in_memory_store", "embed_only", "search_only"}
     assert all(f["n"] == 2 and f["p95"] >= f["p50"] > 0 for f in figures.values())
+
+
+def test_derived_vectors_keep_the_embedded_prefix_and_stay_near_their_source():
+    from streams.eval.bench_query import derived_vectors
+
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(10, 384)).astype(np.float32)
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    vectors = derived_vectors(base, 35)
+    assert vectors.shape == (35, 384) and vectors.dtype == np.float32
+    assert np.array_equal(vectors[:10], base)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    cosines = np.einsum("ij,ij->i", vectors[10:], base[np.arange(10, 35) % 10])
+    assert (cosines > 0.8).all() and (cosines < 0.99).all()
+    assert np.array_equal(derived_vectors(base, 35), vectors), "deterministic"
+    assert np.array_equal(derived_vectors(base, 4), base[:4])
+
+
+def test_large_sizes_seed_in_bulk_without_the_store(minilm_embedder, tmp_path):
+    from streams.eval.bench_query import seed_vectors
+
+    memories = synthetic_memories(300)
+    advanced: list[int] = []
+    vectors = seed_vectors(memories, minilm_embedder, tmp_path, embed_max=20, advance=advanced.append)
+    assert vectors.shape == (300, minilm_embedder.profile.dim) and sum(advanced) == 20
+    seeded: list[int] = []
+    contenders = build(memories, vectors, minilm_embedder, top_k=5, budget_tokens=256,
+                       with_store=False, advance=seeded.append)
+    assert contenders.in_memory_store is None and sum(seeded) == 300
+    assert len(contenders.ours("What pet does Ana have?").items) == 5
+    figures = measure(contenders, ["What pet does Ana have?"], rounds=1)
+    assert set(figures) == {"ours", "embed_only", "search_only"}
