@@ -26,6 +26,12 @@ STAGE_SECONDS = Histogram(
     "memstream_stage_duration_seconds", "Processing time of one record per stage.", ["stage"],
     buckets=_LATENCY_BUCKETS, registry=REGISTRY,
 )
+STAGE_QUEUED_SECONDS = Histogram(
+    "memstream_stage_queued_seconds",
+    "How long a record waited before its stage took it (from its produce timestamp).", ["stage"],
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120),
+    registry=REGISTRY,
+)
 DLQ_RECORDS = Counter(
     "memstream_dlq_records_total", "Records sent to a dead-letter topic.", ["stage", "reason"],
     registry=REGISTRY,

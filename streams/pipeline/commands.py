@@ -92,7 +92,7 @@ class CommandsStage:
             command = parse_command_record(record.value, record.key, self.settings.max_record_bytes)
             command = open_command(self.outputs.sealer, command)
             applied = await apply_command(self.store, self.embed, self.outputs, command,
-                                          StageClock.start(record))
+                                          StageClock.start(record, STAGE))
             if self.observer is not None:
                 events = [e.model_dump(mode="json") for e in applied.events]
                 self.observer.applied(command.user_id, command.command_id, events)

@@ -65,7 +65,7 @@ class DedupStage:
         """
         started = time.perf_counter()
         metrics.STAGE_RECORDS.labels(stage=STAGE).inc(len(records))
-        clocks = [StageClock.start(record) for record in records]
+        clocks = [StageClock.start(record, STAGE) for record in records]
         parsed = [(record, self.parse(record)) for record in records]
         vectors = await self._embed_new([c for _, c in parsed if isinstance(c, Candidate)])
         outcomes = []

@@ -81,7 +81,7 @@ class IngestStage:
         """
         started = time.perf_counter()
         metrics.STAGE_RECORDS.labels(stage=STAGE).inc()
-        clock = StageClock.start(record)
+        clock = StageClock.start(record, STAGE)
         try:
             turn = self.parse(record)
             return await self.process_turn(turn, clock)

@@ -5,6 +5,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from streams.observability import metrics
 from topics.progress import TurnProgress
 
 
@@ -35,8 +36,12 @@ class StageClock:
     started: float
 
     @classmethod
-    def start(cls, record: Record) -> StageClock:
+    def start(cls, record: Record, stage: str) -> StageClock:
+        """The clock of `record`, taken now by `stage` (its wait goes to
+        `memstream_stage_queued_seconds`)."""
         queued = None if record.timestamp is None else max(time.time() - record.timestamp, 0.0) * 1000
+        if queued is not None:
+            metrics.STAGE_QUEUED_SECONDS.labels(stage=stage).observe(queued / 1000)
         return cls(None if queued is None else round(queued, 3), time.perf_counter())
 
     def stamp(self, progress: TurnProgress) -> TurnProgress:
