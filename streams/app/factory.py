@@ -149,7 +149,7 @@ class MemstreamApp:
 
 def create_faust_app(settings: Settings) -> faust.App:
     """A Faust app configured from `settings` (tables on `TABLE_STORE`, web server on)."""
-    install_seek_fix()
+    install_seek_fix(settings.kafka_fetch_max_wait_ms)
     one_record = 1 if settings.kafka_one_record_batches else 16384
     return faust.App(
         settings.app_id,

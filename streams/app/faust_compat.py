@@ -58,10 +58,24 @@ class ReadOffsets(defaultdict):
             super().__setitem__(tp, offset)
 
 
-class TrueHighwaterConsumerThread(AIOKafkaConsumerThread):
-    """The driver's consumer thread, answering highwaters checked against a fetch
-    (`streams.app.highwaters`: the embedded broker's ListOffsets answer is low after a
-    multi-record batch, and Faust's table recovery reads changelogs up to it)."""
+class TunedConsumerThread(AIOKafkaConsumerThread):
+    """The driver's consumer thread, with two changes:
+
+    - highwaters are checked against a fetch (`streams.app.highwaters`: the embedded broker's
+      ListOffsets answer is low after a multi-record batch, and Faust's table recovery reads
+      changelogs up to it);
+    - fetches wait at most `fetch_max_wait_ms` (`KAFKA_FETCH_MAX_WAIT_MS`) for records, not
+      Faust's fixed 1500 ms: the embedded broker answers a fetch only when its wait is over,
+      even when a record arrives meanwhile, so each topic a turn crosses added ~0.6 s on
+      average (measured: 615 ms median at 1500, 16 ms at 100).
+    """
+
+    fetch_max_wait_ms = 100
+
+    def _create_worker_consumer(self, transport: Any) -> Any:
+        consumer = super()._create_worker_consumer(transport)
+        consumer._fetch_max_wait_ms = self.fetch_max_wait_ms  # noqa: SLF001 - read at start()
+        return consumer
 
     async def _highwaters(self, partitions: list[TP]) -> Any:
         if self.consumer.in_transaction:
@@ -89,15 +103,15 @@ class SeekSafeConsumer(AIOKafkaDriverConsumer):
        nothing until recovery resumes the flow right after the queues are cleared; records
        fetched before the seek are fetched again from the sought position.
     4. Highwaters (the end of each changelog that table recovery reads up to) are checked
-       against a fetch (`TrueHighwaterConsumerThread`).
+       against a fetch, and fetches wait less (`TunedConsumerThread`).
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._read_offset = ReadOffsets(self._is_changelog)
 
-    def _new_consumer_thread(self) -> TrueHighwaterConsumerThread:
-        return TrueHighwaterConsumerThread(self, loop=self.loop, beacon=self.beacon)
+    def _new_consumer_thread(self) -> TunedConsumerThread:
+        return TunedConsumerThread(self, loop=self.loop, beacon=self.beacon)
 
     def _is_changelog(self, topic: str) -> bool:
         return topic in self.app.tables.changelog_topics
@@ -119,9 +133,11 @@ class SeekSafeConsumer(AIOKafkaDriverConsumer):
         )
 
 
-def install_seek_fix() -> None:
-    """Make the aiokafka transport create `SeekSafeConsumer`s (before the app starts)."""
+def install_seek_fix(fetch_max_wait_ms: int = TunedConsumerThread.fetch_max_wait_ms) -> None:
+    """Make the aiokafka transport create `SeekSafeConsumer`s (before the app starts), whose
+    fetches wait at most `fetch_max_wait_ms`."""
     AIOKafkaTransport.Consumer = SeekSafeConsumer  # type: ignore[misc]
+    TunedConsumerThread.fetch_max_wait_ms = fetch_max_wait_ms
 
 
 def record_of(event: EventT) -> Record:

@@ -36,6 +36,13 @@ class Settings(BaseSettings):
         "the embedded Tansu broker's low answer is corrected from a fetch (streams/app/highwaters.py).",
     )
 
+    kafka_fetch_max_wait_ms: int = Field(
+        100, ge=1, le=1500,
+        description="Longest a worker's fetch waits for records. The embedded broker answers a "
+        "fetch only when this wait is over, so it adds up to this much per topic a turn crosses; "
+        "Faust's own default is 1500.",
+    )
+
     # --- input limits --------------------------------------------------------------------
     max_turn_chars: int = Field(8000, ge=1, description="Longer turn texts go to the DLQ.")
     max_record_bytes: int = Field(262144, ge=1, description="Larger raw records go to the DLQ.")

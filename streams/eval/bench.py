@@ -179,7 +179,8 @@ async def ingest(broker_url: str, turns: list[Turn], one_record: bool, idle_time
     result = IngestResult()
     users = {t.user_id for t in turns}
     consumer = AIOKafkaConsumer(MEMORY_PROGRESS, bootstrap_servers=broker_url,
-                                auto_offset_reset="earliest", enable_auto_commit=False)
+                                auto_offset_reset="earliest", enable_auto_commit=False,
+                                fetch_max_wait_ms=20)
     await consumer.start()
     completion = Completion()
 

@@ -54,3 +54,23 @@ async def test_the_consumer_fetches_nothing_while_it_seeks():
     await consumer.perform_seek()
     assert calls == ["stop_flow", "seek"]
     assert consumer._committed_offset == {CANDIDATES: 110}
+
+
+def test_the_worker_consumer_waits_for_records_as_long_as_the_setting_says():
+    """The embedded broker answers a fetch only when its wait is over: Faust's fixed 1500 ms
+    added ~0.6 s per topic a turn crosses."""
+    from types import SimpleNamespace
+    from unittest import mock
+
+    from streams.app.faust_compat import TunedConsumerThread, install_seek_fix
+
+    created = SimpleNamespace(_fetch_max_wait_ms=1500)
+    with mock.patch("faust.transport.drivers.aiokafka.AIOKafkaConsumerThread._create_worker_consumer",
+                    return_value=created):
+        install_seek_fix(42)
+        try:
+            thread = TunedConsumerThread.__new__(TunedConsumerThread)
+            assert thread._create_worker_consumer(None) is created
+            assert created._fetch_max_wait_ms == 42
+        finally:
+            install_seek_fix()
