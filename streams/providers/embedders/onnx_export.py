@@ -17,6 +17,7 @@ import logging
 import os
 import tempfile
 import threading
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -95,7 +96,10 @@ def export_fp32(model_dir: Path, out: Path) -> None:
     mask = (ids != 0).long()
     axes = {"batch": 0, "sequence": 1}
     dynamic = {name: {v: k for k, v in axes.items()} for name in (*INPUTS, "last_hidden_state")}
-    with torch.no_grad():
+    # The tracer warns about the branches of BERT's mask code it freezes; none depends on the
+    # batch or sequence size of an encoder (vectors match sentence-transformers' at any shape).
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         torch.onnx.export(encoder, (ids, mask, torch.zeros_like(ids)), str(out),
                           input_names=list(INPUTS), output_names=["last_hidden_state"],
                           dynamic_axes=dynamic, opset_version=OPSET, dynamo=False)
