@@ -61,6 +61,12 @@ def test_every_kind_has_its_own_profile() -> None:
         profile_of("bedrock")
 
 
+def test_int8_is_the_default_kind() -> None:
+    from streams.app.settings import Settings
+
+    assert Settings.model_fields["embedder"].default == "local-int8"
+
+
 def test_the_setting_picks_the_profile_without_loading_a_model(tmp_path: Path) -> None:
     services = Services(settings(embedder="local-int8", embedder_cache_dir=tmp_path))
     assert services.profile() == MINILM_INT8_PROFILE
