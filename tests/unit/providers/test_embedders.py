@@ -90,7 +90,7 @@ def test_the_cache_dir_defaults_to_the_data_dir(tmp_path: Path, monkeypatch: pyt
         return type("Fake", (), {"profile": MINILM_ONNX_PROFILE})()
 
     monkeypatch.setattr("streams.app.services.create_embedder", create)
-    settings_embedder(settings(embedder="local-onnx", data_dir=tmp_path / "w1"))
+    settings_embedder(settings(embedder="local-onnx", data_dir=tmp_path / "w1", embedder_cache_dir=None))
     assert seen == [tmp_path / "w1" / "models"]
 
 
