@@ -61,7 +61,7 @@ from sinks.s3vectors_layout import (
     search_item_of,
     vector_key,
 )
-from streams.providers.embedder import TITAN_V2_PROFILE
+from streams.providers.embedders import TITAN_V2_PROFILE
 from streams.app.settings import Settings
 
 TITAN_DIMENSIONS = (256, 512, 1024)

@@ -28,13 +28,13 @@ from sinks.s3vectors_client import (
 )
 from sinks.s3vectors_index import IndexMismatchError, ensure_index
 from sinks.s3vectors_layout import LayoutError, memory_delete_keys, memory_vector
-from streams.providers.embedder import MINILM_PROFILE, TITAN_V2_PROFILE
+from streams.providers.embedders import PROFILES, TITAN_V2_PROFILE
 from streams.app.settings import Settings
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-EMBEDDER_DIMENSIONS = {"local": MINILM_PROFILE.dim, "bedrock": TITAN_V2_PROFILE.dim}
+EMBEDDER_DIMENSIONS = {**{kind: p.dim for kind, p in PROFILES.items()}, "bedrock": TITAN_V2_PROFILE.dim}
 
 
 def index_dimension(settings: Settings) -> int:

@@ -9,6 +9,9 @@ import pytest
 
 os.environ.setdefault("TABLE_STORE", "memory://")
 os.environ.setdefault("DATA_DIR", tempfile.mkdtemp(prefix="memstream-test-"))
+# The default embedder's ONNX file, made once per machine and shared by every test worker (each
+# has its own DATA_DIR; writes are atomic, so concurrent sessions are safe).
+os.environ.setdefault("EMBEDDER_CACHE_DIR", os.path.join(tempfile.gettempdir(), "memstream-test-embedder-cache"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 for _name in ("KAFKA_BROKER_URL", "APP_ID", "WEB_PORT"):

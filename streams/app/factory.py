@@ -27,7 +27,7 @@ from streams.memory.store import MemoryStore
 from streams.pipeline.tables import stage_tables
 from streams.privacy.crypto import master_key_of, new_key
 from streams.pipeline.outputs import Outputs, Sender
-from streams.providers.embedder import Embedder
+from streams.providers.embedders import Embedder
 from streams.providers.llm import GuardedLLM
 from topics import names
 

@@ -11,29 +11,36 @@ import threading
 import time
 from collections.abc import Sequence
 from datetime import timedelta
+from pathlib import Path
 
 import numpy as np
 
 from streams.app.settings import Settings
 from streams.memory.dedup import DedupConfig
 from streams.observability import metrics
-from streams.providers.embedder import Embedder, EmbedderProfile, create_embedder, profile_of
+from streams.providers.embedders import Embedder, EmbedderProfile, create_embedder, profile_of
 from streams.providers.llm import GuardedLLM
 
 log = logging.getLogger(__name__)
 
-_loaded: dict[tuple[str, int], Embedder] = {}
+_loaded: dict[tuple[str, int, Path | None], Embedder] = {}
 _loading = threading.Lock()
 
 
-def shared_embedder(kind: str, batch_size: int) -> Embedder:
-    """The embedder `kind`, loaded once per process."""
+def shared_embedder(kind: str, batch_size: int, cache_dir: Path | None = None) -> Embedder:
+    """The embedder `kind`, loaded once per process (`cache_dir`: see `create_embedder`)."""
     with _loading:
-        key = (kind, batch_size)
+        key = (kind, batch_size, cache_dir)
         if key not in _loaded:
-            _loaded[key] = create_embedder(kind, batch_size)
+            _loaded[key] = create_embedder(kind, batch_size, cache_dir)
             log.info("embedder ready: %s (%d dims)", _loaded[key].profile.name, _loaded[key].profile.dim)
         return _loaded[key]
+
+
+def settings_embedder(settings: Settings) -> Embedder:
+    """The embedder of `settings` (EMBEDDER, EMBED_BATCH_SIZE, EMBEDDER_CACHE_DIR), loaded once."""
+    cache_dir = settings.embedder_cache_dir or settings.data_dir / "models"
+    return shared_embedder(settings.embedder, settings.embed_batch_size, cache_dir)
 
 
 class Services:
@@ -48,7 +55,7 @@ class Services:
 
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = shared_embedder(self.settings.embedder, self.settings.embed_batch_size)
+            self._embedder = settings_embedder(self.settings)
         return self._embedder
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:

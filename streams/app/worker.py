@@ -12,7 +12,7 @@ from streams.api.auth import KeyEntry
 from streams.app.factory import MemstreamApp, create_app
 from streams.app.settings import Settings
 from streams.pipeline.outputs import Sender
-from streams.providers.embedder import Embedder
+from streams.providers.embedders import Embedder
 from streams.providers.llm import GuardedLLM
 
 log = logging.getLogger(__name__)

@@ -380,7 +380,7 @@ async def query_all(api_url: str, conversations: list[LocomoConversation],
 
 
 def baseline_recall(conversations: list[LocomoConversation], embedder: Any = None) -> RecallReport:
-    from streams.providers.embedder import LocalMiniLMEmbedder
+    from streams.providers.embedders.minilm import LocalMiniLMEmbedder
 
     embedder = embedder or LocalMiniLMEmbedder()
     baseline = RawTurnBaseline(embedder.embed)
@@ -396,12 +396,13 @@ def baseline_recall(conversations: list[LocomoConversation], embedder: Any = Non
 
 def run_offline_bench(files: list[Path], console: Console) -> dict[str, Any]:
     """Recall and memory counts from the worker's stages run in process (no Kafka, no timings)."""
-    from streams.app.services import shared_embedder
+    from streams.app.services import settings_embedder
     from streams.app.settings import get_settings
     from streams.pipeline.inprocess import InProcessPipeline
 
     settings = get_settings()
-    embedder = shared_embedder(settings.embedder, settings.embed_batch_size)
+    embedder = settings_embedder(settings)  # EMBEDDER picks the kind, as in a worker
+    console.print(f"embedder: {settings.embedder} ({embedder.profile.name})")
     conversations = [load_conversation(p) for p in files]
     pipeline = InProcessPipeline(settings, embedder)
     turns = [t for c in conversations for t in c.turns]
@@ -416,7 +417,7 @@ def run_offline_bench(files: list[Path], console: Console) -> dict[str, Any]:
     return {
         **stored_quality(summaries, conversations, files, embedder),
         "duplicate_rate": round(duplicates(summaries, embedder), 4),
-        "mode": "offline", "files": [str(p) for p in files], "turns": len(turns),
+        "mode": "offline", "embedder": embedder.profile.name, "files": [str(p) for p in files], "turns": len(turns),
         "memories_written": created, "memories_updated": outcomes.get("updated", 0),
         "memories_per_turn": round(created / max(len(turns), 1), 4), **report.as_dict(),
         "baseline_raw_turns": baseline_recall(conversations, embedder).as_dict(),
@@ -486,11 +487,11 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         summaries = asyncio.run(active_summaries(stack.api_url, conversations, stack.api_key))
     finally:
         stack.close()
-    from streams.app.services import shared_embedder
+    from streams.app.services import settings_embedder
     from streams.app.settings import get_settings
 
     settings = get_settings()
-    embedder = shared_embedder(settings.embedder, settings.embed_batch_size)  # the worker's kind
+    embedder = settings_embedder(settings)  # a fresh stack's worker reads the same EMBEDDER
     embed_alone: dict[str, Any] = {"embedder": embedder.profile.name, "texts": None,
                                    "batch": settings.dedup_batch_size, "seconds": None}
     if candidate_texts is not None:
@@ -540,6 +541,8 @@ def render_report(report: dict[str, Any], console: Console) -> None:
     table.add_column("memstream", justify="right")
     table.add_column("raw-turn baseline / broker", justify="right")
     base = report["baseline_raw_turns"]
+    if "embedder" in report:
+        table.add_row("embedder", report["embedder"], "")
     table.add_row("turns", str(report["turns"]), "")
     table.add_row("memories written (per turn)",
                   f"{report['memories_written']} ({report['memories_per_turn']})", "")

@@ -43,7 +43,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from streams.read.categories import CategoryPolicy, load_policy
-from streams.providers.embedder import Embedder
+from streams.providers.embedders import Embedder
 from streams.memory.model import Memory
 from streams.read.query import QueryLimits, execute, plan_query
 from streams.read.ranking import RankWeights
@@ -298,7 +298,7 @@ def run_query_bench(sizes: Sequence[int], *, rounds: int, top_k: int, budget_tok
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     if embedder is None:
-        from streams.providers.embedder import LocalMiniLMEmbedder
+        from streams.providers.embedders.minilm import LocalMiniLMEmbedder
 
         embedder = LocalMiniLMEmbedder()
     report: dict[str, Any] = {

@@ -11,7 +11,7 @@ The real decision code is measured: `streams.memory.dedup.decide` with `a` as th
 are both "not the same fact". Precision and recall of "same fact" are reported at the
 profile's bands and over a sweep of candidate `(auto, check_low)` bands.
 
-    python -m streams.eval.calibration [tests/data/same_fact_pairs.jsonl]
+    EMBEDDER=local-int8 python -m streams.eval.calibration [tests/data/same_fact_pairs.jsonl]
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from streams.memory.dedup import Action, decide
-from streams.providers.embedder import EmbedderProfile
+from streams.providers.embedders import EmbedderProfile
 from streams.memory.model import Memory
 
 DEFAULT_PAIRS = Path(__file__).resolve().parents[2] / "tests" / "data" / "same_fact_pairs.jsonl"
@@ -255,13 +255,16 @@ def format_report(result: Mapping[str, Any], top: int = 15) -> str:
 
 def main(path: str | Path = DEFAULT_PAIRS, embed: Embed | None = None,
          profile: EmbedderProfile | None = None) -> dict[str, Any]:
-    """Print the calibration of the local MiniLM embedder (or `embed`/`profile`) on `path`,
-    with both entity modes: none declared (dedup's fallback) and extractor-like entities."""
+    """Print the calibration of the `EMBEDDER` setting's embedder (or `embed`/`profile`) on
+    `path`, with both entity modes: none declared (dedup's fallback) and extractor-like entities."""
     if embed is None or profile is None:
-        from streams.providers.embedder import LocalMiniLMEmbedder
+        from streams.app.services import settings_embedder
+        from streams.app.settings import get_settings
 
-        embedder = LocalMiniLMEmbedder()
+        embedder = settings_embedder(get_settings())
         embed, profile = embed or embedder.embed, profile or embedder.profile
+        print(f"embedder: {get_settings().embedder} ({profile.name}); its profile's bands: "
+              f"auto={profile.semantic_auto:.2f} check_low={profile.semantic_check_low:.2f}")
     pairs = load_pairs(path)
     results = {}
     for label, entities in (("fallback entities", no_entities),

@@ -174,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """`python -m streams.eval.gold FILE…`: the extraction report of the LoCoMo files, as JSON."""
     import sys
 
-    from streams.providers.embedder import LocalMiniLMEmbedder
+    from streams.providers.embedders.minilm import LocalMiniLMEmbedder
 
     paths = list(argv if argv is not None else sys.argv[1:])
     if not paths:

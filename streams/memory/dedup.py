@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Mapping, Sequence
 
-from streams.providers.embedder import EmbedderProfile
+from streams.providers.embedders import EmbedderProfile
 from streams.memory.model import Memory
 
 

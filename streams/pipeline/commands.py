@@ -26,7 +26,7 @@ from streams.pipeline.outputs import Outputs
 from streams.pipeline.records import Record, StageClock
 from streams.privacy.crypto import SealError
 from streams.privacy.payloads import open_command
-from streams.providers.embedder import Embed
+from streams.providers.embedders import Embed
 from topics.commands import Command
 from topics.progress import TurnProgress
 from topics.schema_errors import location

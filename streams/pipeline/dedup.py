@@ -31,7 +31,7 @@ from streams.pipeline.records import Record, StageClock
 from streams.privacy.crypto import SealError
 from streams.privacy.payloads import open_record
 from streams.privacy.sealed import Sealer
-from streams.providers.embedder import Embed
+from streams.providers.embedders import Embed
 from streams.providers.llm import GuardedLLM
 from topics.candidates import CANDIDATE_RECORD, Candidate, ChatCommand
 from topics.progress import TurnProgress

@@ -34,7 +34,7 @@ from streams.pipeline.records import Record
 from streams.pipeline.tables import stage_tables
 from streams.privacy.crypto import master_key_of, new_key
 from streams.privacy.sealed import TABLE_OWNERS
-from streams.providers.embedder import Embedder
+from streams.providers.embedders import Embedder
 from streams.read import ranking
 from streams.read.query import QueryHit, rank
 from topics import names

@@ -1,2 +1,2 @@
 """Providers behind one small interface each: LLMs (`streams.providers.llm`) and embedders
-(`streams.providers.embedder`)."""
+(`streams.providers.embedders`)."""

@@ -469,6 +469,29 @@ def bench_query(
         render(report, Console())
 
 
+@bench_app.command("embedder")
+def bench_embedder(
+    files: Annotated[list[Path], typer.Argument(help="LoCoMo conversation files: their turns are the texts.", exists=True, dir_okay=False)],
+    kinds: Annotated[list[str], typer.Option("--kind", help="Embedder kinds (repeatable); local, the reference, always runs.")] = ["local", "local-onnx", "local-int8"],
+    texts: Annotated[int, typer.Option(help="Turn texts embedded in batches per round.")] = 512,
+    single: Annotated[int, typer.Option(help="Of them, texts embedded one at a time per round.")] = 64,
+    rounds: Annotated[int, typer.Option(help="Rounds; every kind runs once per round.")] = 3,
+    as_json: JsonOpt = False,
+) -> None:
+    """texts/s of each embedder kind side by side (batched and one at a time), and the cosine
+    of its vectors to the fp32 reference's. ONNX files are cached under EMBEDDER_CACHE_DIR."""
+    from streams.eval.bench_embedder import render, run_embedder_bench
+
+    s = get_settings()
+    report = run_embedder_bench(files, kinds, texts=texts, single=single, rounds=rounds,
+                                batch_size=s.embed_batch_size,
+                                cache_dir=s.embedder_cache_dir or s.data_dir / "models", console=console)
+    if as_json:
+        print(json.dumps(report, indent=2))
+    else:
+        render(report, Console())
+
+
 @bench_app.command("policy")
 def bench_policy(
     files: Annotated[list[Path], typer.Argument(help="LoCoMo conversation files: real turns that must pass.", exists=True, dir_okay=False)],

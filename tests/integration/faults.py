@@ -23,7 +23,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer
 from aiokafka.partitioner import DefaultPartitioner
 
-from streams.app.services import shared_embedder
+from streams.app.services import settings_embedder
 from streams.app.settings import Settings
 from streams.api.registry_models import MemoryView
 from streams.eval.bench import Completion
@@ -80,7 +80,7 @@ def _plain(value: Any) -> Any:
 def reference_state(turns: list[Turn]) -> EndState:
     """The end state of `turns` through the worker's stages in this process, uninterrupted."""
     settings = Settings(table_store="memory://")
-    pipeline = InProcessPipeline(settings, shared_embedder(settings.embedder, settings.embed_batch_size))
+    pipeline = InProcessPipeline(settings, settings_embedder(settings))
     asyncio.run(pipeline.ingest(turns))
     state, current = EndState(), pipeline.store.state()
     for user in sorted({t.user_id for t in turns}):

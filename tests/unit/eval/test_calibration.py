@@ -21,7 +21,7 @@ from streams.eval.calibration import (
     recommend,
 )
 from streams.memory.dedup import Action
-from streams.providers.embedder import EmbedderProfile
+from streams.providers.embedders import EmbedderProfile
 
 # The seed 002 bands: these tests check the evaluation arithmetic, not the calibration.
 SEED_BANDS = EmbedderProfile("seed-bands", 384, 0.90, 0.80, 0.92, 0.85)

@@ -5,7 +5,7 @@ import pytest
 from streams.memory import dedup
 
 from streams.memory.dedup import Action, decide, same_fact_heuristic
-from streams.providers.embedder import EmbedderProfile
+from streams.providers.embedders import EmbedderProfile
 
 # The seed 002 bands: these tests check the decision logic, not MiniLM's calibration.
 SEED_BANDS = EmbedderProfile("seed-bands", 384, 0.90, 0.80, 0.92, 0.85)

@@ -12,7 +12,7 @@ from streams.privacy.crypto import new_key
 from streams.memory.tables import topic_marker_id
 from streams.privacy.sealed import TABLE_OWNERS
 from streams.memory.vector_index import VectorIndex
-from streams.providers.embedder import EmbedderProfile
+from streams.providers.embedders import EmbedderProfile
 from topics.candidates import Candidate, Fact
 from topics.turns import Turn
 

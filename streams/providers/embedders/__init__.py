@@ -1,0 +1,49 @@
+"""Text embedders behind one interface, chosen by the `EMBEDDER` setting.
+
+- `local-int8` (the default): all-MiniLM-L6-v2 on ONNX Runtime with int8 weights (`onnx_minilm`),
+  the fastest on a CPU; its vectors sit at cosine 0.99 to the reference's;
+- `local`: the same model in fp32 through sentence-transformers (`minilm`), the reference;
+- `local-onnx`: fp32 on ONNX Runtime, the reference's vectors.
+
+The ONNX kinds export (and quantise) the model once, cached under `cache_dir`
+(`EMBEDDER_CACHE_DIR`, else DATA_DIR/models). `memstream bench embedder` measures them side by side.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from streams.providers.embedders.base import Embed, Embedder, EmbedderError, EmbedderProfile
+from streams.providers.embedders.profiles import (
+    MINILM_INT8_PROFILE,
+    MINILM_ONNX_PROFILE,
+    MINILM_PROFILE,
+    TITAN_V2_PROFILE,
+)
+
+__all__ = ["Embed", "Embedder", "EmbedderError", "EmbedderProfile", "MINILM_PROFILE",
+           "MINILM_ONNX_PROFILE", "MINILM_INT8_PROFILE", "TITAN_V2_PROFILE", "PROFILES",
+           "profile_of", "create_embedder"]
+
+PROFILES = {"local": MINILM_PROFILE, "local-onnx": MINILM_ONNX_PROFILE, "local-int8": MINILM_INT8_PROFILE}
+"""The profile of each embedder kind, known without loading its model."""
+
+
+def profile_of(kind: str) -> EmbedderProfile:
+    """The profile of embedder `kind` (the `EMBEDDER` setting); raises `EmbedderError`."""
+    if kind not in PROFILES:
+        raise EmbedderError(f"unknown embedder {kind!r}; this build supports: {', '.join(PROFILES)}")
+    return PROFILES[kind]
+
+
+def create_embedder(kind: str, batch_size: int = 32, cache_dir: Path | None = None) -> Embedder:
+    """The embedder named by the `EMBEDDER` setting; `cache_dir` holds the ONNX kinds' files
+    (default: .memstream/models)."""
+    profile_of(kind)
+    if kind == "local":
+        from streams.providers.embedders.minilm import LocalMiniLMEmbedder
+
+        return LocalMiniLMEmbedder(batch_size=batch_size)
+    from streams.providers.embedders.onnx_minilm import OnnxMiniLMEmbedder
+
+    return OnnxMiniLMEmbedder(cache_dir or Path(".memstream") / "models", int8=kind == "local-int8",
+                              batch_size=batch_size)

@@ -1,0 +1,169 @@
+"""The embedder kinds of the `EMBEDDER` setting: selection, the ONNX kinds' vectors against the
+fp32 reference, and their ONNX files made once and reused from the cache dir.
+
+Speed is what `memstream bench embedder` measures; nothing here asserts a timing.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from streams.app.services import Services, settings_embedder
+from streams.providers.embedders import (
+    MINILM_INT8_PROFILE,
+    MINILM_ONNX_PROFILE,
+    MINILM_PROFILE,
+    PROFILES,
+    EmbedderError,
+    create_embedder,
+    profile_of,
+)
+from streams.providers.embedders import onnx_export
+from streams.providers.embedders.onnx_minilm import OnnxMiniLMEmbedder
+from tests.unit.providers.conftest import settings
+
+SENTENCES = [
+    "I adopted a rescue dog named Rex last spring.",
+    "Caroline is moving to Lisbon for a new job in September.",
+    "What did we talk about last week?",
+    "My sister's birthday is on the 14th of March, and she loves sunflowers and jazz.",
+    "ok",
+]
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("embedder-cache")
+
+
+@pytest.fixture(scope="session")
+def onnx_fp32(cache_dir: Path) -> OnnxMiniLMEmbedder:
+    embedder = create_embedder("local-onnx", 32, cache_dir)
+    assert isinstance(embedder, OnnxMiniLMEmbedder)
+    return embedder
+
+
+@pytest.fixture(scope="session")
+def onnx_int8(cache_dir: Path, onnx_fp32: OnnxMiniLMEmbedder) -> OnnxMiniLMEmbedder:
+    embedder = create_embedder("local-int8", 32, cache_dir)
+    assert isinstance(embedder, OnnxMiniLMEmbedder)
+    return embedder
+
+
+def test_every_kind_has_its_own_profile() -> None:
+    assert PROFILES == {"local": MINILM_PROFILE, "local-onnx": MINILM_ONNX_PROFILE,
+                        "local-int8": MINILM_INT8_PROFILE}
+    assert len({p.name for p in PROFILES.values()}) == 3  # metrics and caches tell them apart
+    assert all(p.dim == 384 for p in PROFILES.values())
+    with pytest.raises(EmbedderError, match="local-int8"):
+        profile_of("bedrock")
+
+
+def test_the_fp32_reference_stays_the_default_kind_until_the_suite_runs_on_int8() -> None:
+    from streams.app.settings import Settings
+
+    assert Settings.model_fields["embedder"].default == "local"
+
+
+def test_the_setting_picks_the_profile_without_loading_a_model(tmp_path: Path) -> None:
+    services = Services(settings(embedder="local-int8", embedder_cache_dir=tmp_path))
+    assert services.profile() == MINILM_INT8_PROFILE
+    assert services.dedup_config().profile == MINILM_INT8_PROFILE
+    assert list(tmp_path.iterdir()) == []  # nothing exported yet
+
+
+def test_the_setting_selects_the_onnx_embedder(cache_dir: Path, onnx_int8: OnnxMiniLMEmbedder) -> None:
+    services = Services(settings(embedder="local-int8", embedder_cache_dir=cache_dir))
+    embedder = services.embedder()
+    assert embedder is onnx_int8 or isinstance(embedder, OnnxMiniLMEmbedder)
+    assert embedder.profile == MINILM_INT8_PROFILE
+    assert embedder.model_file.parent == cache_dir and embedder.model_file.name.endswith("-int8.onnx")
+
+
+def test_the_cache_dir_defaults_to_the_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[Path | None] = []
+
+    def create(kind: str, batch: int, cache: Path | None):
+        seen.append(cache)
+        return type("Fake", (), {"profile": MINILM_ONNX_PROFILE})()
+
+    monkeypatch.setattr("streams.app.services.create_embedder", create)
+    settings_embedder(settings(embedder="local-onnx", data_dir=tmp_path / "w1", embedder_cache_dir=None))
+    assert seen == [tmp_path / "w1" / "models"]
+
+
+# int8: "ok" (3 tokens) sits lowest, at 0.955; sentences at 0.99+.
+@pytest.mark.parametrize("kind, floor, mean_floor", [("local-onnx", 0.9999, 0.9999),
+                                                     ("local-int8", 0.94, 0.98)])
+def test_vectors_are_normalised_and_close_to_the_reference(
+    kind: str, floor: float, mean_floor: float, minilm_embedder, onnx_fp32, onnx_int8,
+) -> None:
+    embedder = {"local-onnx": onnx_fp32, "local-int8": onnx_int8}[kind]
+    vectors = embedder.embed(SENTENCES)
+    assert vectors.shape == (len(SENTENCES), 384) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    cosines = np.sum(vectors * minilm_embedder.embed(SENTENCES), axis=1)
+    assert cosines.min() > floor and cosines.mean() > mean_floor, cosines
+    assert embedder.embed([]).shape == (0, 384)
+
+
+def test_a_text_embeds_alike_alone_and_padded_in_a_batch(onnx_fp32) -> None:
+    alone = onnx_fp32.embed(["ok"])[0]
+    in_batch = onnx_fp32.embed(SENTENCES)[SENTENCES.index("ok")]
+    assert float(alone @ in_batch) > 0.99999
+
+
+def test_long_texts_are_truncated_like_sentence_transformers(minilm_embedder, onnx_fp32) -> None:
+    long = " ".join(["the quick brown fox jumps over the lazy dog"] * 60)  # > 256 tokens
+    assert float(onnx_fp32.embed([long])[0] @ minilm_embedder.embed([long])[0]) > 0.9999
+
+
+def test_the_onnx_files_are_made_once_and_reused(
+    cache_dir: Path, onnx_int8, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    files = sorted(p.name for p in cache_dir.iterdir())
+    assert len(files) == 2 and files[0].endswith("-fp32.onnx") and files[1].endswith("-int8.onnx")
+    mtimes = {p: p.stat().st_mtime_ns for p in cache_dir.iterdir()}
+
+    def fail(*_):
+        raise AssertionError("the cached file should have been reused")
+
+    monkeypatch.setattr(onnx_export, "export_fp32", fail)
+    monkeypatch.setattr(onnx_export, "quantise_int8", fail)
+    again = OnnxMiniLMEmbedder(cache_dir, int8=True)
+    assert again.model_file == onnx_int8.model_file
+    np.testing.assert_allclose(again.embed(SENTENCES[:2]), onnx_int8.embed(SENTENCES[:2]), atol=1e-6)
+    assert {p: p.stat().st_mtime_ns for p in cache_dir.iterdir()} == mtimes
+
+
+def test_int8_reuses_a_cached_fp32_export(tmp_path: Path, onnx_fp32, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / onnx_fp32.model_file.name).symlink_to(onnx_fp32.model_file)
+    monkeypatch.setattr(onnx_export, "export_fp32", lambda *_: pytest.fail("exported again"))
+    made = onnx_export.onnx_path(onnx_export_model_dir(), tmp_path, int8=True)
+    assert made.name.endswith("-int8.onnx") and made.stat().st_size > 0
+
+
+def test_a_failed_write_leaves_no_file(tmp_path: Path) -> None:
+    def half_write(tmp: Path) -> None:
+        tmp.write_bytes(b"partial")
+        raise RuntimeError("killed mid-export")
+
+    with pytest.raises(RuntimeError):
+        onnx_export._write_atomically(tmp_path / "model.onnx", half_write)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_new_model_gets_a_new_file_name(tmp_path: Path) -> None:
+    for name, data in (("config.json", b"{}"), ("model.safetensors", b"weights-1")):
+        (tmp_path / name).write_bytes(data)
+    first = onnx_export.model_digest(tmp_path)
+    (tmp_path / "model.safetensors").write_bytes(b"weights-2")
+    assert onnx_export.model_digest(tmp_path) != first
+
+
+def onnx_export_model_dir() -> Path:
+    from streams.providers.embedders.minilm import minilm_dir
+
+    return minilm_dir()
