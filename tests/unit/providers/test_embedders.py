@@ -61,10 +61,10 @@ def test_every_kind_has_its_own_profile() -> None:
         profile_of("bedrock")
 
 
-def test_the_fp32_reference_stays_the_default_kind_until_the_suite_runs_on_int8() -> None:
+def test_int8_is_the_default_kind() -> None:
     from streams.app.settings import Settings
 
-    assert Settings.model_fields["embedder"].default == "local"
+    assert Settings.model_fields["embedder"].default == "local-int8"
 
 
 def test_the_setting_picks_the_profile_without_loading_a_model(tmp_path: Path) -> None:
