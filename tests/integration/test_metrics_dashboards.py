@@ -158,7 +158,8 @@ def test_the_replay_moved_the_decision_metrics(exposition: str):
     assert samples[("memstream_semantic_creates_total", ())] >= 1
     assert samples[("memstream_stage_records_total", (("stage", "ingest"),))] >= len(CONVERSATION)
     assert samples[("memstream_stage_duration_seconds_count", (("stage", "dedup"),))] >= 1
-    assert samples[("memstream_embed_duration_seconds_count", (("embedder", "all-MiniLM-L6-v2"),))] >= 1
+    assert sum(value for (name, _), value in samples.items()
+               if name == "memstream_embed_duration_seconds_count") >= 1
 
 
 def lag_samples(exposition: str) -> dict[tuple[str, str], float]:

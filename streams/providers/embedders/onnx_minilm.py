@@ -53,7 +53,11 @@ class OnnxMiniLMEmbedder:
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self._tokenizer.enable_truncation(max_seq_length(model_dir))
         self._tokenizer.enable_padding(pad_id=self._tokenizer.token_to_id("[PAD]") or 0, pad_token="[PAD]")
-        self._batch_size = max(1, batch_size)
+        # int8: one text per run. Dynamic quantisation scales a batch's activations together, so
+        # a text's vector depended on the texts beside it (cosine 0.995 alone vs in a batch):
+        # a replay after a crash, batched differently, then decided dedup differently. One at a
+        # time is deterministic and still ~5x local's batched texts/s.
+        self._batch_size = 1 if int8 else max(1, batch_size)
         # One call at a time: a run already uses every intra-op thread, and two would contend.
         self._lock = threading.Lock()
 

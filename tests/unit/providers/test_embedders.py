@@ -167,3 +167,12 @@ def onnx_export_model_dir() -> Path:
     from streams.providers.embedders.minilm import minilm_dir
 
     return minilm_dir()
+
+
+def test_an_int8_vector_does_not_depend_on_the_texts_beside_it(onnx_int8) -> None:
+    """A replay batches texts differently: the same text must get the same vector."""
+    text = "Ana adopted a cat named Nora when Ana lived in Porto."
+    alone = onnx_int8.embed([text])[0]
+    beside = onnx_int8.embed([text, "A much longer sentence about a restaurant in Dublin serving "
+                                    "grilled fish on Fridays with friends.", "ok"])[0]
+    assert np.array_equal(alone, beside)
