@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import shutil
 import tempfile
 import threading
 import warnings
@@ -106,12 +107,19 @@ def export_fp32(model_dir: Path, out: Path) -> None:
 
 
 def quantise_int8(fp32: Path, out: Path) -> None:
-    """Dynamic int8 quantisation of the MatMul weights, per output channel."""
+    """Dynamic int8 quantisation of the MatMul weights, per output channel.
+
+    Done on a private copy of the fp32 file: onnxruntime writes its shape-inferred model beside
+    its input under a fixed name (`<input>-inferred.onnx`) and deletes it after, so two processes
+    quantising at once from the shared cache broke each other (FileNotFoundError)."""
     try:
         import onnx
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as exc:  # pragma: no cover - declared dependency
         raise EmbedderError("int8 quantisation needs onnx and onnxruntime") from exc
-    quantize_dynamic(str(fp32), str(out), weight_type=QuantType.QInt8, per_channel=True,
-                     op_types_to_quantize=["MatMul"],
-                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=".quantise-") as private:
+        source = Path(private) / fp32.name
+        shutil.copyfile(fp32, source)
+        quantize_dynamic(str(source), str(out), weight_type=QuantType.QInt8, per_channel=True,
+                         op_types_to_quantize=["MatMul"],
+                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})

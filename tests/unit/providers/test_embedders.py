@@ -176,3 +176,25 @@ def test_an_int8_vector_does_not_depend_on_the_texts_beside_it(onnx_int8) -> Non
     beside = onnx_int8.embed([text, "A much longer sentence about a restaurant in Dublin serving "
                                     "grilled fish on Fridays with friends.", "ok"])[0]
     assert np.array_equal(alone, beside)
+
+
+def test_quantising_never_works_beside_the_shared_fp32_file(tmp_path: Path, monkeypatch) -> None:
+    """onnxruntime writes `<input>-inferred.onnx` beside its input and deletes it after: two
+    processes quantising from the shared cache at once broke each other."""
+    import onnxruntime.quantization as quantization
+
+    from streams.providers.embedders.onnx_export import quantise_int8
+
+    shared = tmp_path / "minilm-fp32.onnx"
+    shared.write_bytes(b"model")
+    inputs: list[Path] = []
+
+    def fake_quantize(model_input: str, model_output: str, **kwargs: object) -> None:
+        inputs.append(Path(model_input))
+        Path(model_output).write_bytes(Path(model_input).read_bytes())
+
+    monkeypatch.setattr(quantization, "quantize_dynamic", fake_quantize)
+    quantise_int8(shared, tmp_path / "out.onnx")
+    assert inputs and inputs[0].parent != shared.parent
+    assert (tmp_path / "out.onnx").read_bytes() == b"model"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["minilm-fp32.onnx", "out.onnx"]
