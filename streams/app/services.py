@@ -37,10 +37,14 @@ def shared_embedder(kind: str, batch_size: int, cache_dir: Path | None = None) -
         return _loaded[key]
 
 
+def models_dir(settings: Settings) -> Path:
+    """Where the ONNX embedders keep their model files: EMBEDDER_CACHE_DIR, else DATA_DIR/models."""
+    return settings.embedder_cache_dir or settings.data_dir / "models"
+
+
 def settings_embedder(settings: Settings) -> Embedder:
     """The embedder of `settings` (EMBEDDER, EMBED_BATCH_SIZE, EMBEDDER_CACHE_DIR), loaded once."""
-    cache_dir = settings.embedder_cache_dir or settings.data_dir / "models"
-    return shared_embedder(settings.embedder, settings.embed_batch_size, cache_dir)
+    return shared_embedder(settings.embedder, settings.embed_batch_size, models_dir(settings))
 
 
 class Services:

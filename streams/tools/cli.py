@@ -480,12 +480,13 @@ def bench_embedder(
 ) -> None:
     """texts/s of each embedder kind side by side (batched and one at a time), and the cosine
     of its vectors to the fp32 reference's. ONNX files are cached under EMBEDDER_CACHE_DIR."""
+    from streams.app.services import models_dir
     from streams.eval.bench_embedder import render, run_embedder_bench
 
     s = get_settings()
     report = run_embedder_bench(files, kinds, texts=texts, single=single, rounds=rounds,
-                                batch_size=s.embed_batch_size,
-                                cache_dir=s.embedder_cache_dir or s.data_dir / "models", console=console)
+                                batch_size=s.embed_batch_size, cache_dir=models_dir(s),
+                                console=console)
     if as_json:
         print(json.dumps(report, indent=2))
     else:
