@@ -13,6 +13,7 @@ from __future__ import annotations
 from functools import wraps
 from typing import Annotated, Any, Awaitable, Callable
 
+import aiohttp
 from faust.web import Request, Response, View
 from pydantic import TypeAdapter, ValidationError
 from yarl import URL
@@ -70,10 +71,16 @@ def route_to_owner(match_info: str = "user_id") -> Callable[[Handler], Handler]:
             headers = {k: v for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED}
             headers[FORWARDED] = "1"
             url = request.url.with_host(owner.host or "").with_port(int(owner.port or 80))
-            async with view.app.http_client.request(method=request.method, url=url, headers=headers,
-                                                    data=body) as response:
-                return view.web.text(await response.text(), content_type=response.content_type,
-                                     status=response.status)
+            try:
+                async with view.app.http_client.request(method=request.method, url=url,
+                                                        headers=headers, data=body) as response:
+                    return view.web.text(await response.text(), content_type=response.content_type,
+                                         status=response.status)
+            except aiohttp.ClientConnectionError:
+                # The owner left (stopped, killed) and the group has not rebalanced yet: its
+                # partitions come to a live worker shortly.
+                return view.json({"error": "the worker holding this user is unreachable, "
+                                           "retry shortly"}, status=503)
 
         return routed
 

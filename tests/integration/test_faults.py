@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from streams.app.topic_admin import create_topics
+from streams.eval.bench import wait_ready
 from streams.tools.broker import EmbeddedBroker
 from streams.tools.client import TurnProducer
 from tests.fakes.s3_server import LocalS3
@@ -166,23 +167,31 @@ def test_a_broker_crash_mid_run_loses_and_duplicates_nothing(tmp_path):
 
 def test_two_workers_sharing_the_partitions_end_in_the_state_of_one(tmp_path):
     """Four LoCoMo conversations (the first 80 turns of each) as four users, one per partition.
-    The second worker joins when a quarter of the turns are complete, so partitions move to it
-    with their tables mid-stream; both take candidates (their metrics say so). Then it stops and
-    its partitions move back to the first worker, which must end in the reference's state.
-    (The state is read from one worker: under a heavy load two workers on short session
-    timeouts can rebalance for minutes, and the registry answers 503 meanwhile.)"""
+    The first 20 turns of each are produced and processed by one worker; the second worker
+    then joins, and once it is ready (its share of the partitions assigned and their tables
+    recovered) the other 60 of each are produced, so partitions move to it with their tables
+    mid-stream and both take candidates (their metrics say so) whatever the machine's speed.
+    Then it stops and its partitions move back to the first worker, which must end in the
+    reference's state. (The state is read from one worker: under a heavy load two workers on
+    short session timeouts can rebalance for minutes, and the registry answers 503 meanwhile.)"""
     stems = ("conv-41", "conv-42", "conv-43", "conv-44")
     users = [user_on_partition(stem, p, PARTITIONS) for p, stem in enumerate(stems)]
-    turns = [t for stem, user in zip(stems, users) for t in locomo_turns(stem, user, limit=80)]
+    per_user = [locomo_turns(stem, user, limit=80) for stem, user in zip(stems, users)]
+    early = [t for turns_of_user in per_user for t in turns_of_user[:20]]
+    late = [t for turns_of_user in per_user for t in turns_of_user[20:]]
+    turns = early + late
     figures = Figures("two workers", len(turns))
-    reference = reference_state(turns)
+    reference = reference_state([t for turns_of_user in per_user for t in turns_of_user])
     figures.note(f"reference run in process: {reference.counts()}")
 
     async def run(broker: EmbeddedBroker, first: Worker, second: Worker) -> list[dict]:
         async with ProgressLog(broker.url, turns) as progress:
-            await progress.until(len(turns) // 4, STALL_S, alive(first))
+            await produce(broker.url, early)
+            await progress.until(len(early), STALL_S, alive(first))
             second.launch()
-            figures.note(f"second worker started at {len(progress.done)} turns complete")
+            await wait_ready(second.api_url, second.proc, timeout=STALL_S)
+            figures.note(f"second worker ready at {len(progress.done)} turns complete")
+            await produce(broker.url, late)
             await progress.until(len(turns), STALL_S, alive(first, second))
             figures.note("every turn complete")
             return progress.records
@@ -192,7 +201,6 @@ def test_two_workers_sharing_the_partitions_end_in_the_state_of_one(tmp_path):
         first = Worker(broker.url, tmp_path / "d1", "memstream-pair", tmp_path / "w1.log").start()
         second = Worker(broker.url, tmp_path / "d2", "memstream-pair", tmp_path / "w2.log")
         try:
-            asyncio.run(produce(broker.url, turns))
             records = asyncio.run(run(broker, first, second))
             taken = [asyncio.run(candidates_taken(w)) for w in (first, second)]
             second.stop()
