@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from streams.memory.tables import MemoryTables, Table
 from topics.events import MemoryEvent
@@ -63,8 +64,9 @@ def remember(applied: Table, key: str, result: Applied, writes: list[list[Any]] 
 
 
 def digest(value: Any) -> str:
-    """A short fingerprint of a table value (None: the key is absent)."""
-    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:32]
+    """A short fingerprint of a table value (None: the key is absent). (orjson: the stdlib's
+    encoder was a quarter of a candidate's CPU.)"""
+    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]
 
 
 def patch_of(before: Any, after: Any) -> dict[str, Any]:

@@ -143,14 +143,16 @@ def keyed_decision(candidate: Candidate, user_index: UserIndex) -> dedup.DedupDe
     """A fact with a deterministic entity key (`profile:pet:luna:age`) is the same fact as the
     active memory with that key: unchanged -> update, changed -> supersede."""
     fact = candidate.fact
-    if not fact.entity_key:
+    wanted = fact.entity_key
+    if not wanted:
         return None
-    for memory in user_index.docs.values():
-        if memory.is_visible and memory.entity_key and keys_match(memory.entity_key, fact.entity_key):
-            if same_text(memory.summary, fact.summary):
-                return dedup.DedupDecision(dedup.Action.update, memory, 1.0, "same_entity_key")
-            return dedup.DedupDecision(dedup.Action.supersede, memory, 1.0, "entity_key_changed")
-    return None
+    keyed = user_index.with_entity_key(lambda key: keys_match(key, wanted))
+    if not keyed:
+        return None
+    memory = keyed[0]
+    if same_text(memory.summary, fact.summary):
+        return dedup.DedupDecision(dedup.Action.update, memory, 1.0, "same_entity_key")
+    return dedup.DedupDecision(dedup.Action.supersede, memory, 1.0, "entity_key_changed")
 
 
 def supersede(state: MemoryState, old: Memory, new: Memory, thread_id: str, ts: datetime) -> MemoryEvent:

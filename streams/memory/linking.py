@@ -13,27 +13,25 @@ if TYPE_CHECKING:
 
 def link(state: MemoryState, memory: Memory, neighbours: Sequence[tuple[Memory, float]],
          ts: datetime) -> None:
-    """Edges to neighbours scoring at least `link_min`, on both ends, strength = score.
+    """Edges from `memory` to neighbours scoring at least `link_min`, strength = score.
 
-    Edges are keyed by memory id, so a link is never stored twice; each end gets a LINK audit
-    entry (no event: linking is incidental to the change that caused it).
+    An edge is stored once, on `memory` (the index serves the other end with it too: see
+    `UserIndex`), keyed by memory id, so a link is never stored twice; `memory` gets one LINK
+    audit entry listing the new edges (no event: linking is incidental to the change that
+    caused it).
     """
     fresh = {m.id: round(score, 4) for m, score in neighbours
              if m.id != memory.id and score >= state.config.link_min
              and memory.relations.get(m.id) != round(score, 4)}
+    current = state.index.user(memory.user_id).docs  # as changed by this candidate so far
+    fresh = {i: v for i, v in fresh.items() if (other := current.get(i)) is not None and other.is_visible}
     if not fresh:
         return
-    current = {i: state.memory(i) for i in fresh}
-    fresh = {i: v for i, v in fresh.items() if (doc := current[i]) is not None and doc.is_visible}
-    if not fresh:
+    doc = state.memory(memory.id)
+    if doc is None:
         return
-    for other_id, strength in [(memory.id, None), *fresh.items()]:
-        doc = state.memory(other_id)
-        if doc is None:
-            continue
-        relations = ({**doc.relations, **fresh} if strength is None
-                     else {**doc.relations, memory.id: strength})
-        linked = doc.model_copy(update={
-            "relations": relations, "related_ids": sorted({*doc.related_ids, *relations})})
-        state.store(linked)
-        state.audit.record_link(linked, ts, fresh if strength is None else {memory.id: strength})
+    relations = {**doc.relations, **fresh}
+    linked = doc.model_copy(update={
+        "relations": relations, "related_ids": sorted({*doc.related_ids, *relations})})
+    state.store(linked)
+    state.audit.record_link(linked, ts, fresh)

@@ -55,6 +55,11 @@ class UserIndex:
     Rows live in buffers that double when full, so building an index of n memories copies
     O(n) rows rather than O(n^2) (`np.vstack` per upsert). Beside each vector the row keeps the
     columns a query filters on (`Columns`); categories are stored as codes of `category_codes`.
+
+    A `related_to` edge is stored once, in the document of the memory that made it (linking
+    rewrote every neighbour's document and audit list: most of a candidate's table writes).
+    The index keeps the other direction (`_incoming`) and serves each memory in `docs` with
+    both: its own edges and those pointing at it (its own strength wins where both exist).
     """
 
     dim: int
@@ -64,13 +69,21 @@ class UserIndex:
     _buffer: np.ndarray | None = None
     _columns: dict[str, np.ndarray] = field(default_factory=dict)
     _rows: dict[str, int] = field(default_factory=dict)
+    _stored: dict[str, Memory] = field(default_factory=dict)
+    """The documents as stored (own edges only)."""
+    _incoming: dict[str, dict[str, float]] = field(default_factory=dict)
+    """memory id -> {id of a memory with an edge to it: strength}."""
+    _keyed: dict[str, dict[str, None]] = field(default_factory=dict)
+    """entity key -> ids of the visible memories with that key (ordered as `docs`)."""
+    _order: dict[str, int] = field(default_factory=dict)
+    """memory id -> its position in `docs`."""
 
     @property
     def _matrix(self) -> np.ndarray | None:
         return None if self._buffer is None else self._buffer[: len(self.ids)]
 
     def upsert(self, memory: Memory, vector: np.ndarray) -> None:
-        self.docs[memory.id] = memory
+        self._set_doc(memory)
         row = self._rows.get(memory.id)
         vec = np.asarray(vector, dtype=np.float32).reshape(self.dim)
         if row is None:
@@ -103,10 +116,56 @@ class UserIndex:
 
     def update_doc(self, memory: Memory) -> None:
         """Replace the document of a memory whose summary (so vector) did not change."""
-        self.docs[memory.id] = memory
+        self._set_doc(memory)
         row = self._rows.get(memory.id)
         if row is not None:
             self._write_columns(row, memory)
+
+    def _set_doc(self, memory: Memory) -> None:
+        """Store a document as written, update the incoming edges its own edges make, and
+        serve it and every memory whose incoming edges changed."""
+        before = self._stored.get(memory.id)
+        edges_before = before.relations if before is not None else {}
+        self._stored[memory.id] = memory
+        self._order.setdefault(memory.id, len(self._order))
+        if before is not None and before.entity_key:
+            self._keyed.get(before.entity_key, {}).pop(memory.id, None)
+        if memory.entity_key and memory.is_visible:
+            self._keyed.setdefault(memory.entity_key, {})[memory.id] = None
+        touched = {memory.id}
+        for other in edges_before.keys() - memory.relations.keys():
+            self._incoming.get(other, {}).pop(memory.id, None)
+            touched.add(other)
+        for other, strength in memory.relations.items():
+            if edges_before.get(other) != strength:
+                self._incoming.setdefault(other, {})[memory.id] = strength
+                touched.add(other)
+        for memory_id in touched:
+            self._serve(memory_id)
+
+    def _serve(self, memory_id: str) -> None:
+        """`docs[memory_id]`: the stored document with its incoming edges added."""
+        stored = self._stored.get(memory_id)
+        if stored is None:
+            return
+        incoming = {k: v for k, v in self._incoming.get(memory_id, {}).items()
+                    if k not in stored.relations}
+        if not incoming:
+            self.docs[memory_id] = stored
+            return
+        relations = {**stored.relations, **incoming}
+        self.docs[memory_id] = stored.model_copy(update={
+            "relations": relations, "related_ids": sorted({*stored.related_ids, *incoming})})
+
+    def with_entity_key(self, matches: Callable[[str], bool]) -> list[Memory]:
+        """The visible memories whose entity key `matches`, in `docs` order: a loop over the
+        distinct keys, not over every memory."""
+        ids = [i for key, keyed in self._keyed.items() if keyed and matches(key) for i in keyed]
+        return [self.docs[i] for i in sorted(ids, key=self._order.__getitem__)]
+
+    def stored(self, memory_id: str) -> Memory | None:
+        """A document as stored (without the incoming edges `docs` adds)."""
+        return self._stored.get(memory_id)
 
     def columns(self) -> Columns:
         """The filter columns of the current rows (views, not copies)."""

@@ -12,6 +12,8 @@ import json
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
+import orjson
+
 from streams.memory.tables import Table, key_text
 from streams.privacy.crypto import SealError
 from streams.privacy.user_keys import UserKeys
@@ -32,16 +34,16 @@ class Sealer:
 
     def seal(self, user_id: str, value: Any) -> Sealed:
         """`value` sealed with the user's data key (made if the user has none)."""
-        return self.seal_text(user_id, json.dumps(value, separators=(",", ":")))
+        return self.seal_bytes(user_id, orjson.dumps(value))
 
-    def seal_text(self, user_id: str, plaintext: str) -> Sealed:
-        """JSON text sealed with the user's data key (made if the user has none)."""
-        return Sealed(user_id=user_id, sealed=self.keys.seal(user_id, plaintext.encode("utf-8")))
+    def seal_bytes(self, user_id: str, plaintext: bytes) -> Sealed:
+        """JSON (UTF-8) sealed with the user's data key (made if the user has none)."""
+        return Sealed(user_id=user_id, sealed=self.keys.seal(user_id, plaintext))
 
     def seal_for_transit(self, user_id: str, value: Any) -> Sealed:
         """Sealed with the user's key if the user has one, else with the master key: for a
         web handler, which cannot make a key (it cannot write a table)."""
-        plaintext = json.dumps(value, separators=(",", ":")).encode("utf-8")
+        plaintext = orjson.dumps(value)
         if self.keys.data_key(user_id) is not None:
             return Sealed(user_id=user_id, sealed=self.keys.seal(user_id, plaintext))
         return Sealed(user_id=user_id, by="transit",
@@ -49,15 +51,15 @@ class Sealer:
 
     def open(self, envelope: Sealed) -> Any:
         """The value inside `envelope`; raises `SealError` when it does not open."""
-        return json.loads(self.open_text(envelope))
+        return orjson.loads(self.open_bytes(envelope))
 
-    def open_text(self, envelope: Sealed) -> str:
-        """The JSON text inside `envelope`; raises `SealError` when it does not open."""
+    def open_bytes(self, envelope: Sealed) -> bytes:
+        """The JSON (UTF-8) inside `envelope`; raises `SealError` when it does not open."""
         if envelope.by == "transit":
             plaintext = self.keys.open_in_transit(envelope.user_id, envelope.sealed)
         else:
             plaintext = self.keys.open(envelope.user_id, envelope.sealed)
-        return plaintext.decode("utf-8")
+        return plaintext
 
 
 class SealedTable(MutableMapping[Any, Any]):
@@ -67,7 +69,7 @@ class SealedTable(MutableMapping[Any, Any]):
         self.table = table
         self.sealer = sealer
         self.user_of = user_of
-        self._opened: dict[Any, tuple[str, bytes | None, str]] = {}
+        self._opened: dict[Any, tuple[str, bytes | None, bytes]] = {}
         """key -> (sealed text, the data key it was sealed with, its plaintext) of values read
         or written lately: a stage reads the same documents many times per record, and opening
         (base64, AES-GCM) is most of the cost. Checked on every read against the stored
@@ -82,18 +84,18 @@ class SealedTable(MutableMapping[Any, Any]):
             opened = self._opened.get(key)
             data_key = self._data_key(envelope)
             if opened is not None and opened[0] == envelope.sealed and opened[1] is data_key:
-                return json.loads(opened[2])
-            plaintext = self.sealer.open_text(envelope)
+                return orjson.loads(opened[2])
+            plaintext = self.sealer.open_bytes(envelope)
         except SealError:
             self._opened.pop(key, None)
             raise KeyError(key) from None
         self._remember(key, envelope.sealed, data_key, plaintext)
-        return json.loads(plaintext)
+        return orjson.loads(plaintext)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         user_id = self.user_of(key_text(key), value)
-        plaintext = json.dumps(value, separators=(",", ":"))
-        envelope = self.sealer.seal_text(user_id, plaintext)
+        plaintext = orjson.dumps(value)
+        envelope = self.sealer.seal_bytes(user_id, plaintext)
         self.table[key] = envelope.model_dump()
         self._remember(key, envelope.sealed, self._data_key(envelope), plaintext)
 
@@ -101,7 +103,7 @@ class SealedTable(MutableMapping[Any, Any]):
         """The key the envelope opens with now (None: none, or the master key in transit)."""
         return None if envelope.by == "transit" else self.sealer.keys.data_key(envelope.user_id)
 
-    def _remember(self, key: Any, sealed: str, data_key: bytes | None, plaintext: str) -> None:
+    def _remember(self, key: Any, sealed: str, data_key: bytes | None, plaintext: bytes) -> None:
         if len(self._opened) >= OPENED_CACHE_SIZE:
             self._opened.pop(next(iter(self._opened)))
         self._opened[key] = (sealed, data_key, plaintext)

@@ -91,6 +91,23 @@ def test_a_changed_fact_supersedes_never_overwrites():
     assert s.history(old.memory_id)[1]["old"]["state"] == "active"
 
 
+def test_a_keyed_fact_meets_the_current_memory_with_its_key_only():
+    """The keyed lookup follows changes: after 3 -> 4 the next change supersedes the memory
+    saying 4 (the superseded one no longer has the key), a `*` part matches any one part, and
+    an unrelated key matches nothing."""
+    s = state()
+    three = s.apply(keyed("1", "Ana's dog Luna is 3 years old.", "profile:pet:luna:age"), vec(1, 0))
+    four = s.apply(keyed("2", "Ana's dog Luna is 4 years old.", "profile:pet:luna:age"), vec(0, 1))
+    five = s.apply(keyed("3", "Luna is 5 now.", "profile:*:luna:age"), vec(-1, 0))
+    assert five.outcome == "superseded"
+    assert s.memory(four.memory_id).superseded_by == five.memory_id
+    assert s.memory(three.memory_id).superseded_by == four.memory_id
+    other = s.apply(keyed("4", "Ana's cat Milo is 2 years old.", "profile:pet:milo:age"), vec(0, -1))
+    assert other.outcome == "created"
+    again = s.apply(keyed("5", "Luna is 5 now.", "profile:pet:luna:age"), vec(0.6, 0.8))
+    assert (again.outcome, again.memory_id) == ("updated", five.memory_id)
+
+
 def test_changes_since_a_revision_are_logged_newest_first():
     s = state()
     s.apply(cand("1", "Ana has a dog named Luna."), vec(1, 0))
@@ -132,17 +149,30 @@ def test_an_llm_same_fact_answer_decides_the_check_band():
 
 
 def test_related_memories_are_linked_both_ways_once():
+    """An edge is stored once, on the memory that made it; the index serves it from both ends,
+    and again after a rebuild from the table (a recovery)."""
     s = state()
     a = s.apply(cand("1", "Ana has a dog named Luna."), vec(1, 0))
     b = s.apply(cand("2", "Ana walks Luna on the beach every morning."), vec(0.7, 0.714))
     s.apply(cand("2", "Ana walks Luna on the beach every morning."), vec(0.7, 0.714))  # replay
-    first, second = s.memory(a.memory_id), s.memory(b.memory_id)
     strength = pytest.approx(0.7, abs=1e-3)
-    assert first.relations == {second.id: strength} and second.relations == {first.id: strength}
-    assert first.related_ids == [second.id]
-    assert [h["verb"] for h in s.history(first.id)] == ["ADD", "LINK"]
+    assert s.memory(a.memory_id).relations == {}, "the older memory's document is not rewritten"
+    assert s.memory(b.memory_id).relations == {a.memory_id: strength}
+    assert [h["verb"] for h in s.history(a.memory_id)] == ["ADD"]
+    assert [h["verb"] for h in s.history(b.memory_id)] == ["ADD", "LINK"]
     far = s.apply(cand("3", "Ana works as a nurse."), vec(0, 1))
-    assert s.memory(far.memory_id).relations == {second.id: pytest.approx(0.714, abs=1e-3)}
+    assert s.memory(far.memory_id).relations == {b.memory_id: pytest.approx(0.714, abs=1e-3)}
+
+    def served() -> dict[str, dict[str, float]]:
+        docs = s.index.user("u").docs
+        return {m: dict(docs[m].relations) for m in (a.memory_id, b.memory_id, far.memory_id)}
+
+    before = served()
+    assert before[a.memory_id] == {b.memory_id: strength}
+    assert before[b.memory_id] == {a.memory_id: strength, far.memory_id: pytest.approx(0.714, abs=1e-3)}
+    assert s.index.user("u").docs[a.memory_id].related_ids == [b.memory_id]
+    s.index.rebuild(s.memory(m) for m in (far.memory_id, b.memory_id, a.memory_id))
+    assert served() == before
 
 
 def test_blocking_a_topic_is_announced_audited_and_purged_with_the_user():

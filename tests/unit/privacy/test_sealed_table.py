@@ -16,9 +16,9 @@ class CountingSealer(Sealer):
         super().__init__(keys)
         self.opened = 0
 
-    def open_text(self, envelope):  # type: ignore[no-untyped-def]
+    def open_bytes(self, envelope):  # type: ignore[no-untyped-def]
         self.opened += 1
-        return super().open_text(envelope)
+        return super().open_bytes(envelope)
 
 
 @pytest.fixture
