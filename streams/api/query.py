@@ -76,6 +76,7 @@ async def answer(app: MemstreamApp, request: QueryRequest, user_id: str,
                  principal: Any) -> dict[str, Any]:
     """Answer one query for `user_id` (this worker owns the user). Raises `QueryError`."""
     check_principal(principal, request.agent)
+    await app.store.ready()
     settings = app.settings
     policy = load_policy(settings.categories_path)
     clock = app.store.user_clock(user_id)

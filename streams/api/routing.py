@@ -64,6 +64,9 @@ def route_to_owner(match_info: str = "user_id") -> Callable[[Handler], Handler]:
             except KeyError:
                 return view.json({"error": "partition not assigned yet, retry shortly"}, status=503)
             if owner is None:
+                memstream = getattr(view.app, "memstream", None)
+                if memstream is not None:
+                    await memstream.store.ready()  # the index, if a rebalance left it stale
                 return await fun(view, request, *args, **kwargs)
             if request.headers.get(FORWARDED):
                 return view.json({"error": "partition is moving, retry shortly"}, status=503)

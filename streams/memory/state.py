@@ -92,7 +92,12 @@ class MemoryState:
     # --- what every change shares ------------------------------------------------------
     def store(self, memory: Memory, vector: np.ndarray | None = None) -> None:
         """Write a memory's document, and refresh it in the index (with its new vector, if
-        its summary changed)."""
+        its summary changed). A document taken from the index, which keeps no copy of the
+        vector, gets it back from the index's matrix."""
+        if memory.embedding_b64 is None and vector is None:
+            kept = self.index.user(memory.user_id).vector_b64(memory.id)
+            if kept is not None:
+                memory = memory.model_copy(update={"embedding_b64": kept})
         self.tables.memories[memory.id] = memory.model_dump(mode="json")
         if vector is None:
             self.index.user(memory.user_id).update_doc(memory)

@@ -3,13 +3,20 @@
 The index lives in RAM only. It is rebuilt from the `memories` table whenever it may no longer
 match it: at start and after every table recovery (a rebalance moves partitions, and their
 memories, between workers). The stages and the web routes of one worker share one store.
+
+The stages and routes `await ready()` first, which rebuilds a stale index in slices with the
+event loop free between them: a worker holding a million memories takes a while to index
+them, and a rebuild that held the loop that long would stop its heartbeats and cost it its
+place in the consumer group (then a rebalance, then another rebuild).
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Iterator
 from datetime import datetime
 
+import numpy as np
 from pydantic import ValidationError
 
 from streams.memory import users
@@ -17,9 +24,12 @@ from streams.memory.dedup import DedupConfig
 from streams.memory.model import Memory
 from streams.memory.state import MemoryState
 from streams.memory.tables import MemoryTables, key_text
-from streams.memory.vector_index import UserIndex, VectorIndex
+from streams.memory.vector_index import UserIndex, VectorIndex, decode_vector
 
 log = logging.getLogger(__name__)
+REBUILD_SLICE = 500
+"""Memories indexed between two yields to the event loop (about 60 ms of work, more on a
+busy machine: well inside the 1 s heartbeat interval)."""
 
 
 class MemoryStore:
@@ -31,30 +41,67 @@ class MemoryStore:
         self._config = config
         self._index: VectorIndex | None = None
         self._stale = True
+        self._rebuilding: asyncio.Lock | None = None
+        self._generation = 0
+        """Counts `mark_stale` calls: a rebuild that saw it change is out of date."""
 
     def mark_stale(self) -> None:
         """The tables changed under the index (a recovery): rebuild it before the next use."""
         self._stale = True
+        self._generation += 1
 
     def index(self) -> VectorIndex:
-        """The vector index over the owned memories, rebuilt first if stale."""
-        if self._index is None:
-            self._index = VectorIndex(self._config().profile.dim)
-        if self._stale:
-            count = self._index.rebuild(self._documents())
-            log.info("vector index rebuilt from the memories table: %d memories", count)
-            self._stale = False
+        """The vector index over the owned memories, rebuilt first (holding the event loop)
+        if stale: callers on the event loop `await ready()` before."""
+        if self._stale or self._index is None:
+            generation = self._generation
+            fresh = VectorIndex(self._config().profile.dim)
+            count = sum(fresh.add(memory, vector) for memory, vector in self._documents())
+            self._installed(fresh, count, generation)
+        assert self._index is not None
         return self._index
 
-    def _documents(self) -> Iterator[Memory]:
-        """The stored memories that validate; one that does not (written by another version,
-        damaged) is left out of the index and logged by id, never failing the rebuild."""
+    async def ready(self, slice_size: int = REBUILD_SLICE) -> None:
+        """Rebuild the index if stale, yielding to the event loop every `slice_size` memories.
+        Concurrent callers wait for the same rebuild; one marked stale again meanwhile (another
+        rebalance) starts over."""
+        if self._rebuilding is None:
+            self._rebuilding = asyncio.Lock()
+        async with self._rebuilding:
+            while self._stale or self._index is None:
+                generation = self._generation
+                fresh = VectorIndex(self._config().profile.dim)
+                count = 0
+                for position, (memory, vector) in enumerate(self._documents(), start=1):
+                    count += fresh.add(memory, vector)
+                    if position % slice_size == 0:
+                        await asyncio.sleep(0)
+                        if generation != self._generation:
+                            break
+                else:
+                    self._installed(fresh, count, generation)
+
+    def _installed(self, fresh: VectorIndex, count: int, generation: int) -> None:
+        """Use `fresh`, built from the tables as of `generation`; still stale if they changed
+        under it since."""
+        self._index = fresh
+        self._stale = generation != self._generation
+        log.info("vector index rebuilt from the memories table: %d memories", count)
+
+    def _documents(self) -> Iterator[tuple[Memory, np.ndarray | None]]:
+        """The stored memories that validate, each with its vector, taken out of the document
+        before validation (the index keeps it in its matrix only). One that does not validate
+        (written by another version, damaged) is left out of the index and logged by id, never
+        failing the rebuild."""
         for key, raw in self.tables.memories.items():
             try:
-                yield Memory.model_validate(raw)
-            except ValidationError as exc:
+                encoded = raw.pop("embedding_b64", None) if isinstance(raw, dict) else None
+                vector = decode_vector(encoded) if isinstance(encoded, str) and encoded else None
+                yield Memory.model_validate(raw), vector
+            except (ValidationError, ValueError) as exc:
+                errors = exc.error_count() if isinstance(exc, ValidationError) else 1
                 log.error("memory %s does not validate and is not searchable (%d errors)",
-                          key_text(key), exc.error_count())
+                          key_text(key), errors)
 
     def state(self) -> MemoryState:
         """The owned memories, to read and change."""

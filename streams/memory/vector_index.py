@@ -123,7 +123,10 @@ class UserIndex:
 
     def _set_doc(self, memory: Memory) -> None:
         """Store a document as written, update the incoming edges its own edges make, and
-        serve it and every memory whose incoming edges changed."""
+        serve it and every memory whose incoming edges changed. The document is kept without
+        its `embedding_b64`: the vector is in the matrix already (`vector_b64`)."""
+        if memory.embedding_b64 is not None:
+            memory = memory.model_copy(update={"embedding_b64": None})
         before = self._stored.get(memory.id)
         edges_before = before.relations if before is not None else {}
         self._stored[memory.id] = memory
@@ -162,6 +165,11 @@ class UserIndex:
         distinct keys, not over every memory."""
         ids = [i for key, keyed in self._keyed.items() if keyed and matches(key) for i in keyed]
         return [self.docs[i] for i in sorted(ids, key=self._order.__getitem__)]
+
+    def vector_b64(self, memory_id: str) -> str | None:
+        """A memory's vector as its document stores it (`embedding_b64`); None if it has none."""
+        row = self._rows.get(memory_id)
+        return None if row is None or self._buffer is None else encode_vector(self._buffer[row])
 
     def stored(self, memory_id: str) -> Memory | None:
         """A document as stored (without the incoming edges `docs` adds)."""
@@ -243,14 +251,18 @@ class VectorIndex:
     def rebuild(self, memories: Iterable[Memory]) -> int:
         """Replace the whole index with `memories` (those with an embedding); return the count."""
         self.clear()
-        count = 0
-        for memory in memories:
-            if memory.embedding_b64:
-                vector = decode_vector(memory.embedding_b64)
-                if vector.size != self.dim:  # another embedder's vector: never searchable here
-                    log.warning("memory %s has a %d-d vector, the index is %d-d; skipped",
-                                memory.id, vector.size, self.dim)
-                    continue
-                self.user(memory.user_id).upsert(memory, vector)
-                count += 1
-        return count
+        return sum(self.add(memory) for memory in memories)
+
+    def add(self, memory: Memory, vector: np.ndarray | None = None) -> bool:
+        """Index a stored memory by `vector`, else the one in its document; False when it has
+        none (or one of another embedder's size, never searchable here)."""
+        if vector is None:
+            if not memory.embedding_b64:
+                return False
+            vector = decode_vector(memory.embedding_b64)
+        if vector.size != self.dim:
+            log.warning("memory %s has a %d-d vector, the index is %d-d; skipped",
+                        memory.id, vector.size, self.dim)
+            return False
+        self.user(memory.user_id).upsert(memory, vector)
+        return True

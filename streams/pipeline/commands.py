@@ -91,6 +91,7 @@ class CommandsStage:
         try:
             command = parse_command_record(record.value, record.key, self.settings.max_record_bytes)
             command = open_command(self.outputs.sealer, command)
+            await self.store.ready()
             applied = await apply_command(self.store, self.embed, self.outputs, command,
                                           StageClock.start(record, STAGE))
             if self.observer is not None:

@@ -68,6 +68,7 @@ class DedupStage:
         metrics.STAGE_RECORDS.labels(stage=STAGE).inc(len(records))
         clocks = [StageClock.start(record, STAGE) for record in records]
         parsed = [(record, self.parse(record)) for record in records]
+        await self._index_ready()
         vectors = await self._embed_new([c for _, c in parsed if isinstance(c, Candidate)])
         outcomes = []
         for (record, item), clock in zip(parsed, clocks):
@@ -79,6 +80,15 @@ class DedupStage:
         metrics.STAGE_SECONDS.labels(stage=STAGE).observe(
             (time.perf_counter() - started) / max(len(records), 1))
         return outcomes
+
+    async def _index_ready(self) -> None:
+        """Rebuild a stale index without holding the event loop. Never raises: on a failure
+        each record meets it again inside its own error handling (`store.state()`)."""
+        try:
+            await self.store.ready()
+        except Exception as exc:  # noqa: BLE001 - the records go on one at a time
+            metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
+            log.error("vector index rebuild failed: %s", describe_failure(exc))
 
     async def _embed_new(self, candidates: list[Candidate]) -> dict[int, np.ndarray]:
         """The vectors of the candidates not applied yet, by `id()`, in one model call; empty

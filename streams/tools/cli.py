@@ -469,6 +469,24 @@ def bench_query(
         render(report, Console())
 
 
+@bench_app.command("rebuild")
+def bench_rebuild(
+    memories: Annotated[int, typer.Option(help="Memories in the table.")] = 1_000_000,
+    users: Annotated[int, typer.Option(help="Users they belong to.")] = 2000,
+    as_json: JsonOpt = False,
+) -> None:
+    """Rebuilding the vector index of N memories (what a worker does after a rebalance): the
+    time in one go, the time in slices and the longest the event loop was held meanwhile
+    (heartbeats run on it), and the RAM the index adds per memory. In process."""
+    from streams.eval.bench_rebuild import render, run_rebuild_bench
+
+    report = run_rebuild_bench(memories, users)
+    if as_json:
+        print(json.dumps(report, indent=2))
+    else:
+        render(report, Console())
+
+
 @bench_app.command("embedder")
 def bench_embedder(
     files: Annotated[list[Path], typer.Argument(help="LoCoMo conversation files: their turns are the texts.", exists=True, dir_okay=False)],

@@ -108,6 +108,19 @@ def test_a_keyed_fact_meets_the_current_memory_with_its_key_only():
     assert (again.outcome, again.memory_id) == ("updated", five.memory_id)
 
 
+def test_the_vector_is_held_once_in_ram_and_kept_in_the_document():
+    """The index keeps a memory's vector in its matrix only, not again as `embedding_b64` in
+    its document; a document changed from the index's copy (a merge) is stored with it still."""
+    s = state()
+    first = s.apply(cand("1", "Ana has a dog named Luna."), vec(1, 0))
+    stored = s.memory(first.memory_id).embedding_b64
+    assert stored and s.index.user("u").docs[first.memory_id].embedding_b64 is None
+    merged = s.apply(cand("2", "Ana has a dog named Luna."), vec(1, 0))
+    assert (merged.outcome, merged.memory_id) == ("updated", first.memory_id)
+    assert s.memory(first.memory_id).version == 2
+    assert s.memory(first.memory_id).embedding_b64 == stored
+
+
 def test_changes_since_a_revision_are_logged_newest_first():
     s = state()
     s.apply(cand("1", "Ana has a dog named Luna."), vec(1, 0))

@@ -86,8 +86,10 @@ def test_allowlist_is_enforced_whatever_the_request_says():
 
 
 def test_weights_are_configurable_and_related_strength_boosts():
+    # "linked" has an edge to a memory outside this index: an edge to "similar" would be
+    # served on both ends, and boost both.
     index = index_of((mem("similar", importance=1), 0.9), (mem("important", importance=5), 0.7),
-                     (mem("linked", importance=1, relations={"similar": 0.9}), 0.85))
+                     (mem("linked", importance=1, relations={"elsewhere": 0.9}), 0.85))
     assert ids(ask(index, top_k=3))[0] == "important"
     assert ids(ask(index, weights=RankWeights(similarity=1, importance=0, recency=0, pinned=0,
                                               related=0), top_k=3)) == ["similar", "linked", "important"]
