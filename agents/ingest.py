@@ -12,7 +12,8 @@ from streams.pipeline.ingest import IngestStage
 
 
 def register(app: MemstreamApp) -> AgentT:
-    stage = IngestStage(app.settings, app.ingest_tables, app.services.llm, app.outputs)
+    stage = IngestStage(app.settings, app.ingest_tables, app.services.llm, app.outputs,
+                        embed=app.services.embed)
 
     async def ingest(stream):  # type: ignore[no-untyped-def]
         """Consume `chat.turns`; yields the facts emitted per record (so `test_context().put`

@@ -44,6 +44,10 @@ class Candidate(BaseModel):
         default_factory=list,
         description="Provenance when it is more than `turn`: an episode covers its window.",
     )
+    vector_b64: str | None = Field(
+        None, description="The summary's embedding (float32, base64), computed by ingest so the "
+                          "model's time overlaps dedup's work on earlier candidates; dedup "
+                          "embeds the summary itself when absent or of another size.")
 
     @property
     def refs(self) -> list[str]:

@@ -23,6 +23,7 @@ import numpy as np
 from streams.errors import InvalidRecord
 from streams.memory.commands import CommandError
 from streams.memory.store import MemoryStore
+from streams.memory.vector_index import decode_vector
 from streams.observability import metrics
 from streams.observability.logs import describe_failure
 from streams.pipeline.commands import apply_command
@@ -96,9 +97,12 @@ class DedupStage:
         try:
             current = self.store.state()
             fresh = [c for c in candidates if not current.is_applied(c)]
-            if not fresh:
-                return {}
-            return dict(zip(map(id, fresh), await self.embed([c.fact.summary for c in fresh])))
+            vectors = {id(c): v for c in fresh
+                       if (v := carried_vector(c, current.config.profile.dim)) is not None}
+            rest = [c for c in fresh if id(c) not in vectors]
+            if rest:
+                vectors.update(zip(map(id, rest), await self.embed([c.fact.summary for c in rest])))
+            return vectors
         except Exception as exc:  # noqa: BLE001 - fall back to one record at a time
             metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
             log.error("dedup batch embedding failed, records go one at a time: %s",
@@ -114,9 +118,11 @@ class DedupStage:
         """
         clock = clock or StageClock(None, time.perf_counter())
         started = time.perf_counter()
+        current = self.store.state()
+        if vector is None:
+            vector = carried_vector(candidate, current.config.profile.dim)
         if vector is None:
             vector = (await self.embed([candidate.fact.summary]))[0]
-        current = self.store.state()
         same_fact = None
         if self.llm.provider is not None and not current.is_applied(candidate):
             # The check band is decided by the LLM when one is configured (it falls back to the
@@ -194,3 +200,14 @@ def progress_of(candidate: Candidate, outcome: str, memory_id: str | None) -> Tu
         outcome=outcome, fact_index=candidate.fact_index,  # type: ignore[arg-type]
         fact_count=candidate.fact_count, memory_id=memory_id,
     )
+
+
+def carried_vector(candidate: Candidate, dim: int) -> np.ndarray | None:
+    """The embedding ingest put in the candidate, if it is one of this embedder's size."""
+    if not candidate.vector_b64:
+        return None
+    try:
+        vector = decode_vector(candidate.vector_b64)
+    except ValueError:
+        return None
+    return vector if vector.size == dim else None

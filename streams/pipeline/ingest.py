@@ -19,18 +19,21 @@ from streams.app.settings import Settings
 from streams.errors import InvalidRecord
 from streams.memory import applied, ids
 from streams.memory.tables import Table, thread_key, turn_key
+from streams.memory.vector_index import encode_vector
 from streams.memory.users import blocked_topics
 from streams.observability import metrics
 from streams.observability.logs import describe_failure
 from streams.pipeline.outputs import Outputs
 from streams.pipeline.records import Record, StageClock
 from streams.privacy.user_keys import UserKeys
+from streams.providers.embedders import Embed
 from streams.providers.llm import GuardedLLM
 from streams.write import policy
 from streams.write.episodic import Observed, observe, rules_from
 from streams.write.facts import FactPipeline, candidates_of, hot_command, mentions_topic
 from streams.write.trigger import CommandKind, ExplicitCommand
 from streams.write.validation import parse_turn
+from topics.candidates import Candidate
 from topics.events import MemoryEvent
 from topics.progress import TurnProgress
 from topics.turns import Turn
@@ -63,15 +66,34 @@ class IngestStage:
     """Turns in, candidates (or a hot-path command) out."""
 
     def __init__(self, settings: Settings, tables: IngestTables, llm: GuardedLLM,
-                 outputs: Outputs, now: Callable[[], datetime] = wall_clock) -> None:
-        """`now` is the worker's clock, used only to refuse turns dated too far ahead."""
+                 outputs: Outputs, now: Callable[[], datetime] = wall_clock,
+                 embed: Embed | None = None) -> None:
+        """`now` is the worker's clock, used only to refuse turns dated too far ahead; `embed`,
+        when given, embeds each candidate's summary here (`Candidate.vector_b64`)."""
         self.settings = settings
+        self.embed = embed
         self.now = now
         self.tables = tables
         self.llm = llm
         self.outputs = outputs
         self.facts = FactPipeline(settings)
         self.episodes = rules_from(settings)
+
+    async def with_vectors(self, candidates: list[Candidate]) -> list[Candidate]:
+        """The candidates with their summaries' embeddings. The model runs off the event loop,
+        so in a worker it embeds this turn's facts while dedup applies earlier ones: the two
+        costs overlap instead of adding up. On a failure the candidates go without (dedup
+        embeds them)."""
+        if self.embed is None:
+            return candidates
+        try:
+            vectors = await self.embed([c.fact.summary for c in candidates])
+        except Exception as exc:  # noqa: BLE001 - dedup embeds what ingest could not
+            metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
+            log.warning("ingest could not embed candidates, dedup will: %s", describe_failure(exc))
+            return candidates
+        return [c.model_copy(update={"vector_b64": encode_vector(v)})
+                for c, v in zip(candidates, vectors)]
 
     async def handle(self, record: Record) -> int:
         """Process one raw record; return the facts emitted.
@@ -142,6 +164,7 @@ class IngestStage:
             await self.outputs.progress(clock.stamp(self._progress(turn, "skipped")))
             return 0
         metrics.TURNS.labels(outcome="candidates").inc()
+        candidates = await self.with_vectors(candidates)
         for candidate in candidates:
             fact, confidence = candidate.fact, candidate.confidence
             memory_id = ids.memory_id(turn.user_id, turn.thread_id, turn.turn_id, candidate.fact_index)

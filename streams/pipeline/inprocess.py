@@ -103,7 +103,8 @@ class InProcessPipeline:
         outputs = Outputs(self.topics.send, self.sealed.sealer, settings.dlq_max_raw_bytes)
         self.tables = self.sealed.memory
         self.store = MemoryStore(self.tables, self.services.dedup_config)
-        self.ingest_stage = IngestStage(settings, self.sealed.ingest, self.services.llm, outputs)
+        self.ingest_stage = IngestStage(settings, self.sealed.ingest, self.services.llm, outputs,
+                                        embed=self.services.embed)
         self.dedup_stage = DedupStage(self.store, self.services.embed, self.services.llm, outputs)
         self.commands_stage = CommandsStage(settings, self.store, self.services.embed, outputs)
         self.consumers = Consumers(self.ingest_stage.handle, self.dedup_stage.handle_batch,

@@ -132,6 +132,7 @@ async def test_a_failing_batch_embedding_falls_back_to_one_record_at_a_time(tmp_
         return await real(texts)
 
     pipeline.dedup_stage.embed = flaky
+    pipeline.ingest_stage.embed = None  # so dedup embeds the candidates itself
     now = datetime(2024, 5, 1, 10, tzinfo=timezone.utc)
     turns = [Turn.model_validate_json(turn(str(i), text, now)) for i, text in enumerate(
         ["I adopted a dog named Luna.", "I work as a nurse in Lisbon."])]
