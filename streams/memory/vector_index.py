@@ -12,6 +12,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
+from streams.memory.lexical_index import LexicalIndex
 from streams.memory.model import Memory
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,9 @@ class UserIndex:
     Rows live in buffers that double when full, so building an index of n memories copies
     O(n) rows rather than O(n^2) (`np.vstack` per upsert). Beside each vector the row keeps the
     columns a query filters on (`Columns`); categories are stored as codes of `category_codes`.
+    `lexical` is the BM25 index over the same rows' summaries (visible memories only), kept in
+    step by `upsert` and `update_doc` at no cost to the write path (it is rebuilt lazily, on the
+    first query after a change: `streams.memory.lexical_index`).
     """
 
     dim: int
@@ -64,6 +68,7 @@ class UserIndex:
     _buffer: np.ndarray | None = None
     _columns: dict[str, np.ndarray] = field(default_factory=dict)
     _rows: dict[str, int] = field(default_factory=dict)
+    lexical: LexicalIndex = field(default_factory=LexicalIndex)
 
     @property
     def _matrix(self) -> np.ndarray | None:
@@ -81,6 +86,7 @@ class UserIndex:
         assert self._buffer is not None
         self._buffer[row] = vec
         self._write_columns(row, memory)
+        self._write_lexical(row, memory)
 
     def _grow(self, capacity: int, used: int) -> None:
         grown = np.zeros((capacity, self.dim), dtype=np.float32)
@@ -107,6 +113,23 @@ class UserIndex:
         row = self._rows.get(memory.id)
         if row is not None:
             self._write_columns(row, memory)
+            self._write_lexical(row, memory)
+
+    def _write_lexical(self, row: int, memory: Memory) -> None:
+        """Keep the BM25 index in step: only visible memories are in it (a no-op, not even a
+        dirty flag, when neither the summary nor the visibility changed, as on a read)."""
+        if memory.is_visible:
+            self.lexical.put(row, memory.summary)
+        else:
+            self.lexical.discard(row)
+
+    def row(self, memory_id: str) -> int | None:
+        """The row of a memory (aligned with `similarities` and `columns`), None if absent."""
+        return self._rows.get(memory_id)
+
+    def lexical_scores(self, text: str) -> np.ndarray:
+        """BM25 score of every row for `text` (0 for rows not visible or without a match)."""
+        return self.lexical.scores(text, len(self.ids))
 
     def columns(self) -> Columns:
         """The filter columns of the current rows (views, not copies)."""
