@@ -16,6 +16,7 @@ from streams.read import ranking
 from streams.read.categories import load_policy
 from streams.read.delta import render_delta
 from streams.read.errors import InvalidQuery, QueryForbidden
+from streams.read.fusion import Retrieval
 from streams.read.query import QueryLimits, execute, plan_query
 from streams.read.token_budget import get_counter
 from topics.commands import Command
@@ -90,7 +91,7 @@ async def answer(app: MemstreamApp, request: QueryRequest, user_id: str,
         delta = (current.current_rev(user_id, request.thread_id), request.since_rev,
                  render_delta(request.since_rev, changes))
     response, hits = execute(index, vector, plan, policy, ranking.weights_from_settings(settings),
-                             get_counter(), delta)
+                             get_counter(), delta, Retrieval.from_settings(settings))
     # The read time is the query's "now", but never later than the user's clock: a request
     # dated in the future must not keep memories from ever expiring.
     read_time = (min(t for t in (plan.reference, clock) if t is not None)

@@ -108,6 +108,22 @@ class Settings(BaseSettings):
     rank_w_pinned: float = Field(0.10, description="Ranking weight of being pinned.")
     rank_w_related: float = Field(0.05, description="Ranking weight of the strongest related edge.")
     recency_half_life_days: float = Field(90.0, description="Half-life of the recency term.")
+    retrieval_mode: Literal["dense", "hybrid"] = Field(
+        "hybrid",
+        description="dense: the similarity term is the cosine alone. hybrid: the cosine fused "
+        "with BM25 over the user's active memory summaries (bm25s, stemmed; kept per user, "
+        "rebuilt on the first query after the user's memories changed), see RETRIEVAL_FUSION.",
+    )
+    retrieval_fusion: Literal["blend", "rrf"] = Field(
+        "blend",
+        description="Hybrid fusion. blend: RETRIEVAL_DENSE_WEIGHT x cosine + the rest x BM25 / "
+        "the best BM25 among the rows the query may return. rrf: reciprocal rank fusion "
+        "(k = RETRIEVAL_RRF_K), scaled so first in both rankings is 1.",
+    )
+    retrieval_dense_weight: float = Field(
+        0.7, ge=0.0, le=1.0, description="Weight of the cosine in the blend fusion (the rest is BM25's).",
+    )
+    retrieval_rrf_k: int = Field(60, ge=1, description="k of reciprocal rank fusion (60 as in its paper).")
     query_max_top_k: int = Field(100, description="Largest top_k a query may ask for.")
     categories_path: Path | None = Field(
         None, description="Categories YAML (seed 001 §5: categories, context modes, per-agent "

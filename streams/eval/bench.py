@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Callable
@@ -51,6 +51,7 @@ from streams.eval.bench_stages import (
 )
 from streams.eval.locomo import LocomoConversation, load_conversation
 from streams.eval.recall import KS, RawTurnBaseline, RecallReport, duplicate_rate
+from streams.read.fusion import Retrieval
 from topics.events import MemoryEvent
 from topics.names import ALL_TOPICS, MEMORY_EVENTS, MEMORY_PROGRESS
 from topics.turns import Turn
@@ -379,19 +380,31 @@ async def query_all(api_url: str, conversations: list[LocomoConversation],
     return report, latencies
 
 
-def baseline_recall(conversations: list[LocomoConversation], embedder: Any = None) -> RecallReport:
+def baseline_recall(conversations: list[LocomoConversation], embedder: Any = None,
+                    hybrid: Retrieval | None = None) -> tuple[RecallReport, RecallReport]:
+    """Recall of the raw-turn baselines: every turn searched by cosine alone, and by `hybrid`
+    (cosine fused with BM25, as memory queries in hybrid mode; the settings' fusion when None)."""
     from streams.providers.embedders.minilm import LocalMiniLMEmbedder
 
     embedder = embedder or LocalMiniLMEmbedder()
+    hybrid = replace(hybrid or _settings_retrieval(), mode="hybrid")
     baseline = RawTurnBaseline(embedder.embed)
     baseline.index(t for c in conversations for t in c.turns)
-    report = RecallReport()
+    dense_report, hybrid_report = RecallReport(), RecallReport()
     for conv in conversations:
         questions = conv.scored_questions
         vectors = embedder.embed([q.question for q in questions])
         for question, vector in zip(questions, vectors):
-            report.add(question.evidence, baseline.search(conv.user_id, vector, max(KS)))
-    return report
+            dense_report.add(question.evidence, baseline.search(conv.user_id, vector, max(KS)))
+            hybrid_report.add(question.evidence, baseline.search(
+                conv.user_id, vector, max(KS), text=question.question, retrieval=hybrid))
+    return dense_report, hybrid_report
+
+
+def _settings_retrieval() -> Retrieval:
+    from streams.app.settings import get_settings
+
+    return Retrieval.from_settings(get_settings())
 
 
 def run_offline_bench(files: list[Path], console: Console) -> dict[str, Any]:
@@ -405,6 +418,9 @@ def run_offline_bench(files: list[Path], console: Console) -> dict[str, Any]:
     console.print(f"embedder: {settings.embedder} ({embedder.profile.name})")
     conversations = [load_conversation(p) for p in files]
     pipeline = InProcessPipeline(settings, embedder)
+    retrieval = Retrieval.from_settings(settings)
+    console.print(f"retrieval: {retrieval.mode}" + (
+        f" ({retrieval.fusion})" if retrieval.mode == "hybrid" else ""))
     turns = [t for c in conversations for t in c.turns]
     report = asyncio.run(_offline_recall(pipeline, conversations, turns))
     outcomes = pipeline.outcomes()
@@ -414,13 +430,16 @@ def run_offline_bench(files: list[Path], console: Console) -> dict[str, Any]:
         for m in pipeline.store.user_memories(conv.user_id):
             if m.is_visible:
                 summaries.setdefault((conv.user_id, m.type), []).append(m.summary)
+    base, base_hybrid = baseline_recall(conversations, embedder, retrieval)
     return {
         **stored_quality(summaries, conversations, files, embedder),
         "duplicate_rate": round(duplicates(summaries, embedder), 4),
         "mode": "offline", "embedder": embedder.profile.name, "files": [str(p) for p in files], "turns": len(turns),
+        "retrieval": asdict(retrieval),
         "memories_written": created, "memories_updated": outcomes.get("updated", 0),
         "memories_per_turn": round(created / max(len(turns), 1), 4), **report.as_dict(),
-        "baseline_raw_turns": baseline_recall(conversations, embedder).as_dict(),
+        "baseline_raw_turns": base.as_dict(),
+        "baseline_raw_turns_hybrid": base_hybrid.as_dict(),
     }
 
 
@@ -498,8 +517,8 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         console.print(f"timing the embedder alone on the run's {len(candidate_texts)} candidate summaries ...")
         embed_alone.update(texts=len(candidate_texts), seconds=round(
             time_embedding(embedder.embed, candidate_texts, settings.dedup_batch_size), 3))
-    console.print("raw-turn baseline ...")
-    base = baseline_recall(conversations, embedder)
+    console.print("raw-turn baselines ...")
+    base, base_hybrid = baseline_recall(conversations, embedder, Retrieval.from_settings(settings))
     dup = duplicates(summaries, embedder)
 
     e2e = latencies_ms(result.produced_at, result.done_at)
@@ -531,7 +550,9 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         "worker_rss_bytes_per_memory": rss["per_memory"],
         "query_latency_ms": percentiles(query_ms, (50, 95)),
         **report.as_dict(),
+        "retrieval": asdict(Retrieval.from_settings(settings)),
         "baseline_raw_turns": base.as_dict(),
+        "baseline_raw_turns_hybrid": base_hybrid.as_dict(),
     }
 
 
@@ -540,7 +561,13 @@ def render_report(report: dict[str, Any], console: Console) -> None:
     table.add_column("metric")
     table.add_column("memstream", justify="right")
     table.add_column("raw-turn baseline / broker", justify="right")
+    table.add_column("hybrid raw-turn baseline", justify="right")
     base = report["baseline_raw_turns"]
+    hybrid = report.get("baseline_raw_turns_hybrid")
+    if retrieval := report.get("retrieval"):
+        table.add_row("retrieval", retrieval["mode"] + (
+            f" ({retrieval['fusion']})" if retrieval["mode"] == "hybrid" else ""), "dense",
+            f"hybrid ({retrieval['fusion']})")
     if "embedder" in report:
         table.add_row("embedder", report["embedder"], "")
     table.add_row("turns", str(report["turns"]), "")
@@ -577,10 +604,15 @@ def render_report(report: dict[str, Any], console: Console) -> None:
                           "" if per is None else f"{per:.0f} B per memory")
         q = report["query_latency_ms"]
         table.add_row("query latency ms p50/p95", f"{q['p50']} / {q['p95']}", "")
+    def of_hybrid(key: str, k: int, form: str) -> str:
+        return format(hybrid[key][k], form) if hybrid else ""
+
     for k in KS:
-        table.add_row(f"recall_any@{k}", f"{report['recall_any'][k]:.3f}", f"{base['recall_any'][k]:.3f}")
-        table.add_row(f"recall_all@{k}", f"{report['recall_all'][k]:.3f}", f"{base['recall_all'][k]:.3f}")
+        table.add_row(f"recall_any@{k}", f"{report['recall_any'][k]:.3f}", f"{base['recall_any'][k]:.3f}",
+                      of_hybrid("recall_any", k, ".3f"))
+        table.add_row(f"recall_all@{k}", f"{report['recall_all'][k]:.3f}", f"{base['recall_all'][k]:.3f}",
+                      of_hybrid("recall_all", k, ".3f"))
     for k in KS:
         table.add_row(f"context words @{k}", f"{report['context_words_mean_at'][k]:.1f}",
-                      f"{base['context_words_mean_at'][k]:.1f}")
+                      f"{base['context_words_mean_at'][k]:.1f}", of_hybrid("context_words_mean_at", k, ".1f"))
     console.print(table)

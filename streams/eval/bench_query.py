@@ -43,6 +43,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from streams.read.categories import CategoryPolicy, load_policy
+from streams.read.fusion import Retrieval
 from streams.providers.embedders import Embedder
 from streams.memory.model import Memory
 from streams.read.query import QueryLimits, execute, plan_query
@@ -194,14 +195,20 @@ class Contenders:
     search_only: Optional[Callable[[str], Any]] = None
     """Ours with the query's vector already computed: the search's own cost (plan, filters,
     ranking, budget), which a busy machine's noisy model time does not hide."""
+    ours_dense: Optional[Callable[[str], Any]] = None
+    """Ours with dense retrieval, beside ours when ours is hybrid (same index, same run)."""
+    lexical_rebuild_ms: Optional[dict[str, float]] = None
+    """Hybrid only: building the user's BM25 index from nothing, and again after one memory
+    changed (its tokens cached): what the first query after a write pays."""
 
 
 def build(memories: Sequence[Memory], vectors: np.ndarray, embedder: Embedder, *, top_k: int,
           budget_tokens: int, policy: CategoryPolicy | None = None,
           counter: TokenCounter | None = None, with_store: bool = True,
-          advance: Advance = _nothing) -> Contenders:
+          advance: Advance = _nothing, retrieval: Retrieval = Retrieval()) -> Contenders:
     """The paths over `memories`, seeded in bulk: the index row by row as the worker's
-    `VectorIndex.rebuild` does; `advance(k)` as k memories are in (once more with the store)."""
+    `VectorIndex.rebuild` does; `advance(k)` as k memories are in (once more with the store).
+    `retrieval` is ours'; when it is hybrid, ours with dense retrieval is measured beside it."""
     policy = policy or load_policy()
     counter = counter or get_counter()
     index = UserIndex(embedder.profile.dim)
@@ -220,14 +227,30 @@ def build(memories: Sequence[Memory], vectors: np.ndarray, embedder: Embedder, *
     def embed_query(text: str) -> np.ndarray:
         return worker.submit(embedder.embed, [text]).result()[0]
 
-    def search(text: str, vector: np.ndarray) -> Any:
+    def search(text: str, vector: np.ndarray, how: Retrieval = retrieval) -> Any:
         request = QueryRequest(agent="supervisor", query=text, top_k=top_k,
                                budget_tokens=budget_tokens, filters={"importance_min": 1})
         plan = plan_query(request, USER, policy, limits, NOW)
-        return execute(index, vector, plan, policy, weights, counter, (41, 40, header))[0]
+        return execute(index, vector, plan, policy, weights, counter, (41, 40, header), how)[0]
 
     def ours(text: str) -> Any:
         return search(text, embed_query(text))
+
+    def ours_dense(text: str) -> Any:
+        return search(text, embed_query(text), Retrieval(mode="dense"))
+
+    rebuild_ms: dict[str, float] | None = None
+    if retrieval.mode == "hybrid" and len(memories):
+        started = time.perf_counter()
+        index.lexical_scores("warm")
+        cold = (time.perf_counter() - started) * 1000
+        first = memories[0]
+        index.update_doc(first.model_copy(update={"summary": first.summary + " (edited)"}))
+        started = time.perf_counter()
+        index.lexical_scores("warm")
+        rebuild_ms = {"cold": round(cold, 3), "after_one_change": round((time.perf_counter() - started) * 1000, 3)}
+        index.update_doc(first)
+    dense_path = ours_dense if retrieval.mode == "hybrid" else None
 
     query_vectors: dict[str, np.ndarray] = {}
 
@@ -240,7 +263,7 @@ def build(memories: Sequence[Memory], vectors: np.ndarray, embedder: Embedder, *
         return embed_query(text)
 
     if not with_store:
-        return Contenders(ours, None, embed_only, search_only)
+        return Contenders(ours, None, embed_only, search_only, dense_path, rebuild_ms)
     from langgraph.store.memory import InMemoryStore
 
     by_text = {m.summary: v.tolist() for m, v in zip(memories, vectors)}
@@ -261,7 +284,7 @@ def build(memories: Sequence[Memory], vectors: np.ndarray, embedder: Embedder, *
     def in_memory_store(text: str) -> Any:
         return store.search(namespace, query=text, limit=top_k)
 
-    return Contenders(ours, in_memory_store, embed_only, search_only)
+    return Contenders(ours, in_memory_store, embed_only, search_only, dense_path, rebuild_ms)
 
 
 def measure(contenders: Contenders, queries: Sequence[str], rounds: int) -> dict[str, dict[str, float]]:
@@ -269,7 +292,8 @@ def measure(contenders: Contenders, queries: Sequence[str], rounds: int) -> dict
     rounds), after one warm-up pass. Paths run in blocks rather than query by query: torch's
     thread team of one path slows the next path's first call down when they alternate."""
     paths = {"ours": contenders.ours, "in_memory_store": contenders.in_memory_store,
-             "embed_only": contenders.embed_only, "search_only": contenders.search_only}
+             "embed_only": contenders.embed_only, "search_only": contenders.search_only,
+             "ours_dense": contenders.ours_dense}
     paths = {name: fn for name, fn in paths.items() if fn is not None}
     runs: dict[str, list[float]] = {name: [] for name in paths}
     for fn in paths.values():
@@ -291,7 +315,8 @@ def ratio(a: float, b: float) -> float | None:
 def run_query_bench(sizes: Sequence[int], *, rounds: int, top_k: int, budget_tokens: int,
                     cache_dir: Path, embedder: Embedder | None = None,
                     queries: Sequence[str] = QUERIES, embed_max: int = 2000,
-                    store_max: int = 10000, console: Any = None) -> dict[str, Any]:
+                    store_max: int = 10000, console: Any = None,
+                    retrieval: Retrieval = Retrieval()) -> dict[str, Any]:
     """The report: per size, p50/p95 (ms) of ours, InMemoryStore (up to `store_max` memories)
     and the query embedding alone, with the p95 ratios; a progress bar of the seeding on
     `console` (when given)."""
@@ -304,7 +329,7 @@ def run_query_bench(sizes: Sequence[int], *, rounds: int, top_k: int, budget_tok
     report: dict[str, Any] = {
         "embedder": embedder.profile.name, "queries": len(queries), "rounds": rounds,
         "top_k": top_k, "budget_tokens": budget_tokens, "embed_max": embed_max,
-        "store_max": store_max, "sizes": {},
+        "store_max": store_max, "retrieval": retrieval.mode, "fusion": retrieval.fusion, "sizes": {},
     }
     for n in sizes:
         with_store = n <= store_max
@@ -322,13 +347,19 @@ def run_query_bench(sizes: Sequence[int], *, rounds: int, top_k: int, budget_tok
                                    + (" and InMemoryStore" if with_store else ""),
                                    total=n * (2 if with_store else 1))
             contenders = build(memories, vectors, embedder, top_k=top_k, budget_tokens=budget_tokens,
-                               with_store=with_store, advance=lambda k: bar.advance(seeding, k))
+                               with_store=with_store, advance=lambda k: bar.advance(seeding, k),
+                               retrieval=retrieval)
         seed_seconds = round(time.perf_counter() - started, 2)
         figures: dict[str, Any] = measure(contenders, queries, rounds)
         figures.setdefault("in_memory_store", None)
         figures["p95_ratio_ours_to_store"] = (
             ratio(figures["ours"]["p95"], figures["in_memory_store"]["p95"]) if with_store else None)
         figures["p95_ratio_ours_to_embed"] = ratio(figures["ours"]["p95"], figures["embed_only"]["p95"])
+        figures.setdefault("ours_dense", None)
+        figures["p95_ratio_ours_dense_to_embed"] = (
+            ratio(figures["ours_dense"]["p95"], figures["embed_only"]["p95"])
+            if figures["ours_dense"] else None)
+        figures["lexical_rebuild_ms"] = contenders.lexical_rebuild_ms
         figures["embedded_documents"] = embedded
         figures["seed_seconds"] = seed_seconds
         report["sizes"][str(n)] = figures
@@ -338,21 +369,24 @@ def run_query_bench(sizes: Sequence[int], *, rounds: int, top_k: int, budget_tok
 def render(report: dict[str, Any], console: Any) -> None:
     from rich.table import Table
 
-    table = Table(title=f"memory.query latency (ms), {report['embedder']}, top_k={report['top_k']}, "
+    how = report.get("retrieval", "dense") + (
+        f" ({report.get('fusion')})" if report.get("retrieval") == "hybrid" else "")
+    table = Table(title=f"memory.query latency (ms), {how}, {report['embedder']}, top_k={report['top_k']}, "
                         f"budget {report['budget_tokens']} tokens, {report['queries']} queries x "
                         f"{report['rounds']} rounds")
     for column in ("memories", "path", "p50", "p95", "mean", "ours p95 / this p95"):
         table.add_column(column, justify="left" if column in ("memories", "path") else "right")
     for n, figures in report["sizes"].items():
-        for path in ("ours", "in_memory_store", "embed_only", "search_only"):
+        for path in ("ours", "ours_dense", "in_memory_store", "embed_only", "search_only"):
             f = figures.get(path)
-            if f is None and path == "search_only":
+            if f is None and path in ("search_only", "ours_dense"):
                 continue
             name = {"ours": "memstream (filters, ranking, budget)",
+                    "ours_dense": "memstream, dense retrieval",
                     "in_memory_store": "LangGraph InMemoryStore.search",
                     "embed_only": "query embedding alone",
                     "search_only": "memstream without the embedding"}[path]
-            ratio_of = {"ours": "", "in_memory_store": figures.get("p95_ratio_ours_to_store"),
+            ratio_of = {"ours": "", "ours_dense": "", "in_memory_store": figures.get("p95_ratio_ours_to_store"),
                         "embed_only": figures.get("p95_ratio_ours_to_embed"), "search_only": ""}[path]
             if f is None:
                 table.add_row(f"{int(n):,}", name, "-", "-", "-",

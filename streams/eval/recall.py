@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from streams.memory.lexical_index import LexicalIndex
+from streams.read.fusion import Retrieval, fuse
 from topics.turns import Turn
 
 KS: tuple[int, ...] = (5, 10, 20)
@@ -76,7 +78,9 @@ Embedder = Callable[[list[str]], np.ndarray]
 
 
 class RawTurnBaseline:
-    """Every turn indexed as `"Speaker: text"`, searched by cosine similarity per user.
+    """Every turn indexed as `"Speaker: text"`, searched per user by cosine similarity, or,
+    when `search` is given a hybrid `retrieval`, by the same fusion of cosine and BM25 that
+    memory queries use (`streams.read.fusion`): memories against turns under one retrieval.
 
     `embed` must return one L2-normalised row per text, so a dot product is the cosine.
     """
@@ -86,6 +90,7 @@ class RawTurnBaseline:
         self._texts: dict[str, list[str]] = {}
         self._refs: dict[str, list[str]] = {}
         self._vectors: dict[str, np.ndarray] = {}
+        self._lexical: dict[str, LexicalIndex] = {}
 
     def index(self, turns: Iterable[Turn]) -> None:
         """Add turns (any number of users); may be called repeatedly."""
@@ -98,15 +103,24 @@ class RawTurnBaseline:
             if user_id in self._vectors:
                 vectors = np.vstack([self._vectors[user_id], vectors])
             self._vectors[user_id] = vectors
+            lexical = self._lexical.setdefault(user_id, LexicalIndex())
+            start = len(self._texts.get(user_id, []))
+            for row, text in enumerate(texts, start):
+                lexical.put(row, text)
             self._texts.setdefault(user_id, []).extend(texts)
             self._refs.setdefault(user_id, []).extend(t.ref for t in user_turns)
 
-    def search(self, user_id: str, query_vec: np.ndarray, k: int) -> list[tuple[str, list[str]]]:
-        """Top-k (text, [ref]) by cosine similarity; ties keep indexing order."""
+    def search(self, user_id: str, query_vec: np.ndarray, k: int,
+               text: str = "", retrieval: Retrieval | None = None) -> list[tuple[str, list[str]]]:
+        """Top-k (text, [ref]) by cosine similarity, fused with BM25 on the query `text` when
+        `retrieval` is hybrid; ties keep indexing order."""
         vectors = self._vectors.get(user_id)
         if vectors is None or k <= 0:
             return []
         scores = vectors @ np.asarray(query_vec, dtype=np.float32).ravel()
+        if retrieval is not None and retrieval.mode == "hybrid":
+            lexical = self._lexical[user_id].scores(text, len(scores))
+            scores = fuse(scores, lexical, np.ones(len(scores), dtype=bool), retrieval)
         top = np.argsort(-scores, kind="stable")[:k]
         return [(self._texts[user_id][i], [self._refs[user_id][i]]) for i in top]
 

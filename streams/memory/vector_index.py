@@ -13,6 +13,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
+from streams.memory.lexical_index import LexicalIndex
 from streams.memory.model import Memory
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,10 @@ class UserIndex:
     rewrote every neighbour's document and audit list: most of a candidate's table writes).
     The index keeps the other direction (`_incoming`) and serves each memory in `docs` with
     both: its own edges and those pointing at it (its own strength wins where both exist).
+
+    `lexical` is the BM25 index over the same rows' summaries (visible memories only), kept in
+    step by `upsert` and `update_doc` at no cost to the write path (it is rebuilt lazily, on the
+    first query after a change: `streams.memory.lexical_index`).
     """
 
     dim: int
@@ -99,6 +104,7 @@ class UserIndex:
     """entity key -> ids of the visible memories with that key (ordered as `docs`)."""
     _order: dict[str, int] = field(default_factory=dict)
     """memory id -> its position in `docs`."""
+    lexical: LexicalIndex = field(default_factory=LexicalIndex)
 
     @property
     def _matrix(self) -> np.ndarray | None:
@@ -116,6 +122,7 @@ class UserIndex:
         assert self._buffer is not None
         self._buffer[row] = vec
         self._write_columns(row, memory)
+        self._write_lexical(row, memory)
 
     def _grow(self, capacity: int, used: int) -> None:
         grown = np.zeros((capacity, self.dim), dtype=np.float32)
@@ -142,6 +149,23 @@ class UserIndex:
         row = self._rows.get(memory.id)
         if row is not None:
             self._write_columns(row, memory)
+            self._write_lexical(row, memory)
+
+    def _write_lexical(self, row: int, memory: Memory) -> None:
+        """Keep the BM25 index in step: only visible memories are in it (a no-op, not even a
+        dirty flag, when neither the summary nor the visibility changed, as on a read)."""
+        if memory.is_visible:
+            self.lexical.put(row, memory.summary)
+        else:
+            self.lexical.discard(row)
+
+    def row(self, memory_id: str) -> int | None:
+        """The row of a memory (aligned with `similarities` and `columns`), None if absent."""
+        return self._rows.get(memory_id)
+
+    def lexical_scores(self, text: str) -> np.ndarray:
+        """BM25 score of every row for `text` (0 for rows not visible or without a match)."""
+        return self.lexical.scores(text, len(self.ids))
 
     def _set_doc(self, memory: Memory) -> None:
         """Store a document as written, update the incoming edges its own edges make, and

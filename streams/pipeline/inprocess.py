@@ -36,6 +36,7 @@ from streams.privacy.crypto import master_key_of, new_key
 from streams.privacy.sealed import TABLE_OWNERS
 from streams.providers.embedders import Embedder
 from streams.read import ranking
+from streams.read.fusion import Retrieval
 from streams.read.query import QueryHit, rank
 from topics import names
 from topics.progress import TurnProgress
@@ -136,4 +137,5 @@ class InProcessPipeline:
         """The user's best memories for `text` by the SPEC §5 ranking."""
         vector = (await self.services.embed([text]))[0]
         return rank(self.store.index().user(user_id), vector, top_k=top_k,
-                    candidates=self.settings.memory_context_topk, weights=self.weights)
+                    candidates=self.settings.memory_context_topk, weights=self.weights,
+                    text=text, retrieval=Retrieval.from_settings(self.settings))

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from streams.read import ranking
+from streams.read.fusion import Retrieval, relevance
 from streams.read.categories import CategoryPolicy
 from streams.memory.model import Memory
 from streams.read.errors import InvalidQuery
@@ -37,9 +38,14 @@ from topics.query import (
 
 @dataclass(frozen=True)
 class QueryHit:
+    """A ranked memory: `similarity` is the cosine (what `threshold` compares with),
+    `relevance` what the ranking formula's similarity term used (the cosine in dense mode, the
+    fused dense + BM25 relevance in hybrid mode: `streams.read.fusion`)."""
+
     memory: Memory
     similarity: float
     score: float
+    relevance: float | None = None
 
     def as_item(self) -> dict[str, Any]:
         """The JSON item of a query answer: the memory (no vector) with its scores."""
@@ -67,25 +73,37 @@ def user_clock(index: UserIndex) -> datetime | None:
     return max(times) if times else None
 
 
-def _scored(pool: Sequence[tuple[Memory, float]], now: datetime,
-            weights: ranking.RankWeights) -> list[QueryHit]:
-    hits = [QueryHit(m, sim, ranking.score(m, sim, now, weights, max(m.relations.values(), default=0.0)))
-            for m, sim in pool]
+def _scored(pool: Sequence[tuple[Memory, float]], cosines: np.ndarray, index: UserIndex,
+            now: datetime, weights: ranking.RankWeights) -> list[QueryHit]:
+    """Hits of a pool of (memory, relevance), best score first; `cosines` are every row's."""
+    hits = []
+    for m, rel in pool:
+        row = index.row(m.id)
+        sim = float(cosines[row]) if row is not None else rel
+        hits.append(QueryHit(m, sim, ranking.score(m, rel, now, weights,
+                                                   max(m.relations.values(), default=0.0)), rel))
     hits.sort(key=lambda h: h.score, reverse=True)
     return hits
 
 
 def rank(
     index: UserIndex, query_vector: np.ndarray, *, top_k: int, candidates: int,
-    weights: ranking.RankWeights, now: datetime | None = None,
+    weights: ranking.RankWeights, now: datetime | None = None, text: str = "",
+    retrieval: Retrieval = Retrieval(),
 ) -> list[QueryHit]:
-    """Top-k active memories by the ranking formula, over the best `candidates` by similarity
-    (no policy, filters or budget: the offline pipeline and the scenario tests use it)."""
-    pool = index.search(query_vector, max(candidates, top_k))
+    """Top-k active memories by the ranking formula, over the best `candidates` by relevance
+    (no policy, filters or budget: the offline pipeline and the scenario tests use it).
+    `text` is the query, for the lexical half of hybrid retrieval."""
+    if not len(index):
+        return []
+    cosines = index.similarities(query_vector)
+    visible = index.columns().visible
+    scores = relevance(index, cosines, text, visible, retrieval)
+    pool = index.best(scores, visible, max(candidates, top_k))
     if not pool:
         return []
     now = now or user_clock(index) or max(m.updated_at for m, _ in pool)
-    return _scored(pool, now, weights)[:top_k]
+    return _scored(pool, cosines, index, now, weights)[:top_k]
 
 
 @dataclass(frozen=True)
@@ -229,17 +247,20 @@ def _fit_header(header: str, budget: int | None, counter: TokenCounter) -> tuple
 
 def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: CategoryPolicy,
             weights: ranking.RankWeights, counter: TokenCounter,
-            delta: tuple[int, int, str] | None = None) -> tuple[QueryResponse, list[QueryHit]]:
+            delta: tuple[int, int, str] | None = None,
+            retrieval: Retrieval = Retrieval()) -> tuple[QueryResponse, list[QueryHit]]:
     """Answer a planned query from one user's index.
 
-    `delta` is (current rev, since_rev, rendered header) when the request asked for it.
+    `delta` is (current rev, since_rev, rendered header) when the request asked for it;
+    `retrieval` says how relevance is computed (dense, or fused with BM25 on `plan.text`).
     Returns the response and the hits it carries (whose access the caller records).
     """
     semantic: list[QueryHit] = []
     episodic: list[QueryHit] = []
     if len(index):
-        scores = index.similarities(vector)
+        cosines = index.similarities(vector)
         allowed = base_mask(index, plan.categories, plan.filters)
+        scores = relevance(index, cosines, plan.text, allowed, retrieval)
         is_episode = episodic_mask(index, plan.window)
         accept = row_predicate(plan.filters)
         now = plan.reference or user_clock(index)
@@ -256,7 +277,7 @@ def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: Categ
             pool += [(m, sc) for m, sc in index.best(scores, allowed & is_episode,
                                                      plan.episodic_reserve, accept)
                      if m.id not in in_pool]
-        scored = _scored(pool, now, weights)
+        scored = _scored(pool, cosines, index, now, weights)
         semantic = [h for h in scored if h.memory.type != "episodic"]
         episodic = [h for h in scored if h.memory.type == "episodic"]
     hits = select(_eligible(semantic, plan, policy), _eligible(episodic, plan, policy), plan, policy)
