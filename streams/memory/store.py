@@ -12,6 +12,7 @@ place in the consumer group (then a rebalance, then another rebuild).
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections.abc import Callable, Iterator
 from datetime import datetime
@@ -68,18 +69,24 @@ class MemoryStore:
         if self._rebuilding is None:
             self._rebuilding = asyncio.Lock()
         async with self._rebuilding:
-            while self._stale or self._index is None:
-                generation = self._generation
-                fresh = VectorIndex(self._config().profile.dim)
-                count = 0
-                for position, (memory, vector) in enumerate(self._documents(), start=1):
-                    count += fresh.add(memory, vector)
-                    if position % slice_size == 0:
-                        await asyncio.sleep(0)
-                        if generation != self._generation:
-                            break
-                else:
-                    self._installed(fresh, count, generation)
+            if self._stale or self._index is None:
+                with _collector_paused():
+                    await self._rebuild(slice_size)
+
+    async def _rebuild(self, slice_size: int) -> None:
+        """Build a fresh index in slices until one completes with the tables unchanged under it."""
+        while self._stale or self._index is None:
+            generation = self._generation
+            fresh = VectorIndex(self._config().profile.dim)
+            count = 0
+            for position, (memory, vector) in enumerate(self._documents(), start=1):
+                count += fresh.add(memory, vector)
+                if position % slice_size == 0:
+                    await asyncio.sleep(0)
+                    if generation != self._generation:
+                        break
+            else:
+                self._installed(fresh, count, generation)
 
     def _installed(self, fresh: VectorIndex, count: int, generation: int) -> None:
         """Use `fresh`, built from the tables as of `generation`; still stale if they changed
@@ -118,3 +125,20 @@ class MemoryStore:
     def user_clock(self, user_id: str) -> datetime | None:
         """The user's clock: the latest event time of their turns."""
         return users.user_clock(self.tables.users, user_id)
+
+
+class _collector_paused:
+    """Python's cycle collector off while the index is built, and the built index frozen out of
+    its scans: a rebuild makes millions of objects, and a full collection over them held the
+    event loop for seconds (10 s at 1,000,000 memories), as long as the heartbeat timeout. The
+    index's objects hold no reference cycles; reference counting frees them when replaced."""
+
+    def __enter__(self) -> None:
+        self.was_enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        gc.freeze()
+        if self.was_enabled:
+            gc.enable()
+
