@@ -66,9 +66,11 @@ def turn_messages(turn: Turn) -> list[dict[str, str]]:
     return [message]
 
 
-def runner_job(conversations: Sequence[LocomoConversation], model_path: Path) -> dict[str, Any]:
-    """The runner's input: the model directory and every conversation's per-turn messages."""
-    return {"model_path": str(model_path),
+def runner_job(conversations: Sequence[LocomoConversation], model_path: Path,
+               torch_threads: int = 0) -> dict[str, Any]:
+    """The runner's input: the model directory, torch's threads (0: its default) and every
+    conversation's per-turn messages."""
+    return {"model_path": str(model_path), "torch_threads": torch_threads or None,
             "conversations": [{"user_id": c.user_id, "messages": [turn_messages(t) for t in c.turns]}
                               for c in conversations]}
 
@@ -119,22 +121,24 @@ def parse_runner_output(returncode: int, stdout: str) -> dict[str, Any]:
     return report
 
 
-def memstream_embedder_alone(texts: Sequence[str]) -> dict[str, Any]:
-    """memstream's configured embedder on `texts`, in batches of DEDUP_BATCH_SIZE: its time,
-    and the turns/s it would allow if embedding each turn's text were all the work."""
-    from streams.app.services import settings_embedder
+def memstream_embedder_alone(texts: Sequence[str], kind: str | None = None) -> dict[str, Any]:
+    """memstream's embedder `kind` (default: EMBEDDER) on `texts`, in batches of
+    DEDUP_BATCH_SIZE: its time, and the turns/s it would allow if embedding each turn's text
+    were all the work."""
+    from streams.app.services import models_dir, shared_embedder
     from streams.app.settings import get_settings
 
     settings = get_settings()
-    embedder = settings_embedder(settings)
+    kind = kind or settings.embedder
+    embedder = shared_embedder(kind, settings.embed_batch_size, models_dir(settings))
     seconds = time_embedding(embedder.embed, texts, settings.dedup_batch_size)
-    return {"embedder": settings.embedder, "model": embedder.profile.name, "texts": len(texts),
+    return {"embedder": kind, "model": embedder.profile.name, "texts": len(texts),
             "batch": settings.dedup_batch_size, "seconds": round(seconds, 3),
             "turns_per_s": embedder_limit(len(texts), seconds)}
 
 
 def run_mem0_baseline(conversations: Sequence[LocomoConversation], python: str,
-                      console: Console | None = None) -> dict[str, Any]:
+                      console: Console | None = None, torch_threads: int = 0) -> dict[str, Any]:
     """mem0's `add(infer=False)` over every turn of `conversations`, in mem0's own interpreter."""
     from streams.providers.embedders.minilm import minilm_dir
 
@@ -142,47 +146,53 @@ def run_mem0_baseline(conversations: Sequence[LocomoConversation], python: str,
     check_mem0(python)
     turns = sum(len(c.turns) for c in conversations)
     say(f"mem0: add(infer=False) of {turns} turns, one at a time, in {python} ...")
-    report = run_mem0(python, runner_job(conversations, minilm_dir()))
+    report = run_mem0(python, runner_job(conversations, minilm_dir(), torch_threads))
     report["python"] = python
     return report
 
 
 def run_mem0_bench(conversations: Sequence[LocomoConversation], python: str,
-                   console: Console | None = None) -> dict[str, Any]:
-    """The `bench mem0` report: mem0's turns/s and memstream's embedder alone on the same turns
-    (mem0 first, so the embedder timing does not share the CPU with mem0's model load)."""
+                   console: Console | None = None, kinds: Sequence[str] = (),
+                   torch_threads: int = 0) -> dict[str, Any]:
+    """The `bench mem0` report: mem0's turns/s and memstream's embedder alone (each of `kinds`,
+    default EMBEDDER) on the same turns (mem0 first, so the embedder timing does not share the
+    CPU with mem0's model load)."""
     say = console.print if console else (lambda *_: None)
-    mem0 = run_mem0_baseline(conversations, python, console)
+    mem0 = run_mem0_baseline(conversations, python, console, torch_threads)
     texts = [t.text for c in conversations for t in c.turns]
-    say(f"memstream: the embedder alone on the same {len(texts)} texts ...")
-    alone = memstream_embedder_alone(texts)
-    return {"turns": len(texts), "mem0": mem0, "memstream_embedder_alone": alone,
-            "embedder_alone_over_mem0": (round(alone["turns_per_s"] / mem0["turns_per_s"], 2)
-                                         if alone["turns_per_s"] and mem0["turns_per_s"] else None)}
+    alone = []
+    for kind in kinds or [None]:
+        say(f"memstream: the embedder {kind or '(EMBEDDER)'} alone on the same {len(texts)} texts ...")
+        alone.append(memstream_embedder_alone(texts, kind))
+    for figures in alone:
+        figures["over_mem0"] = (round(figures["turns_per_s"] / mem0["turns_per_s"], 2)
+                                if figures["turns_per_s"] and mem0["turns_per_s"] else None)
+    return {"turns": len(texts), "mem0": mem0, "memstream_embedder_alone": alone}
 
 
 def render(report: dict[str, Any], console: Console) -> None:
-    """The two figures side by side."""
-    mem0, alone = report["mem0"], report["memstream_embedder_alone"]
+    """The figures side by side."""
+    mem0 = report["mem0"]
     table = Table(title=f"mem0 add(infer=False) beside memstream's embedder, {report['turns']} LoCoMo turns")
-    for column in ("what", "turns/s", "seconds", "how"):
+    for column in ("what", "turns/s", "seconds", "÷ mem0", "how"):
         table.add_column(column, justify="left" if column in ("what", "how") else "right")
     table.add_row(f"mem0 {mem0['mem0_version']} add(infer=False)", str(mem0["turns_per_s"]),
-                  str(mem0["seconds"]), f"{mem0['embedder']}, {mem0['vector_store']}, one turn per call; "
-                  f"network attempts blocked: {mem0['network_attempts_blocked']}")
-    table.add_row(f"memstream embedder alone ({alone['embedder']})", str(alone["turns_per_s"]),
-                  str(alone["seconds"]), f"{alone['model']}, batches of {alone['batch']}")
+                  str(mem0["seconds"]), "1.0", f"{mem0['embedder']} ({mem0['torch_threads']} torch "
+                  f"threads), {mem0['vector_store']}, one turn per call; network attempts blocked: "
+                  f"{mem0['network_attempts_blocked']}")
+    for alone in report["memstream_embedder_alone"]:
+        table.add_row(f"memstream embedder alone ({alone['embedder']})", str(alone["turns_per_s"]),
+                      str(alone["seconds"]), f"{alone['over_mem0']}",
+                      f"{alone['model']}, batches of {alone['batch']}")
     console.print(table)
-    if report.get("embedder_alone_over_mem0"):
-        console.print(f"embedder alone / mem0: {report['embedder_alone_over_mem0']}x")
 
 
 def attach_mem0(report: dict[str, Any], conversations: Sequence[LocomoConversation], python: str,
-                console: Console | None = None) -> dict[str, Any]:
+                console: Console | None = None, torch_threads: int = 0) -> dict[str, Any]:
     """`bench locomo --baseline mem0`: mem0's figures on the run's conversations, added to
     `report` with memstream's ingest turns/s over mem0's (after the stack has stopped, so the
     two never share the CPU)."""
-    mem0 = run_mem0_baseline(conversations, python, console)
+    mem0 = run_mem0_baseline(conversations, python, console, torch_threads)
     report["baseline_mem0"] = mem0
     ours = report.get("ingest_turns_per_s")
     report["ingest_over_mem0"] = (round(ours / mem0["turns_per_s"], 2)

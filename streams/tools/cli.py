@@ -46,6 +46,8 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JS
 Mem0PythonOpt = Annotated[Optional[str], typer.Option(
     "--mem0-python", envvar="MEM0_PYTHON",
     help="Python of the venv holding mem0 (the `baselines` extra; default .mem0-venv/bin/python when present, else this one).")]
+Mem0ThreadsOpt = Annotated[int, typer.Option(
+    "--mem0-torch-threads", help="torch intra-op threads in mem0's process (0: torch's default, as mem0 runs out of the box).")]
 
 
 def _broker(broker: str | None) -> str:
@@ -428,6 +430,7 @@ def bench_locomo(
     offline: Annotated[bool, typer.Option(help="Run the stages in this process without Kafka: recall only, in seconds (for tuning extraction).")] = False,
     baseline: Annotated[Optional[str], typer.Option(help="Also run this baseline on the same turns after the run, in the same command: mem0 (its add(infer=False); see `bench mem0`).")] = None,
     mem0_python: Mem0PythonOpt = None,
+    mem0_torch_threads: Mem0ThreadsOpt = 0,
 ) -> None:
     """Replay LoCoMo conversations through the pipeline and report throughput, latency and recall.
 
@@ -453,7 +456,8 @@ def bench_locomo(
         from streams.eval.locomo import load_conversation
 
         try:
-            attach_mem0(report, [load_conversation(p) for p in files], python, console)
+            attach_mem0(report, [load_conversation(p) for p in files], python, console,
+                        mem0_torch_threads)
         except Mem0RunFailed as exc:
             typer.echo(str(exc), err=True)
             raise typer.Exit(1)
@@ -528,17 +532,20 @@ def _mem0_ready(explicit: str | None) -> str:
 def bench_mem0(
     files: Annotated[list[Path], typer.Argument(help="LoCoMo conversation files: every turn is stored.", exists=True, dir_okay=False)],
     mem0_python: Mem0PythonOpt = None,
+    mem0_torch_threads: Mem0ThreadsOpt = 0,
+    kinds: Annotated[list[str], typer.Option("--kind", help="memstream embedder kinds timed alone (repeatable; default: EMBEDDER).")] = [],
     as_json: JsonOpt = False,
 ) -> None:
     """mem0's Memory.add(infer=False), one call per turn, beside memstream's embedder alone on
-    the same texts (EMBEDDER, batches of DEDUP_BATCH_SIZE), in one run. mem0 runs in its own
+    the same texts (EMBEDDER or --kind, batches of DEDUP_BATCH_SIZE), in one run. mem0 runs in its own
     venv (it needs protobuf < 7; the lock pins 7.x) with the same MiniLM files, offline."""
     from streams.eval.bench_mem0 import Mem0RunFailed, render, run_mem0_bench
     from streams.eval.locomo import load_conversation
 
     python = _mem0_ready(mem0_python)
     try:
-        report = run_mem0_bench([load_conversation(p) for p in files], python, console)
+        report = run_mem0_bench([load_conversation(p) for p in files], python, console, kinds,
+                                mem0_torch_threads)
     except Mem0RunFailed as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(1)
