@@ -177,8 +177,8 @@ def render(report: dict[str, Any], console: Console) -> None:
     for column in ("what", "turns/s", "seconds", "÷ mem0", "how"):
         table.add_column(column, justify="left" if column in ("what", "how") else "right")
     table.add_row(f"mem0 {mem0['mem0_version']} add(infer=False)", str(mem0["turns_per_s"]),
-                  str(mem0["seconds"]), "1.0", f"{mem0['embedder']} ({mem0['torch_threads']} torch "
-                  f"threads), {mem0['vector_store']}, one turn per call; network attempts blocked: "
+                  str(mem0["seconds"]), "1.0", f"{mem0['embedder']} (torch threads: {mem0['torch_threads']}"
+                  f"), {mem0['vector_store']}, one turn per call; network attempts blocked: "
                   f"{mem0['network_attempts_blocked']}")
     for alone in report["memstream_embedder_alone"]:
         table.add_row(f"memstream embedder alone ({alone['embedder']})", str(alone["turns_per_s"]),
