@@ -604,6 +604,10 @@ def render_report(report: dict[str, Any], console: Console) -> None:
                           "" if per is None else f"{per:.0f} B per memory")
         q = report["query_latency_ms"]
         table.add_row("query latency ms p50/p95", f"{q['p50']} / {q['p95']}", "")
+    if mem0 := report.get("baseline_mem0"):
+        ratio = report.get("ingest_over_mem0")
+        table.add_row(f"mem0 {mem0['mem0_version']} add(infer=False) turns/s",
+                      "" if ratio is None else f"ours {ratio}x", f"{mem0['turns_per_s']}")
     def of_hybrid(key: str, k: int, form: str) -> str:
         return format(hybrid[key][k], form) if hybrid else ""
 

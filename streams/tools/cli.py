@@ -43,6 +43,11 @@ ApiOpt = Annotated[
     Optional[str], typer.Option("--api", help="Base URL of a worker's web API (default: http://WEB_HOST:WEB_PORT).")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+Mem0PythonOpt = Annotated[Optional[str], typer.Option(
+    "--mem0-python", envvar="MEM0_PYTHON",
+    help="Python of the venv holding mem0 (the `baselines` extra; default .mem0-venv/bin/python when present, else this one).")]
+Mem0ThreadsOpt = Annotated[int, typer.Option(
+    "--mem0-torch-threads", help="torch intra-op threads in mem0's process (0: torch's default, as mem0 runs out of the box).")]
 
 
 def _broker(broker: str | None) -> str:
@@ -423,6 +428,9 @@ def bench_locomo(
     partitions: Annotated[int, typer.Option(help="Partitions of the fresh stack's topics.")] = 4,
     rate: Annotated[float, typer.Option(help="Produce turns at this rate (turns/s); 0 = all at once, which measures backlog drain rather than per-turn latency.")] = 0.0,
     offline: Annotated[bool, typer.Option(help="Run the stages in this process without Kafka: recall only, in seconds (for tuning extraction).")] = False,
+    baseline: Annotated[Optional[str], typer.Option(help="Also run this baseline on the same turns after the run, in the same command: mem0 (its add(infer=False); see `bench mem0`).")] = None,
+    mem0_python: Mem0PythonOpt = None,
+    mem0_torch_threads: Mem0ThreadsOpt = 0,
 ) -> None:
     """Replay LoCoMo conversations through the pipeline and report throughput, latency and recall.
 
@@ -434,11 +442,25 @@ def bench_locomo(
     """
     from streams.eval.bench import render_report, run_locomo_bench, run_offline_bench
 
+    python = _mem0_ready(mem0_python) if baseline is not None else None
+    if baseline not in (None, "mem0"):
+        console.print(f"unknown baseline {baseline!r}; known: mem0")
+        raise typer.Exit(2)
     if offline:
         report = run_offline_bench(files, console)
     else:
         report = run_locomo_bench(files, broker=broker, api=api, partitions=partitions,
                                   console=console, rate=rate)
+    if python is not None:
+        from streams.eval.bench_mem0 import Mem0RunFailed, attach_mem0
+        from streams.eval.locomo import load_conversation
+
+        try:
+            attach_mem0(report, [load_conversation(p) for p in files], python, console,
+                        mem0_torch_threads)
+        except Mem0RunFailed as exc:
+            typer.echo(str(exc), err=True)
+            raise typer.Exit(1)
     if as_json:
         print(json.dumps(report, indent=2))
     else:
@@ -509,6 +531,46 @@ def bench_embedder(
     report = run_embedder_bench(files, kinds, texts=texts, single=single, rounds=rounds,
                                 batch_size=s.embed_batch_size, cache_dir=models_dir(s),
                                 console=console)
+    if as_json:
+        print(json.dumps(report, indent=2))
+    else:
+        render(report, Console())
+
+
+def _mem0_ready(explicit: str | None) -> str:
+    """The mem0 interpreter, checked before any long run; exits 2 with how to install it."""
+    from streams.eval.bench_mem0 import Mem0NotInstalled, check_mem0, mem0_python
+
+    python = mem0_python(explicit)
+    try:
+        check_mem0(python)
+    except Mem0NotInstalled as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2)
+    return python
+
+
+@bench_app.command("mem0")
+def bench_mem0(
+    files: Annotated[list[Path], typer.Argument(help="LoCoMo conversation files: every turn is stored.", exists=True, dir_okay=False)],
+    mem0_python: Mem0PythonOpt = None,
+    mem0_torch_threads: Mem0ThreadsOpt = 0,
+    kinds: Annotated[list[str], typer.Option("--kind", help="memstream embedder kinds timed alone (repeatable; default: EMBEDDER).")] = [],
+    as_json: JsonOpt = False,
+) -> None:
+    """mem0's Memory.add(infer=False), one call per turn, beside memstream's embedder alone on
+    the same texts (EMBEDDER or --kind, batches of DEDUP_BATCH_SIZE), in one run. mem0 runs in its own
+    venv (it needs protobuf < 7; the lock pins 7.x) with the same MiniLM files, offline."""
+    from streams.eval.bench_mem0 import Mem0RunFailed, render, run_mem0_bench
+    from streams.eval.locomo import load_conversation
+
+    python = _mem0_ready(mem0_python)
+    try:
+        report = run_mem0_bench([load_conversation(p) for p in files], python, console, kinds,
+                                mem0_torch_threads)
+    except Mem0RunFailed as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(1)
     if as_json:
         print(json.dumps(report, indent=2))
     else:
