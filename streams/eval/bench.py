@@ -608,6 +608,7 @@ def render_report(report: dict[str, Any], console: Console) -> None:
         ratio = report.get("ingest_over_mem0")
         table.add_row(f"mem0 {mem0['mem0_version']} add(infer=False) turns/s",
                       "" if ratio is None else f"ours {ratio}x", f"{mem0['turns_per_s']}")
+
     def of_hybrid(key: str, k: int, form: str) -> str:
         return format(hybrid[key][k], form) if hybrid else ""
 
