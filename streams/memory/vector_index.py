@@ -289,6 +289,10 @@ class VectorIndex:
             index = self._users[user_id] = UserIndex(self.dim)
         return index
 
+    def users(self) -> dict[str, UserIndex]:
+        """The per-user indexes, by user id (the live mapping)."""
+        return self._users
+
     def clear(self) -> None:
         self._users.clear()
 
