@@ -15,6 +15,7 @@ import asyncio
 import gc
 import logging
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 
 import numpy as np
@@ -42,7 +43,7 @@ class MemoryStore:
         self._config = config
         self._index: VectorIndex | None = None
         self._stale = True
-        self._rebuilding: asyncio.Lock | None = None
+        self._rebuilding = asyncio.Lock()
         self._generation = 0
         """Counts `mark_stale` calls: a rebuild that saw it change is out of date."""
 
@@ -66,8 +67,6 @@ class MemoryStore:
         """Rebuild the index if stale, yielding to the event loop every `slice_size` memories.
         Concurrent callers wait for the same rebuild; one marked stale again meanwhile (another
         rebalance) starts over."""
-        if self._rebuilding is None:
-            self._rebuilding = asyncio.Lock()
         async with self._rebuilding:
             if self._stale or self._index is None:
                 with _collector_paused():
@@ -140,18 +139,17 @@ async def _release(index: VectorIndex, slice_size: int) -> None:
             await asyncio.sleep(0)
 
 
-class _collector_paused:
+@contextmanager
+def _collector_paused() -> Iterator[None]:
     """Python's cycle collector off while the index is built, and the built index frozen out of
     its scans: a rebuild makes millions of objects, and a full collection over them held the
     event loop for seconds (10 s at 1,000,000 memories), as long as the heartbeat timeout. The
     index's objects hold no reference cycles; reference counting frees them when replaced."""
-
-    def __enter__(self) -> None:
-        self.was_enabled = gc.isenabled()
-        gc.disable()
-
-    def __exit__(self, *exc: object) -> None:
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
         gc.freeze()
-        if self.was_enabled:
+        if was_enabled:
             gc.enable()
-

@@ -218,10 +218,6 @@ class UserIndex:
         row = self._rows.get(memory_id)
         return None if row is None or self._buffer is None else encode_vector(self._buffer[row])
 
-    def stored(self, memory_id: str) -> Memory | None:
-        """A document as stored (without the incoming edges `docs` adds)."""
-        return self._stored.get(memory_id)
-
     def columns(self) -> Columns:
         """The filter columns of the current rows (views, not copies)."""
         n = len(self.ids)

@@ -5,9 +5,10 @@ import asyncio
 import json
 import logging
 import sys
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -419,6 +420,14 @@ def keys_master() -> None:
     print(_new_master_key())
 
 
+def _show(report: dict[str, Any], as_json: bool, render: Callable[[dict[str, Any], Console], None]) -> None:
+    """A bench report as JSON on stdout (`--json`), else as `render`'s tables."""
+    if as_json:
+        print(json.dumps(report, indent=2))
+    else:
+        render(report, Console())
+
+
 @bench_app.command("locomo")
 def bench_locomo(
     files: Annotated[list[Path], typer.Argument(help="LoCoMo conversation files (any, by path).", exists=True, dir_okay=False)],
@@ -461,10 +470,7 @@ def bench_locomo(
         except Mem0RunFailed as exc:
             typer.echo(str(exc), err=True)
             raise typer.Exit(1)
-    if as_json:
-        print(json.dumps(report, indent=2))
-    else:
-        render_report(report, Console())
+    _show(report, as_json, render_report)
 
 
 @bench_app.command("query")
@@ -489,10 +495,7 @@ def bench_query(
                              cache_dir=get_settings().data_dir / "bench-cache",
                              embed_max=embed_max, store_max=store_max, console=console,
                              retrieval=Retrieval.from_settings(get_settings()))
-    if as_json:
-        print(json.dumps(report, indent=2))
-    else:
-        render(report, Console())
+    _show(report, as_json, render)
 
 
 @bench_app.command("rebuild")
@@ -507,10 +510,7 @@ def bench_rebuild(
     from streams.eval.bench_rebuild import render, run_rebuild_bench
 
     report = run_rebuild_bench(memories, users)
-    if as_json:
-        print(json.dumps(report, indent=2))
-    else:
-        render(report, Console())
+    _show(report, as_json, render)
 
 
 @bench_app.command("embedder")
@@ -531,10 +531,7 @@ def bench_embedder(
     report = run_embedder_bench(files, kinds, texts=texts, single=single, rounds=rounds,
                                 batch_size=s.embed_batch_size, cache_dir=models_dir(s),
                                 console=console)
-    if as_json:
-        print(json.dumps(report, indent=2))
-    else:
-        render(report, Console())
+    _show(report, as_json, render)
 
 
 def _mem0_ready(explicit: str | None) -> str:
@@ -571,10 +568,7 @@ def bench_mem0(
     except Mem0RunFailed as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(1)
-    if as_json:
-        print(json.dumps(report, indent=2))
-    else:
-        render(report, Console())
+    _show(report, as_json, render)
 
 
 @bench_app.command("policy")
