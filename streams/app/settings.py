@@ -187,9 +187,54 @@ class Settings(BaseSettings):
     bedrock_model_id: str = Field("amazon.nova-micro-v1:0", description="Bedrock Converse model id.")
     llm_extract_budget_ms: int = Field(2000, ge=1, description="Time budget of an LLM classifier call.")
     llm_same_fact_budget_ms: int = Field(1500, ge=1, description="Time budget of an LLM same-fact call.")
+    llm_lifecycle_budget_ms: int = Field(
+        10000, ge=1, description="Time budget of a background LLM call (consolidation summary, "
+        "theory-of-mind insights); never on the hot path.",
+    )
     llm_max_retries: int = Field(
         2, ge=0, description="Retries of classifier and same-fact calls within their budget; the "
         "trigger never retries.",
+    )
+
+    # --- consolidation, promotion, insights (streams/lifecycle/, seeds 000 §4 §7, 001 §3 §4) ------
+    consolidation_window_days: int = Field(
+        7, ge=1, description="Episodes clustered into one consolidated memory lie within this "
+        "many days of each other.",
+    )
+    consolidation_lookback_days: int = Field(90, ge=1, description="Age of the oldest episode consolidation considers.")
+    consolidation_min_similarity: float = Field(
+        0.6, ge=0.0, le=1.0, description="Cosine at which two episodes may share a cluster "
+        "(calibrated on all-MiniLM-L6-v2: episodes of one theme score 0.6-0.9).",
+    )
+    consolidation_max_candidates: int = Field(200, ge=2, description="Most recent episodes one consolidation run reads per user.")
+    consolidation_max_pairs: int = Field(
+        50, ge=1, description="Episode pairs one consolidation run checks per user (seed 001 §4: ≤ 50/day).",
+    )
+    consolidation_max_clusters: int = Field(10, ge=1, description="Consolidated memories one run makes per user.")
+    consolidation_max_cluster_size: int = Field(8, ge=2, description="Episodes one consolidated memory merges at most.")
+    consolidation_fingerprint_days: int = Field(
+        14, ge=1, description="Days a checked pair that was not merged is not checked again.",
+    )
+    promotion_min_repeats: int = Field(3, ge=2, description="Mentions of one fact among episodes that promote it to semantic.")
+    promotion_window_days: int = Field(60, ge=1, description="The mentions must fall within this many days.")
+    promotion_min_similarity: float = Field(
+        0.75, ge=0.0, le=1.0, description="Cosine at which two episodic memories state the same fact (all-MiniLM-L6-v2).",
+    )
+    promotion_min_trust: float = Field(0.7, ge=0.0, le=1.0, description="Mean trust the mentions need.")
+    promotion_review_below: float = Field(
+        0.9, ge=0.0, le=1.0, description="A promotion less confident than this is tagged needs_review (seed 000 §7).",
+    )
+    promotion_max_per_run: int = Field(5, ge=1, description="Semantic memories one promotion run makes per user.")
+    insight_interval_hours: int = Field(
+        24, ge=1, description="Event-time hours between two theory-of-mind runs of a user (needs an LLM).",
+    )
+    insight_activity_items: int = Field(5, ge=1, le=20, description="Recent episodes an insight run reads.")
+    insight_semantic_items: int = Field(3, ge=0, le=20, description="New semantic memories an insight run reads.")
+    rank_w_consolidated: float = Field(
+        0.05, ge=0.0, description="Ranking bonus of a consolidated memory (queries prefer them to episodes).",
+    )
+    rank_w_insight: float = Field(
+        0.10, ge=0.0, description="Ranking penalty of an insight (surfaced with low weight, seed 001 §3).",
     )
 
     # --- privacy (streams/privacy/): per-user data keys, wrapped by the master key ------------------

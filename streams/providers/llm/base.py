@@ -6,14 +6,18 @@ from typing import Protocol, runtime_checkable
 
 
 class Task(str, Enum):
-    """The three questions memstream asks a tiny LLM (SPEC §4)."""
+    """The questions memstream asks a tiny LLM: three on the write path (SPEC §4), two in the
+    background lifecycle passes (`streams/lifecycle/`: consolidation, theory-of-mind insights)."""
 
     trigger = "trigger"
     extract = "extract"
     same_fact = "same_fact"
+    consolidate = "consolidate"
+    insight = "insight"
 
 
-MAX_TOKENS: dict[Task, int] = {Task.trigger: 150, Task.extract: 900, Task.same_fact: 30}
+MAX_TOKENS: dict[Task, int] = {Task.trigger: 150, Task.extract: 900, Task.same_fact: 30,
+                               Task.consolidate: 200, Task.insight: 220}
 """Output token caps: small answers keep latency low; extraction needs room for 3 facts."""
 
 

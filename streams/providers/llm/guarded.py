@@ -92,6 +92,8 @@ class GuardedLLM:
             Task.trigger: settings.trigger_budget_ms / 1000,
             Task.extract: settings.llm_extract_budget_ms / 1000,
             Task.same_fact: settings.llm_same_fact_budget_ms / 1000,
+            Task.consolidate: settings.llm_lifecycle_budget_ms / 1000,
+            Task.insight: settings.llm_lifecycle_budget_ms / 1000,
         }
 
     @classmethod
@@ -129,6 +131,19 @@ class GuardedLLM:
         same = await self._ask(Task.same_fact, same_fact_input(a, b), SameFactOutput,
                                lambda out: out.same_fact)
         return rules() if same is None else same
+
+    @property
+    def configured(self) -> bool:
+        """Whether a provider is configured (otherwise every question is answered by rules)."""
+        return self.provider is not None
+
+    async def ask(self, task: Task, user: str, schema: type[M]) -> M | None:
+        """The provider's answer to a background task (`Task.consolidate`, `Task.insight`),
+        validated as `schema`; None when no provider is configured or it failed (timeout, error,
+        invalid answer: counted as a fallback), so the caller uses its rules or does nothing."""
+        if self.provider is None:
+            return None
+        return await self._ask(task, user, schema, lambda out: out)
 
     async def aclose(self) -> None:
         if self.provider is not None:

@@ -101,3 +101,53 @@ class ExtractionOutput(_Output):
 
 class SameFactOutput(_Output):
     same_fact: bool
+
+
+def _lifecycle_summary(value: str, max_sentences: int) -> str:
+    """A background summary: one line, ≤ 280 chars, at most `max_sentences`, third person."""
+    text = re.sub(r"\s+", " ", value).strip()
+    if not text:
+        raise ValueError("empty summary")
+    if len(text) > SUMMARY_MAX_CHARS:
+        raise ValueError("summary longer than 280 characters")
+    if len(_SENTENCE_BREAK.findall(text)) >= max_sentences:
+        raise ValueError(f"summary has more than {max_sentences} sentences")
+    if _FIRST_PERSON.search(text):
+        raise ValueError("summary is not in the third person")
+    return text
+
+
+class ConsolidationOutput(_Output):
+    """One consolidated memory of a cluster of episodes (seed 000 §4: 1–3 sentences with
+    dates, actors and outcome)."""
+
+    summary: str
+
+    @field_validator("summary")
+    @classmethod
+    def _writing_constraints(cls, value: str) -> str:
+        return _lifecycle_summary(value, 3)
+
+
+_ABOUT_THE_AI = re.compile(r"\b(?:assistant|the ai|chatbot|the bot|the model)\b", re.IGNORECASE)
+
+
+class InsightItem(_Output):
+    summary: str
+    tags: Annotated[list[Tag], _first(MAX_TAGS)] = Field(default_factory=list)
+    importance: int = Field(2, ge=1, le=5)
+
+    @field_validator("summary")
+    @classmethod
+    def _writing_constraints(cls, value: str) -> str:
+        """Seed 001 §3: third person, ≤ 280 chars, nothing about the AI itself."""
+        text = _lifecycle_summary(value, 2)
+        if _ABOUT_THE_AI.search(text):
+            raise ValueError("insight refers to the AI")
+        return text
+
+
+class InsightOutput(_Output):
+    """Theory-of-mind insights (seed 001 §3): 0–3 of them (empty: nothing worth noting)."""
+
+    insights: Annotated[list[InsightItem], _first(3)] = Field(default_factory=list)
