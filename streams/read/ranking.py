@@ -16,6 +16,19 @@ class RankWeights:
     pinned: float = 0.10
     related: float = 0.05
     half_life_days: float = 90.0
+    consolidated: float = 0.05
+    """Bonus of a `consolidated` memory: queries prefer it to the episodes it replaced."""
+    insight: float = 0.10
+    """Penalty of an `insight`: surfaced with low weight (seed 001 §3)."""
+
+
+def type_adjustment(memory: Memory, weights: RankWeights) -> float:
+    """What the memory's type adds to its score (consolidated +, insight -, others 0)."""
+    if memory.type == "consolidated":
+        return weights.consolidated
+    if memory.type == "insight":
+        return -weights.insight
+    return 0.0
 
 
 def importance_norm(importance: int) -> float:
@@ -39,6 +52,7 @@ def score(
         + weights.recency * recency_decay(memory.last_accessed, now, weights.half_life_days)
         + weights.pinned * (1.0 if memory.pinned else 0.0)
         + weights.related * related_strength
+        + type_adjustment(memory, weights)
     )
 
 
@@ -48,4 +62,5 @@ def weights_from_settings(settings: Any) -> RankWeights:
         similarity=settings.rank_w_similarity, importance=settings.rank_w_importance,
         recency=settings.rank_w_recency, pinned=settings.rank_w_pinned,
         related=settings.rank_w_related, half_life_days=settings.recency_half_life_days,
+        consolidated=settings.rank_w_consolidated, insight=settings.rank_w_insight,
     )
