@@ -3,12 +3,14 @@ tests build it) with the real MiniLM embedder, and memories made through the rea
 path (`state.apply`)."""
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 import pytest
 
+from streams.app.settings import Settings
 from streams.memory.dedup import DedupConfig
 from streams.memory.model import Memory
 from streams.memory.state import MemoryState
@@ -17,6 +19,13 @@ from streams.pipeline.tables import stage_tables
 from streams.privacy.crypto import new_key
 from streams.privacy.sealed import TABLE_OWNERS
 from streams.providers.embedders import MINILM_PROFILE
+from streams.providers.llm import AnthropicProvider, GuardedLLM
+from tests.unit.providers.conftest import (  # noqa: F401 - fake_api is a fixture
+    AMPLE_BUDGETS,
+    FakeMessagesAPI,
+    Reply,
+    fake_api,
+)
 from topics.candidates import Candidate, Fact
 from topics.turns import Turn
 
@@ -74,3 +83,16 @@ def day(n: int, hour: int = 10) -> datetime:
 def snapshot(state: MemoryState) -> tuple[dict[Any, Any], ...]:
     t = state.tables
     return dict(t.memories), dict(t.users), dict(t.thread_revs), dict(t.audit)
+
+
+
+@pytest.fixture
+async def fake_llm(fake_api: FakeMessagesAPI) -> AsyncIterator[GuardedLLM]:
+    """A GuardedLLM over the local fake of the Messages API (`fake_api` scripts its answers)."""
+    s = Settings(anthropic_api_key="test-key", anthropic_base_url=fake_api.base_url,  # type: ignore[arg-type]
+                 llm_lifecycle_budget_ms=600_000, **AMPLE_BUDGETS)
+    provider = AnthropicProvider.build(api_key="test-key", model=s.anthropic_model,
+                                       base_url=fake_api.base_url, max_retries=0)
+    llm = GuardedLLM(provider, s)
+    yield llm
+    await llm.aclose()
