@@ -1,0 +1,219 @@
+"""Promotion (seed 000 §7): a fact the user's episodes repeat becomes a semantic memory.
+
+Among the user's active episodic facts of the last `window` (60 days; not the conversation
+episodes of the after-turn capture, which consolidation is for), a fact mentioned at least
+`min_repeats` (3) times — distinct source turns of memories whose embeddings are within
+`min_similarity` of one another — with a mean trust of at least `min_trust`, becomes one memory
+of type `semantic`: the most central mention's text with its date taken out, linked to every
+mention (`related_ids` and `relations`, strength = cosine), their provenance merged, event kind
+`promoted`. Its confidence is the mentions' cohesion (mean cosine to the central one), raised a
+little by each mention beyond the minimum; below `review_below` (0.9) it is tagged
+`needs_review` (tag `REVIEW_TAG`, and `needs_review` in the event's meta) for a human to check.
+
+A promotion never goes against a pinned or user-set fact: when an active semantic memory with
+the same entity key, or one as close as the dedup check band, already exists, the fact is
+known already (or the user's own version wins) and nothing is promoted. The mentions stay
+episodic (consolidation may merge them later); the pass remembers them so they are promoted
+once.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from streams.lifecycle.pass_kit import (
+    ACTOR,
+    Embed,
+    day_of,
+    lifecycle_id,
+    merged_refs,
+    pass_state,
+    save_pass_state,
+    thread_of,
+    vector_for,
+    vectors_of,
+    visible,
+)
+from streams.memory.model import Memory
+from streams.memory.state import MemoryState
+from streams.write.writing import normalise_summary
+from topics.events import MemoryEvent
+
+MAX_CHARS = 280
+PROMOTED_TAG = "promoted"
+REVIEW_TAG = "needs_review"
+USER_SET_TAG = "explicit"
+"""Tag of a fact the user stated with "remember …" (`streams.write.extraction`): user-set."""
+
+
+@dataclass(frozen=True)
+class PromotionConfig:
+    min_repeats: int = 3
+    window: timedelta = timedelta(days=60)
+    min_similarity: float = 0.75
+    min_trust: float = 0.7
+    review_below: float = 0.9
+    max_per_run: int = 5
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> PromotionConfig:
+        return cls(min_repeats=settings.promotion_min_repeats,
+                   window=timedelta(days=settings.promotion_window_days),
+                   min_similarity=settings.promotion_min_similarity,
+                   min_trust=settings.promotion_min_trust,
+                   review_below=settings.promotion_review_below,
+                   max_per_run=settings.promotion_max_per_run)
+
+
+def is_episode(memory: Memory) -> bool:
+    """A conversation episode of the after-turn capture (consolidated, never promoted)."""
+    return memory.category == "Conversation_Summary" or "episode" in memory.tags
+
+
+def is_canonical(memory: Memory) -> bool:
+    """A fact the user pinned or set in so many words: nothing inferred overrides it."""
+    return memory.pinned or USER_SET_TAG in memory.tags
+
+
+def mentions(members: list[Memory]) -> int:
+    """How many times the members' fact was said: their distinct source turns."""
+    return len(merged_refs(members))
+
+
+def mean_trust(members: list[Memory]) -> float:
+    """The members' mean trust, rounded (0.7 three times is 0.7, not 0.6999…)."""
+    return round(sum(m.trust_score for m in members) / len(members), 6)
+
+
+_DATE = re.compile(
+    r",?\s+(?:on|in|during)\s+(?:the\s+)?(?:\d{4}-\d{2}-\d{2}|\d{1,2}(?:st|nd|rd|th)? [A-Z][a-z]+,? \d{4}"
+    r"|[A-Z][a-z]+ \d{1,2}(?:st|nd|rd|th)?,? \d{4}|[A-Z][a-z]+ \d{4})\b")
+
+
+def rules_summary(central: Memory, members: list[Memory]) -> str:
+    """The central mention without its date, saying how often and when it was said."""
+    core = _DATE.sub("", central.summary.strip()).rstrip(". ")
+    days = sorted(day_of(m) for m in members)
+    prefix = f"Repeatedly ({mentions(members)} times between {days[0]} and {days[-1]}): "
+    return normalise_summary(prefix + core, MAX_CHARS, max_sentences=2)
+
+
+@dataclass(frozen=True)
+class _Group:
+    central: int
+    members: list[int]
+    confidence: float
+
+
+class PromotionPass:
+    """The `promotion` lifecycle pass (see the module doc); `embed` embeds the new summary (the
+    central mention's vector is used when None)."""
+
+    name = "promotion"
+
+    def __init__(self, config: PromotionConfig = PromotionConfig(), embed: Embed | None = None) -> None:
+        self.config = config
+        self.embed = embed
+
+    async def __call__(self, state: MemoryState, user_id: str, now: datetime) -> list[MemoryEvent]:
+        cfg = self.config
+        info = pass_state(state, user_id, self.name)
+        done = {mid: at for mid, at in (info.get("promoted") or {}).items()
+                if now - datetime.fromisoformat(at) < cfg.window}
+        pool = sorted((m for m in visible(state, user_id, ["episodic"])
+                       if not is_episode(m) and m.id not in done
+                       and now - cfg.window <= m.created_at <= now),
+                      key=lambda m: (m.created_at, m.id))
+        events: list[MemoryEvent] = []
+        if len(pool) >= 2:
+            vectors = vectors_of(state, user_id, pool)
+            for group in self._groups(pool, vectors)[:cfg.max_per_run]:
+                members = [pool[i] for i in group.members]
+                event = await self._promote(state, pool[group.central], members,
+                                            vectors, group, now)
+                if event is not None:
+                    events.append(event)
+                done.update({m.id: now.isoformat() for m in members})
+        save_pass_state(state, user_id, self.name, {"promoted": dict(sorted(done.items()))})
+        return events
+
+    def _groups(self, pool: list[Memory], vectors: np.ndarray) -> list[_Group]:
+        """Groups of mentions of one fact, most mentioned first: each time, the memory whose
+        neighbourhood (cosine ≥ min_similarity) holds the most mentions, with that
+        neighbourhood; until no neighbourhood reaches `min_repeats`."""
+        cfg = self.config
+        sims = vectors @ vectors.T
+        remaining = list(range(len(pool)))
+        groups: list[_Group] = []
+        while remaining:
+            best: tuple[int, int, list[int]] | None = None
+            for i in remaining:
+                near = [j for j in remaining if sims[i, j] >= cfg.min_similarity]
+                count = mentions([pool[j] for j in near])
+                if best is None or count > best[0]:
+                    best = (count, i, near)
+            assert best is not None
+            count, central, near = best
+            if count < cfg.min_repeats:
+                break
+            members = [pool[j] for j in near]
+            if mean_trust(members) >= cfg.min_trust:
+                others = [float(sims[central, j]) for j in near if j != central]
+                cohesion = float(np.mean(others)) if others else 1.0
+                extra = 0.05 * (count - cfg.min_repeats)
+                groups.append(_Group(central, near, round(min(1.0, cohesion + extra), 3)))
+            remaining = [j for j in remaining if j not in near]
+        return groups
+
+    async def _promote(self, state: MemoryState, central: Memory, members: list[Memory],
+                       vectors: np.ndarray, group: _Group, now: datetime) -> MemoryEvent | None:
+        """The semantic memory of one group, or None when a fact already held wins."""
+        cfg = self.config
+        summary = rules_summary(central, members)
+        vector = await vector_for(summary, vectors[[group.central]], self.embed)
+        key = next((k for k, _ in Counter(m.entity_key for m in members if m.entity_key)
+                    .most_common(1)), None)
+        if self._already_held(state, central.user_id, key, vector):
+            return None
+        review = group.confidence < cfg.review_below
+        tags = [PROMOTED_TAG, *([REVIEW_TAG] if review else []),
+                *(t for m in members for t in m.tags if t not in (PROMOTED_TAG, REVIEW_TAG))]
+        sims = vectors[group.members] @ vectors[group.central]
+        ids = [m.id for m in members]
+        latest = members[-1]
+        memory = Memory(
+            id=lifecycle_id("promoted", central.user_id, *sorted(ids)),
+            user_id=central.user_id, type="semantic",
+            category=Counter(m.category for m in members).most_common(1)[0][0],
+            summary=summary, tags=list(dict.fromkeys(tags))[:8],
+            entities=list(dict.fromkeys(e for m in members for e in m.entities)), entity_key=key,
+            source=latest.source, trust_score=mean_trust(members),
+            importance=max(m.importance for m in members), private=any(m.private for m in members),
+            created_at=now, updated_at=now, last_accessed=now, valid_from=members[0].created_at,
+            related_ids=ids, relations={m.id: round(float(s), 4) for m, s in zip(members, sims)
+                                        if m.id != central.id} | {central.id: 1.0},
+            source_turn_ids=merged_refs(members), agent_id=latest.agent_id,
+            run_id=latest.run_id, actor_id=latest.actor_id, role=latest.role,
+            thread_id=latest.thread_id,
+        )
+        state.store(memory, vector)
+        return state.announce("promoted", memory, thread_of(memory), now, {
+            "promoted_from": ids, "mentions": mentions(members), "confidence": group.confidence,
+            "needs_review": review}, actor=ACTOR)
+
+    def _already_held(self, state: MemoryState, user_id: str, key: str | None,
+                      vector: np.ndarray) -> bool:
+        """Whether an active semantic memory has the fact already: one with the same entity
+        key, one within the dedup check band, or a pinned or user-set one as close as two
+        mentions of a fact are (`min_similarity`: the user's own version always wins)."""
+        user_index = state.index.user(user_id)
+        if key and any(m.type == "semantic" for m in user_index.with_entity_key(lambda k: k == key)):
+            return True
+        near = user_index.search(vector, 5, accept=lambda m: m.is_visible and m.type == "semantic")
+        return any(sim >= state.config.profile.semantic_check_low
+                   or (is_canonical(m) and sim >= self.config.min_similarity) for m, sim in near)
