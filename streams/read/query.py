@@ -25,6 +25,7 @@ from streams.read.errors import InvalidQuery
 from streams.read.filters import base_mask, episodic_mask, row_predicate
 from streams.read.recall_intent import DateWindow, has_recall_intent, time_window
 from streams.read.token_budget import TokenCounter, fit
+from streams.write.procedural import CATEGORY as PROCEDURAL_CATEGORY
 from streams.memory.vector_index import UserIndex
 from topics.query import (
     DeltaHeader,
@@ -34,6 +35,9 @@ from topics.query import (
     ReturnMode,
     TimeWindow,
 )
+
+
+PROCEDURAL = PROCEDURAL_CATEGORY.casefold()
 
 
 @dataclass(frozen=True)
@@ -157,6 +161,9 @@ def plan_query(request: QueryRequest, user_id: str, policy: CategoryPolicy, limi
     if request.budget_tokens is not None and request.budget_tokens > limits.max_budget_tokens:
         raise InvalidQuery(f"budget_tokens must be at most {limits.max_budget_tokens}")
     categories = policy.allowed(request.agent, request.categories, filters.category)
+    asked = {c.casefold() for c in [*(request.categories or []), *([filters.category] if filters.category else [])]}
+    if PROCEDURAL not in asked:  # seed 001 §12: "how to" steps only for an agent that asks
+        categories = categories - {PROCEDURAL}
     reference = request.reference_time or reference
     window = time_window(request.query, reference) if reference is not None else None
     recall = window is not None or has_recall_intent(request.query)

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from streams.write import policy
+from streams.write import policy, procedural
 from streams.write.extraction import RulesExtractor
 from streams.write.sensitivity import sensitive_categories
 from streams.app.settings import Settings
@@ -52,20 +52,24 @@ class FactPipeline:
 
     def facts(self, turn: Turn, blocked_topics: Sequence[str] = ()) -> TurnFacts:
         """What to store from `turn`, by rules; facts about a blocked topic are dropped."""
-        decision = rules_trigger(turn)
+        procedure = procedural.procedure_fact(turn, self.settings.summary_max_chars)
+        decision = procedural.decision_for(rules_trigger(turn), procedure)
         early = self._gate(turn, decision)
         if early is not None:
             return early
-        return self._filter(decision, self.extractor.extract(turn), blocked_topics)
+        facts = [procedure] if procedure is not None else self.extractor.extract(turn)
+        return self._filter(decision, facts, blocked_topics)
 
     async def afacts(self, turn: Turn, blocked_topics: Sequence[str], llm: GuardedLLM,
                      context: Sequence[Turn] = ()) -> TurnFacts:
         """The same, with the LLM trigger and classifier (each falls back to the rules)."""
-        decision = await llm.trigger(turn, context)
+        procedure = procedural.procedure_fact(turn, self.settings.summary_max_chars)
+        decision = procedural.decision_for(await llm.trigger(turn, context), procedure)
         early = self._gate(turn, decision)
         if early is not None:
             return early
-        return self._filter(decision, await llm.extract(turn, context), blocked_topics)
+        facts = [procedure] if procedure is not None else await llm.extract(turn, context)
+        return self._filter(decision, facts, blocked_topics)
 
     def _gate(self, turn: Turn, decision: TriggerDecision) -> TurnFacts | None:
         """An early answer: a hot-path command, nothing worth storing, or a secret in the turn."""
@@ -87,7 +91,7 @@ class FactPipeline:
         # Sensitive facts are stored only when the user asked for it in so many words.
         explicit = command is not None and command.kind in (CommandKind.remember, CommandKind.pin)
         kept, blocked = [], []
-        for fact in facts:
+        for fact in map(procedural.settle, facts):
             storable, reason = policy.is_storable(fact.summary)
             if not storable:
                 blocked.append(reason or "secret")
