@@ -218,7 +218,12 @@ class Settings(BaseSettings):
     promotion_min_repeats: int = Field(3, ge=2, description="Mentions of one fact among episodes that promote it to semantic.")
     promotion_window_days: int = Field(60, ge=1, description="The mentions must fall within this many days.")
     promotion_min_similarity: float = Field(
-        0.75, ge=0.0, le=1.0, description="Cosine at which two episodic memories state the same fact (all-MiniLM-L6-v2).",
+        0.85, ge=0.0, le=1.0, description="Cosine at which two episodic memories state the same fact "
+        "(all-MiniLM-L6-v2: repeats of one fact score 0.9+, distinct events of one trip 0.75-0.85).",
+    )
+    promotion_canonical_similarity: float = Field(
+        0.75, ge=0.0, le=1.0, description="Cosine at which a pinned or user-set semantic fact is on "
+        "the same subject as a promotion, which it then prevents.",
     )
     promotion_min_trust: float = Field(0.7, ge=0.0, le=1.0, description="Mean trust the mentions need.")
     promotion_review_below: float = Field(

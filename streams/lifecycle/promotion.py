@@ -55,7 +55,8 @@ USER_SET_TAG = "explicit"
 class PromotionConfig:
     min_repeats: int = 3
     window: timedelta = timedelta(days=60)
-    min_similarity: float = 0.75
+    min_similarity: float = 0.85
+    canonical_similarity: float = 0.75
     min_trust: float = 0.7
     review_below: float = 0.9
     max_per_run: int = 5
@@ -65,6 +66,7 @@ class PromotionConfig:
         return cls(min_repeats=settings.promotion_min_repeats,
                    window=timedelta(days=settings.promotion_window_days),
                    min_similarity=settings.promotion_min_similarity,
+                   canonical_similarity=settings.promotion_canonical_similarity,
                    min_trust=settings.promotion_min_trust,
                    review_below=settings.promotion_review_below,
                    max_per_run=settings.promotion_max_per_run)
@@ -95,9 +97,15 @@ _DATE = re.compile(
     r"|[A-Z][a-z]+ \d{1,2}(?:st|nd|rd|th)?,? \d{4}|[A-Z][a-z]+ \d{4})\b")
 
 
+_LEADING_DATE = re.compile(
+    r"^On (?:\d{4}-\d{2}-\d{2}|\d{1,2}(?:st|nd|rd|th)? [A-Z][a-z]+,? \d{4}|[A-Z][a-z]+ \d{1,2}(?:st|nd|rd|th)?,? \d{4})"
+    r"(?: \(W\d{1,2}, \d{4}\))?,?\s+")
+
+
 def rules_summary(central: Memory, members: list[Memory]) -> str:
     """The central mention without its date, saying how often and when it was said."""
-    core = _DATE.sub("", central.summary.strip()).rstrip(". ")
+    core = _DATE.sub("", _LEADING_DATE.sub("", central.summary.strip())).rstrip(". ")
+    core = core[:1].upper() + core[1:]
     days = sorted(day_of(m) for m in members)
     prefix = f"Repeatedly ({mentions(members)} times between {days[0]} and {days[-1]}): "
     return normalise_summary(prefix + core, MAX_CHARS, max_sentences=2)
@@ -209,11 +217,11 @@ class PromotionPass:
     def _already_held(self, state: MemoryState, user_id: str, key: str | None,
                       vector: np.ndarray) -> bool:
         """Whether an active semantic memory has the fact already: one with the same entity
-        key, one within the dedup check band, or a pinned or user-set one as close as two
-        mentions of a fact are (`min_similarity`: the user's own version always wins)."""
+        key, one within the dedup check band, or a pinned or user-set one on the same subject
+        (`canonical_similarity`, looser: the user's own version always wins)."""
         user_index = state.index.user(user_id)
         if key and any(m.type == "semantic" for m in user_index.with_entity_key(lambda k: k == key)):
             return True
         near = user_index.search(vector, 5, accept=lambda m: m.is_visible and m.type == "semantic")
         return any(sim >= state.config.profile.semantic_check_low
-                   or (is_canonical(m) and sim >= self.config.min_similarity) for m, sim in near)
+                   or (is_canonical(m) and sim >= self.config.canonical_similarity) for m, sim in near)

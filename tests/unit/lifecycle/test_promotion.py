@@ -78,3 +78,11 @@ async def test_conversation_episodes_are_left_to_consolidation(memories):
     for d in (1, 8, 15):
         memories.add(f"On 2024-05-{d:02d} (W19, 2024) we discussed swimming at the city pool.", day(d))
     assert await PromotionPass()(memories.state, USER, day(16)) == []
+
+
+async def test_distinct_events_of_one_theme_are_not_a_repeated_fact(memories):
+    for d, text in [(1, "On 1 May 2024 Ana compared flights for her Lisbon trip in June."),
+                    (3, "On 3 May 2024 Ana booked a hotel in Alfama for the Lisbon trip."),
+                    (4, "On 4 May 2024 Ana booked the flights to Lisbon for June 12.")]:
+        memories.add(text, day(d), category="Personal")
+    assert await PromotionPass()(memories.state, USER, day(5)) == []
