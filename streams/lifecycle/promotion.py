@@ -60,6 +60,8 @@ class PromotionConfig:
     min_trust: float = 0.7
     review_below: float = 0.9
     max_per_run: int = 5
+    max_candidates: int = 200
+    """Most recent episodic facts one run reads (grouping is quadratic in them)."""
 
     @classmethod
     def from_settings(cls, settings: Any) -> PromotionConfig:
@@ -136,7 +138,7 @@ class PromotionPass:
         pool = sorted((m for m in visible(state, user_id, ["episodic"])
                        if not is_episode(m) and m.id not in done
                        and now - cfg.window <= m.created_at <= now),
-                      key=lambda m: (m.created_at, m.id))
+                      key=lambda m: (m.created_at, m.id))[-cfg.max_candidates:]
         events: list[MemoryEvent] = []
         if len(pool) >= 2:
             vectors = vectors_of(state, user_id, pool)
