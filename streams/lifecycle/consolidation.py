@@ -1,8 +1,11 @@
 """Daily consolidation (seed 000 §4, seed 001 §4): recent episodes of one theme become one
 `consolidated` memory; the originals are archived.
 
-Once per event-time day per user: the most recent active episodes (within the lookback) are
-paired by embedding cosine, only within the time window; the best pairs are checked first, at
+Once per event-time day per user: the most recent active conversation episodes (the
+after-turn capture's, `streams/write/episodic.py`; a dated fact such as "Ana adopted Luna on
+3 May" is a fact about the user, left to promotion, as the query path treats it) within the
+lookback are paired by embedding cosine, only within the time window; the best pairs are
+checked first, at
 most `max_pairs` per run, and a pair checked without being merged gets a fingerprint
 `(id_a, id_b, round(score, 2))` so it is not checked again for `fingerprint_days`. Pairs join
 clusters (single link) while a cluster stays within the window and under its size cap. Each
@@ -24,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from streams.lifecycle.pass_kit import (
+    is_episode,
     ACTOR,
     Embed,
     day_of,
@@ -132,21 +136,19 @@ def _core(summary: str) -> str:
 
 def rules_summary(members: list[Memory]) -> str:
     """1–3 sentences with the dates, the actors and the outcome, by rules: the span and who
-    took part, the first episode, and the last one (where the outcome is)."""
+    took part, then what each episode was about (evenly trimmed to fit), the last one — where
+    the outcome is — introduced by "Finally"."""
     first_day, last_day = day_of(members[0]), day_of(members[-1])
     when = f"On {first_day}" if first_day == last_day else f"Between {first_day} and {last_day}"
     actors = [e for e, _ in Counter(e for m in members for e in m.entities).most_common(3)]
     head = f"{when}, {len(members)} related episodes" + (
         f" involving {', '.join(actors)}" if actors else "") + "."
-    first, last = _core(members[0].summary), _core(members[-1].summary)
-    room = MAX_CHARS - len(head) - len(" Finally, .") - 2
-    if first == last or room < 40:
-        body = f" {trim_to(first, max(room, 20))}."
-    else:
-        half = room // 2
-        first_text = trim_to(first, max(half, room - len(last) - 1))
-        last_text = trim_to(last[:1].lower() + last[1:], room - len(first_text) - 1)
-        body = f" {first_text}. Finally, {last_text}."
+    cores = list(dict.fromkeys(_core(m.summary) for m in members))
+    last = cores.pop() if len(cores) > 1 else None
+    joiners = len(cores) * 2 + (len(" Finally, .") if last else 1)
+    share = max((MAX_CHARS - len(head) - joiners) // (len(cores) + (last is not None)), 12)
+    middle = "; ".join(trim_to(c, share) for c in cores)
+    body = f" {middle}." + (f" Finally, {trim_to(last[:1].lower() + last[1:], share)}." if last else "")
     return normalise_summary(head + body, MAX_CHARS, max_sentences=3)
 
 
@@ -178,7 +180,7 @@ class ConsolidationPass:
                 if now - datetime.fromisoformat(at) < cfg.fingerprint_ttl}
         episodes = sorted(
             (m for m in visible(state, user_id, ["episodic"])
-             if not m.pinned and now - cfg.lookback <= m.created_at <= now),
+             if is_episode(m) and not m.pinned and now - cfg.lookback <= m.created_at <= now),
             key=lambda m: (m.created_at, m.id))[-cfg.max_candidates:]
         events: list[MemoryEvent] = []
         if len(episodes) >= 2:

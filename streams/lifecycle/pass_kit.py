@@ -116,3 +116,10 @@ def day_of(memory: Memory) -> str:
 def merged_refs(memories: Iterable[Memory]) -> list[str]:
     """The union of the memories' provenance, in order."""
     return list(dict.fromkeys(ref for m in memories for ref in m.source_turn_ids))
+
+
+def is_episode(memory: Memory) -> bool:
+    """A conversation episode of the after-turn capture ("On 2024-05-01 … we discussed …"),
+    as `streams.read.query.is_conversation_episode` tells them from dated facts."""
+    return memory.type == "episodic" and (
+        memory.category == "Conversation_Summary" or "episode" in memory.tags)

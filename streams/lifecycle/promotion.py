@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from streams.lifecycle.pass_kit import (
+    is_episode,
     ACTOR,
     Embed,
     day_of,
@@ -72,11 +73,6 @@ class PromotionConfig:
                    min_trust=settings.promotion_min_trust,
                    review_below=settings.promotion_review_below,
                    max_per_run=settings.promotion_max_per_run)
-
-
-def is_episode(memory: Memory) -> bool:
-    """A conversation episode of the after-turn capture (consolidated, never promoted)."""
-    return memory.category == "Conversation_Summary" or "episode" in memory.tags
 
 
 def is_canonical(memory: Memory) -> bool:

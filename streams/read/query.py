@@ -18,6 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from streams.read import ranking
+from streams.read.consolidated import lift
 from streams.read.fusion import Retrieval, relevance
 from streams.read.categories import CategoryPolicy
 from streams.memory.model import Memory
@@ -100,7 +101,7 @@ def rank(
     `text` is the query, for the lexical half of hybrid retrieval."""
     if not len(index):
         return []
-    cosines = index.similarities(query_vector)
+    cosines = lift(index, index.similarities(query_vector))
     visible = index.columns().visible
     scores = relevance(index, cosines, text, visible, retrieval)
     pool = index.best(scores, visible, max(candidates, top_k))
@@ -265,7 +266,7 @@ def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: Categ
     semantic: list[QueryHit] = []
     episodic: list[QueryHit] = []
     if len(index):
-        cosines = index.similarities(vector)
+        cosines = lift(index, index.similarities(vector))
         allowed = base_mask(index, plan.categories, plan.filters)
         scores = relevance(index, cosines, plan.text, allowed, retrieval)
         is_episode = episodic_mask(index, plan.window)
