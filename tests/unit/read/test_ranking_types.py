@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from streams.app.settings import Settings
 from streams.read.ranking import RankWeights, score, weights_from_settings
-from tests.unit.read.test_query_execute import NOW, ask, ids, index_of, mem
+from tests.unit.read.test_query_execute import NOW, ask, ids, index_of, mem, vector
 
 
 def test_a_consolidated_memory_outranks_an_equally_similar_episode():
@@ -26,3 +26,18 @@ def test_an_insight_weighs_less_than_a_fact_of_the_same_similarity():
 def test_the_type_weights_come_from_the_settings():
     w = weights_from_settings(Settings(rank_w_consolidated=0.2, rank_w_insight=0.3))  # type: ignore[call-arg]
     assert (w.consolidated, w.insight) == (0.2, 0.3)
+
+
+def test_a_consolidated_memory_is_found_by_what_its_archived_originals_said():
+    original = mem("o", type="episodic", category="Conversation_Summary", state="archived")
+    consolidated = mem("c", type="consolidated", category="Conversation_Summary",
+                       consolidated_from=["o"])
+    other = mem("x")
+    index = index_of((original, 0.95), (consolidated, 0.3), (other, 0.6))
+    [first, second] = ask(index, top_k=2, **{"return": "full"})[0].items
+    assert first["id"] == "c" and first["similarity"] > 0.9, "lifted to its original's cosine"
+    assert "o" not in ids(ask(index, top_k=5)), "the archived original itself is never returned"
+    index.upsert(mem("c2", type="consolidated", category="Conversation_Summary",
+                     consolidated_from=["o"]), vector(0.2, 9))
+    assert set(ids(ask(index, top_k=2))) == {"c", "c2"}, \
+        "a consolidated memory added later is lifted too (rows are scanned as they come)"
