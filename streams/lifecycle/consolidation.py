@@ -127,8 +127,12 @@ _DATE_PREFIX = re.compile(r"^On \d{4}-\d{2}-\d{2}(?: \(W\d{1,2}, \d{4}\))?,?\s*"
 
 def _core(summary: str) -> str:
     """An episode's summary as one sentence without its leading date (the consolidated one
-    states the dates) nor its final period."""
+    states the dates) nor its final period; of a captured episode, its approach (the topics
+    are the head's "involving …")."""
     text = _DATE_PREFIX.sub("", summary.strip())
+    topic, approach, rest = text.partition("Approach:")
+    if approach and rest.strip():  # the capture's "we discussed X. Approach: Y": Y is the outcome
+        text = rest.strip()
     parts = [p.rstrip(". ") for p in split_summary_sentences(text)]
     text = "; ".join([*parts[:1], *(p[:1].lower() + p[1:] for p in parts[1:])])  # one sentence
     return text[:1].upper() + text[1:] if text else text

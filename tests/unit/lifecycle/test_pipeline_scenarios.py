@@ -13,25 +13,29 @@ from streams.pipeline.inprocess import InProcessPipeline
 from topics.turns import Turn
 
 START = datetime(2024, 5, 1, 18, tzinfo=UTC)
-SESSIONS = [
+SESSIONS = [  # (day, what Ana says, what the assistant settles: an outcome closes an episode)
     (0, ["I went swimming at the city pool this morning.",
-         "Today I compared flights for our Lisbon trip in June."]),
+         "Today I compared flights for our Lisbon trip in June."],
+     "Great, the plan is to fly to Lisbon on June 12 and look for a hotel in Alfama."),
     (2, ["I went swimming at the city pool again this morning.",
-         "Today I booked a hotel in Alfama for the Lisbon trip."]),
+         "Today I found a hotel in Alfama for the Lisbon trip."],
+     "Done: the Lisbon trip hotel in Alfama is booked for June 12 to June 19."),
     (4, ["I went swimming at the city pool this morning before work.",
-         "Yesterday I booked the flights to Lisbon for June 12."]),
+         "Yesterday I booked the flights to Lisbon for June 12."],
+     "Agreed, the next step for the Lisbon trip is the packing list for Alfama."),
 ]
 
 
 def week_of_turns() -> list[Turn]:
     turns = []
-    for d, texts in SESSIONS:
-        for i, text in enumerate(texts):
+    for d, texts, outcome in SESSIONS:
+        replies = ["That sounds great!", outcome]
+        for i, (text, reply) in enumerate(zip(texts, replies)):
             ts = START + timedelta(days=d, minutes=10 * i)
             turns.append(Turn(user_id="ana", thread_id=f"s{d}", turn_id=f"{d}-{i}u", role="user",  # type: ignore[arg-type]
                               speaker="Ana", text=text, ts=ts))
             turns.append(Turn(user_id="ana", thread_id=f"s{d}", turn_id=f"{d}-{i}a",  # type: ignore[arg-type]
-                              role="assistant", speaker="Assistant", text="That sounds great!",
+                              role="assistant", speaker="Assistant", text=reply,
                               ts=ts + timedelta(minutes=1)))
     return turns
 
@@ -62,7 +66,9 @@ async def test_after_a_week_of_sessions_the_fact_is_promoted_and_the_episodes_co
     after = {m.id for m in pipeline.store.user_memories("ana") if m.is_visible}
     assert len(after) < len(before), "fewer memories serve the same turns"
     served = {ref for m in pipeline.store.user_memories("ana") if m.is_visible for ref in m.source_turn_ids}
-    assert {"s2:2-1u"} <= served, "every archived episode's turns are still served (provenance)"
+    assert {"s0:0-1a", "s2:2-1a", "s4:4-1a"} <= served, "the archived episodes' turns are still served"
 
-    [hit, *_] = await pipeline.query("ana", "Where did Ana book a hotel for the Lisbon trip?", 3)
-    assert hit.memory.type == "consolidated" and "Alfama" in hit.memory.summary
+    hits = await pipeline.query("ana", "What did we discuss about the Lisbon trip?", 3)
+    assert [h.memory.id for h in hits if h.memory.type == "consolidated"] == [m.id for m in made]
+    assert "Alfama" in made[0].summary and "booked" in made[0].summary
+    assert not {h.memory.id for h in hits} & archived, "archived episodes never reach a query"
