@@ -7,6 +7,7 @@ MAX_BULLETS = 3
 _SIGNS = {
     "created": "+created", "updated": "↑updated", "merged": "↔merged", "superseded": "↻superseded",
     "soft_deleted": "-deleted", "deleted": "-deleted", "restored": "↺restored", "linked": "~linked",
+    "consolidated": "⊕consolidated", "promoted": "⇑promoted", "archived": "-archived",
 }
 
 

@@ -6,6 +6,7 @@ from dataclasses import replace
 from streams.lifecycle.consolidation import ConsolidationConfig, ConsolidationPass, fingerprint
 from streams.lifecycle.pass_kit import vectors_of
 from streams.providers.llm import GuardedLLM
+from streams.read.delta import render_delta
 from tests.unit.lifecycle.conftest import USER, FakeMessagesAPI, Memories, Reply, day, snapshot
 
 TRIP = [
@@ -132,3 +133,12 @@ async def test_an_invalid_llm_answer_falls_back_to_the_rules(memories, fake_llm:
     events = await ConsolidationPass(llm=fake_llm)(memories.state, USER, day(5))
     [made] = [e for e in events if e.kind == "consolidated"]
     assert made.meta["writer"] == "rules" and made.summary.startswith("Between 2024-05-01 and 2024-05-04")
+
+
+async def test_the_delta_header_shows_the_consolidation(memories):
+    add_week(memories)
+    events = await ConsolidationPass()(memories.state, USER, day(21))
+    made = next(e for e in events if e.kind == "consolidated")
+    rev = made.rev - 1
+    changes = memories.state.changes_since(USER, made.thread_id, rev)
+    assert "⊕consolidated: [Conversation_Summary] Between 2024-05-01" in render_delta(rev, changes)
