@@ -32,6 +32,7 @@ from rich.console import Console
 from rich.table import Table
 
 from streams.api import auth
+from streams.app.settings import get_settings
 from streams.tools.broker import EmbeddedBroker, free_port
 from streams.app.topic_admin import create_topics
 from streams.tools.client import ApiClient, TurnProducer, make_producer
@@ -90,10 +91,15 @@ class Stack:
 
 def start_worker(broker_url: str, web_port: int, data_dir: Path, app_id: str, partitions: int,
                  log_path: Path, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
-    """Start `memstream worker` as a child process (it dies with its parent)."""
+    """Start `memstream worker` as a child process (it dies with its parent). It keeps its ONNX
+    model files where this process does (not in its fresh DATA_DIR, which would export the model
+    again at every start)."""
+    from streams.app.services import models_dir
     from streams.tools.broker import _die_with_parent
 
     env = dict(os.environ, KAFKA_BROKER_URL=broker_url, WEB_PORT=str(web_port),
+               EMBEDDER_CACHE_DIR=os.environ.get("EMBEDDER_CACHE_DIR",
+                                                 str(models_dir(get_settings()).resolve())),
                DATA_DIR=str(data_dir), APP_ID=app_id, TOPIC_PARTITIONS=str(partitions),
                WEB_HOST="127.0.0.1", TABLE_STORE="rocksdb://", **(extra_env or {}))
     return subprocess.Popen(
@@ -296,7 +302,6 @@ async def read_candidate_texts(stack: Stack, users: set[str]) -> list[str] | Non
     """The summaries of the run's `candidate` events (memory.events, opened with the master
     key): the texts the dedup stage embedded. None without a master key to open them."""
     from streams.privacy.crypto import master_key_of
-    from streams.app.settings import get_settings
     from streams.tools.unseal import TopicUnsealer, read_records
 
     master = stack.master_key or master_key_of(get_settings())
