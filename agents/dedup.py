@@ -10,11 +10,13 @@ from faust.types import AgentT
 from streams.app.factory import MemstreamApp
 from streams.app.faust_compat import event_scope_of, record_of
 from streams.pipeline.dedup import DedupStage
+from streams.proactivity import ProactivityPolicy
 
 
 def register(app: MemstreamApp) -> AgentT:
     stage = DedupStage(app.store, app.services.embed, app.services.llm, app.outputs,
-                       record_scope=event_scope_of)
+                       record_scope=event_scope_of,
+                       proactivity=ProactivityPolicy.from_settings(app.settings))
     within = app.settings.dedup_batch_within_ms / 1000
 
     async def dedup(stream):  # type: ignore[no-untyped-def]

@@ -165,6 +165,18 @@ class Settings(BaseSettings):
     dedup_batch_size: int = Field(64, ge=1, description="Candidates dedup takes (and embeds) at once.")
     dedup_batch_within_ms: int = Field(20, ge=1, description="Longest wait to fill a dedup batch.")
 
+    # --- proactivity (seed 000 §11) ------------------------------------------------------------
+    proactivity_enabled: bool = Field(True, description="Send proactivity candidates to memory.proactivity.")
+    proactivity_min_weight: float = Field(
+        0.55, ge=0, le=1, description="Least proactivity_weight of a memory worth reaching out about.")
+    proactivity_min_trust: float = Field(
+        0.6, ge=0, le=1, description="Least trust_score of a memory worth reaching out about.")
+    proactivity_max_per_day: int = Field(
+        2, ge=0, description="Proactivity candidates per user per event-time day, at most.")
+    proactivity_min_interval_hours: float = Field(
+        6.0, gt=0, description="Least event time between two candidates of a user; doubled per "
+        "candidate reported ignored in a row (proactivity_feedback), up to 30 days.")
+
     # --- AWS (seed 002) ---------------------------------------------------------------------------
     aws_region: str = Field("us-east-1", description="AWS region of S3 Vectors and Bedrock.")
     s3v_bucket: str = Field("memstream-vectors", description="S3 Vectors bucket.")

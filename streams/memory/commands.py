@@ -18,6 +18,7 @@ from streams.memory.model import Memory
 from streams.memory.purge import purge_user
 from streams.memory.tables import command_key
 from streams.memory.vector_index import encode_vector
+from streams.proactivity.policy import record_feedback
 from topics.commands import Command
 from topics.events import MemoryEvent
 
@@ -58,6 +59,9 @@ def _command_events(state: MemoryState, cmd: Command, vector: np.ndarray | None)
         return purge_user(state, cmd.user_id, cmd.thread_id, cmd.ts)
     if cmd.kind in ("block_topic", "unblock_topic"):
         return [set_topic_blocked(state, cmd, cmd.kind == "block_topic")]
+    if cmd.kind == "proactivity_feedback":
+        record_feedback(state.tables.users, cmd.user_id, cmd.feedback == "acted")
+        return []
     events: list[MemoryEvent] = []
     meta = {"command": cmd.kind, "actor": cmd.actor}
 

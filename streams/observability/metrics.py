@@ -162,3 +162,8 @@ def record_decision(memory_type: str, outcome: str, similarity: float | None, se
 def render() -> bytes:
     """The text exposition of every memstream metric."""
     return generate_latest(REGISTRY)
+
+PROACTIVITY_CANDIDATES = Counter(
+    "memstream_proactivity_candidates_total",
+    "Proactivity candidates sent to memory.proactivity, by reason.", ["reason"], registry=REGISTRY,
+)

@@ -31,6 +31,7 @@ from streams.pipeline.records import Record, RecordScope, StageClock, no_scope
 from streams.privacy.crypto import SealError
 from streams.privacy.payloads import open_record
 from streams.privacy.sealed import Sealer
+from streams.proactivity import ProactivityPolicy
 from streams.providers.embedders import Embed
 from streams.providers.llm import GuardedLLM
 from topics.candidates import CANDIDATE_RECORD, Candidate, ChatCommand
@@ -43,7 +44,11 @@ class DedupStage:
     """Candidates (and commands said in chat) in, memory events out."""
 
     def __init__(self, store: MemoryStore, embed: Embed, llm: GuardedLLM, outputs: Outputs,
-                 record_scope: RecordScope = no_scope) -> None:
+                 record_scope: RecordScope = no_scope,
+                 proactivity: ProactivityPolicy | None = None) -> None:
+        """`proactivity` decides which created or changed memories go to `memory.proactivity`
+        (none without it)."""
+        self.proactivity = proactivity
         self.store = store
         self.embed = embed
         self.llm = llm
@@ -125,12 +130,20 @@ class DedupStage:
                 for m in current.check_band(candidate, vector)[:2]
             }
         applied = current.apply(candidate, vector, same_fact)
+        stored = None
         if not applied.replayed:
             stored = current.memory(applied.memory_id)  # a correction said as an event is semantic
             metrics.record_decision(stored.type if stored else candidate.fact.type, applied.outcome,
                                     applied.similarity, time.perf_counter() - started)
         for event in applied.events:
             await self.outputs.event(event)
+        if (not applied.replayed and self.proactivity is not None and stored is not None
+                and applied.outcome in ("created", "updated", "superseded")):
+            # After the memory's own events; a replay sent it (or decided not to) the first time.
+            offer = self.proactivity.consider(current.tables.users, stored, candidate.turn.ts)
+            if offer is not None:
+                metrics.PROACTIVITY_CANDIDATES.labels(reason=offer.reason).inc()
+                await self.outputs.proactivity(offer)
         await self.outputs.progress(clock.stamp(progress_of(candidate, applied.outcome,
                                                              applied.memory_id)))
         return applied.outcome

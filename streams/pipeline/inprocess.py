@@ -29,6 +29,7 @@ from streams.memory.store import MemoryStore
 from streams.pipeline.commands import CommandsStage
 from streams.pipeline.dedup import DedupStage
 from streams.pipeline.ingest import IngestStage
+from streams.proactivity import ProactivityPolicy
 from streams.pipeline.outputs import Outputs
 from streams.pipeline.records import Record
 from streams.pipeline.tables import stage_tables
@@ -106,7 +107,8 @@ class InProcessPipeline:
         self.store = MemoryStore(self.tables, self.services.dedup_config)
         self.ingest_stage = IngestStage(settings, self.sealed.ingest, self.services.llm, outputs,
                                         embed=self.services.embed)
-        self.dedup_stage = DedupStage(self.store, self.services.embed, self.services.llm, outputs)
+        self.dedup_stage = DedupStage(self.store, self.services.embed, self.services.llm, outputs,
+                                      proactivity=ProactivityPolicy.from_settings(settings))
         self.commands_stage = CommandsStage(settings, self.store, self.services.embed, outputs)
         self.consumers = Consumers(self.ingest_stage.handle, self.dedup_stage.handle_batch,
                                    self.commands_stage.handle)
