@@ -70,6 +70,7 @@ class Tables:
     thread_revs: faust.Table
     recent_events: faust.Table
     user_keys: faust.Table
+    lifecycle: faust.Table
 
 
 TABLES = {
@@ -90,7 +91,13 @@ TABLES = {
                      "reconnecting with Last-Event-ID resumes where it was.",
     "user_keys": "user_id -> the user's data key wrapped by the master key, and when the user was "
                  "purged; the values of every other table are sealed with these keys.",
+    "lifecycle": "partition -> its event-time watermark and calendar; partition|hour|chunk -> the "
+                 "user ids whose next lifecycle run falls in that hour (ids only, not sealed).",
 }
+
+
+UNSEALED = ("user_keys", "lifecycle")
+"""Tables that hold no user content, so are not sealed (`streams.pipeline.tables`)."""
 
 
 class MemstreamApp:
@@ -110,7 +117,7 @@ class MemstreamApp:
         self.topics = topics
         self.tables = tables
         self.services = services
-        raw = {name: getattr(tables, name) for name in TABLES if name != "user_keys"}
+        raw = {name: getattr(tables, name) for name in TABLES if name not in UNSEALED}
         self.sealed = stage_tables(raw, tables.user_keys, master_key)
         self.outputs = Outputs(send or self._produce, self.sealed.sealer, settings.dlq_max_raw_bytes)
         self.store = MemoryStore(self.sealed.memory, services.dedup_config)

@@ -1,11 +1,19 @@
-"""The ranking formula of SPEC §5 (seed 002 weights plus seed 001's related boost)."""
+"""The ranking formula of SPEC §5 (seed 002 weights plus seed 001's related boost).
+
+The importance term is the memory's decay weight (seed 000 §6, `streams.memory.decay`): its
+normalised importance fading with the half-life of that importance since it was last used, so
+an important memory nobody has needed for a year no longer outranks a fresh one on importance.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from streams.memory.decay import decay_weight, importance_norm
 from streams.memory.model import Memory
+
+__all__ = ["RankWeights", "importance_norm", "recency_decay", "score", "weights_from_settings"]
 
 
 @dataclass(frozen=True)
@@ -16,11 +24,6 @@ class RankWeights:
     pinned: float = 0.10
     related: float = 0.05
     half_life_days: float = 90.0
-
-
-def importance_norm(importance: int) -> float:
-    """SPEC §8: importance is an int 1-5; normalised as (importance - 1) / 4."""
-    return (min(max(importance, 1), 5) - 1) / 4
 
 
 def recency_decay(last_accessed: datetime, now: datetime, half_life_days: float) -> float:
@@ -35,7 +38,7 @@ def score(
     """Final ranking score of one memory for one query."""
     return (
         weights.similarity * similarity
-        + weights.importance * importance_norm(memory.importance)
+        + weights.importance * decay_weight(memory, now)
         + weights.recency * recency_decay(memory.last_accessed, now, weights.half_life_days)
         + weights.pinned * (1.0 if memory.pinned else 0.0)
         + weights.related * related_strength
