@@ -86,8 +86,7 @@ def forget(state: MemoryState, user_id: str, now: datetime, config: ForgetConfig
             events.append(soft_delete(state, memory, now, config, "ttl"))
     for memory in memories:
         if room() and is_archive_due(memory, now, config):
-            events.append(transition(state, memory, now, "archived", "decay",
-                                     state="archived",
+            events.append(transition(state, memory, now, "archived", "decay", {"state": "archived"},
                                      weight=round(decay_weight(memory, now), 4)))
     for memory in over_cap(state, user_id, now, config)[:max(budget - len(events), 0)]:
         events.append(soft_delete(state, memory, now, config, "memory_cap"))
@@ -133,12 +132,12 @@ def over_cap(state: MemoryState, user_id: str, now: datetime, config: ForgetConf
 def soft_delete(state: MemoryState, memory: Memory, now: datetime, config: ForgetConfig,
                 reason: str) -> MemoryEvent:
     purge_at = now + timedelta(days=config.purge_after_days)
-    return transition(state, memory, now, "soft_deleted", reason, state="soft_deleted",
-                      purge_at=purge_at)
+    return transition(state, memory, now, "soft_deleted", reason,
+                      {"state": "soft_deleted", "purge_at": purge_at})
 
 
 def transition(state: MemoryState, memory: Memory, now: datetime, kind: str, reason: str,
-               weight: float | None = None, **update: Any) -> MemoryEvent:
+               update: dict[str, Any], weight: float | None = None) -> MemoryEvent:
     """Store `memory` changed by `update` and announce it as `kind` (with `reason`)."""
     changed = memory.model_copy(update={**update, "version": memory.version + 1, "updated_at": now})
     state.store(changed)
