@@ -21,10 +21,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from streams.lifecycle.passes import thread_of
+from streams.lifecycle.passes import LIFECYCLE_THREAD, thread_of
 from streams.memory.decay import days_unused, decay_weight
 from streams.memory.model import Memory
 from streams.memory.state import MemoryState
+from streams.memory import ids
+from streams.memory.tables import candidate_key, thread_key
 from topics.events import MemoryEvent
 
 ACTOR = "lifecycle"
@@ -75,21 +77,28 @@ def forget(state: MemoryState, user_id: str, now: datetime, config: ForgetConfig
     events: list[MemoryEvent] = []
     budget = config.max_changes
 
-    def room() -> bool:
-        return len(events) < budget
+    changed: set[str] = set()
+
+    def room(memory: Memory) -> bool:
+        """Budget left, and the memory not changed yet in this run (one transition per run)."""
+        if len(events) >= budget or memory.id in changed:
+            return False
+        changed.add(memory.id)
+        return True
 
     for memory in memories:
-        if room() and is_purge_due(memory, now, config):
+        if is_purge_due(memory, now, config) and room(memory):
             events.append(purge(state, memory, now))
     for memory in memories:
-        if room() and is_ttl_due(memory, now, config):
+        if is_ttl_due(memory, now, config) and room(memory):
             events.append(soft_delete(state, memory, now, config, "ttl"))
     for memory in memories:
-        if room() and is_archive_due(memory, now, config):
+        if is_archive_due(memory, now, config) and room(memory):
             events.append(transition(state, memory, now, "archived", "decay", {"state": "archived"},
                                      weight=round(decay_weight(memory, now), 4)))
-    for memory in over_cap(state, user_id, now, config)[:max(budget - len(events), 0)]:
-        events.append(soft_delete(state, memory, now, config, "memory_cap"))
+    for memory in over_cap(state, user_id, now, config, changed):
+        if room(memory):
+            events.append(soft_delete(state, memory, now, config, "memory_cap"))
     return events
 
 
@@ -116,11 +125,13 @@ def is_archive_due(memory: Memory, now: datetime, config: ForgetConfig) -> bool:
             and decay_weight(memory, now) < config.archive_weight_min)
 
 
-def over_cap(state: MemoryState, user_id: str, now: datetime, config: ForgetConfig) -> list[Memory]:
+def over_cap(state: MemoryState, user_id: str, now: datetime, config: ForgetConfig,
+             changed: set[str] = frozenset()) -> list[Memory]:  # type: ignore[assignment]
     """The active semantic memories past the cap, in eviction order: lowest decay weight, then
-    least recently used, then id (deterministic); pinned ones count but are never evicted."""
+    least recently used, then id (deterministic); pinned ones count but are never evicted.
+    Memories in `changed` left the active ones in this run already."""
     active = [m for m in state.index.user(user_id).docs.values()
-              if m.state == "active" and m.type == "semantic"]
+              if m.state == "active" and m.type == "semantic" and m.id not in changed]
     excess = len(active) - config.memory_cap
     if excess <= 0:
         return []
@@ -156,5 +167,39 @@ def purge(state: MemoryState, memory: Memory, now: datetime) -> MemoryEvent:
     # Not `state.store`: that would copy the vector back into the document from the index.
     state.tables.memories[tombstone.id] = tombstone.model_dump(mode="json")
     state.index.user(tombstone.user_id).update_doc(tombstone)
-    return state.announce("purged", tombstone, thread_of(memory), now, {"reason": "purge_at"},
-                          actor=ACTOR)
+    event = state.announce("purged", tombstone, thread_of(memory), now, {"reason": "purge_at"},
+                           actor=ACTOR)
+    for thread_id in sorted({thread_of(memory), LIFECYCLE_THREAD}):
+        scrub_change_log(state, memory.user_id, thread_id, memory.id)
+    scrub_applied(state, memory)
+    return event
+
+
+FACT_INDEXES = range(6)
+"""Fact indexes a turn's candidates can have (up to 5 facts, then its episode)."""
+
+
+def scrub_applied(state: MemoryState, memory: Memory) -> None:
+    """Replace the `applied` records of the candidates a purged memory came from by content-free
+    ones: they keep blocking a replay of those turns (which must not bring the memory back),
+    without the memory's summary in their events and writes."""
+    refs = {part for ref in memory.source_turn_ids
+            for part in (tuple(ref.split(":", 1)), tuple(ref.rsplit(":", 1))) if len(part) == 2}
+    for thread_id, turn_id in sorted(refs):
+        for index in FACT_INDEXES:
+            key = candidate_key(memory.user_id, ids.memory_id(memory.user_id, thread_id, turn_id, index))
+            record = state.tables.applied.get(key)
+            if record and record.get("memory_id") == memory.id and record.get("events"):
+                state.tables.applied[key] = {"outcome": "purged", "memory_id": memory.id, "events": []}
+
+
+def scrub_change_log(state: MemoryState, user_id: str, thread_id: str, memory_id: str) -> None:
+    """Blank the summary and category of a purged memory's lines in a thread's change log (the
+    delta header then shows that something was forgotten, never what)."""
+    thread = state.revisions.thread(user_id, thread_id)
+    changes = thread.get("changes", [])
+    if not any(c.get("memory_id") == memory_id and c.get("summary") for c in changes):
+        return
+    thread["changes"] = [{**c, "summary": "", "category": ""} if c.get("memory_id") == memory_id
+                         else c for c in changes]
+    state.revisions.table[thread_key(user_id, thread_id)] = thread

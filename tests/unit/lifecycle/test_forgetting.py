@@ -56,6 +56,7 @@ async def test_the_purge_comes_after_the_window_and_leaves_a_content_free_tombst
     assert raw["state"] == "purged" and raw["summary"] == "" and raw["source_turn_ids"] == []
     assert raw["embedding_b64"] is None
     assert [entry["verb"] for entry in s.history("old")] == ["PURGE"]
+    assert all("fact old" not in c["summary"] for c in s.changes_since("u", "t1", 0))
     assert await run(s, 200) == []
 
 
@@ -97,3 +98,11 @@ async def test_a_run_makes_at_most_max_changes_and_the_rest_wait():
     assert len(await run(s, 61, config)) == 2
     assert len(await run(s, 61, config)) == 2
     assert len(await run(s, 61, config)) == 1
+
+
+async def test_a_memory_makes_one_transition_per_run():
+    # importance 1: its decay weight is 0, so it is due for archiving and for the TTL at once
+    s = seeded(memory("trivial", importance=1))
+    events = await run(s, 61)
+    assert [e.kind for e in events] == ["soft_deleted"]
+    assert s.memory("trivial").state == "soft_deleted"  # type: ignore[union-attr]
