@@ -80,7 +80,8 @@ TABLES = {
     "applied": "candidate id or command key -> {outcome, memory_id, events}: a replayed record "
                "changes nothing and re-sends the identical events.",
     "buffers": "user_id|thread_id -> the thread's last BUFFER_TURNS turns (secrets redacted): the "
-               "context an LLM trigger and classifier see (seed 004 buffer).",
+               "context an LLM trigger and classifier see (seed 004 buffer); user_id -> the user's episodes "
+               "of the day (the daily cap is per user).",
     "turn_log": "user_id|thread_id:turn_id -> {episode, refs}: what ingest decided for a turn, so "
                 "a replay of it decides the same however far back it is.",
     "audit": "memory_id -> audit entries (SPEC §3 verbs, actor, time, old and new value); a purge "
