@@ -93,7 +93,7 @@ class Settings(BaseSettings):
     memory_neighbors_k: int = Field(10, description="Neighbours searched during dedup.")
     memory_enable_entity_heuristics: bool = Field(True, description="Same-fact check without an LLM.")
     memory_write_rate_limit_per_hour: int = Field(
-        20, ge=0, description="New memories per user per event-time hour; past it a new fact is still "
+        20, ge=0, description="New semantic memories per user per event-time hour (seed 002); past it a new fact is still "
         "stored but down-ranked (importance 1, tag over_write_budget); corrections and updates are "
         "never limited. 0: no limit.",
     )

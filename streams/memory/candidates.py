@@ -93,6 +93,7 @@ def _apply(state: MemoryState, candidate: Candidate, vector: np.ndarray,
         else:
             outcome, memory = "created", new_memory(candidate, cid, vector)
             if (decision.action is dedup.Action.create and not memory.pinned
+                    and memory.type != "episodic"  # seed 002 caps hot-path writes only
                     and not write_budget.spend(state.tables.users, turn.user_id, turn.ts,
                                                state.config.write_rate_limit_per_hour)):
                 memory = write_budget.down_ranked(memory)

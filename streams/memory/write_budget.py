@@ -5,8 +5,9 @@ Counted in the user's `users` record (`write_budget`: the event times of the new
 the last hour, at most `limit` of them), so a replay counts the same. Past the budget a new fact
 is not dropped: it is stored down-ranked (importance 1, tag `over_write_budget`), so it ranks
 below the user's other memories and the lifecycle forgets it first. Only plain creations count
-and are limited: an update, a merge and a correction (a supersede) change what is known and are
-never limited, nor is a fact the user asked to keep (pinned).
+and are limited (seed 002: hot-path writes, so not episodes, which are captured after the turn):
+an update, a merge and a correction (a supersede) change what is known and are never limited,
+nor is a fact the user asked to keep (pinned).
 """
 from __future__ import annotations
 
