@@ -25,10 +25,11 @@ def budgeted(limit: int) -> MemoryState:
                                                            write_rate_limit_per_hour=limit))
 
 
-def apply(s: MemoryState, n: int, summary: str, minutes: float, key: str | None = None):  # type: ignore[no-untyped-def]
+def apply(s: MemoryState, n: int, summary: str, minutes: float, key: str | None = None,  # type: ignore[no-untyped-def]
+          kind: str = "semantic"):
     turn = Turn(user_id="u", thread_id="t", turn_id=str(n), role="user", speaker="Ana", text="x",
                 ts=T0 + timedelta(minutes=minutes))  # type: ignore[arg-type]
-    fact = Fact(type="semantic", summary=summary, importance=4, entity_key=key)
+    fact = Fact(type=kind, summary=summary, importance=4, entity_key=key)  # type: ignore[arg-type]
     vector = np.zeros(8, dtype=np.float32)
     vector[n % 8] = 1.0
     applied = s.apply(Candidate(turn=turn, fact=fact, fact_index=0, fact_count=1, confidence=0.9), vector)
@@ -57,3 +58,9 @@ def test_a_correction_past_the_budget_is_applied_in_full():
 def test_no_limit_when_zero():
     s = budgeted(0)
     assert all(apply(s, i, f"Ana fact {i}.", i)[1].importance == 4 for i in range(5))
+
+
+def test_episodes_are_not_hot_path_writes():
+    s = budgeted(1)
+    apply(s, 1, "Ana likes tea.", 0)
+    assert apply(s, 2, "On 2024-05-01 (W18, 2024) we discussed jazz.", 1, kind="episodic")[1].importance == 4
