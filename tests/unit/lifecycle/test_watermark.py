@@ -19,6 +19,24 @@ def test_the_watermark_only_moves_forward_and_is_per_partition():
     assert PartitionClock(table).watermark(0) == T0, "kept in the table: a restart resumes it"
 
 
+def test_the_table_is_written_when_the_watermark_enters_a_new_hour_only():
+    writes: list[str] = []
+
+    class Table(dict):
+        def __setitem__(self, key, value):  # type: ignore[no-untyped-def]
+            writes.append(key)
+            super().__setitem__(key, value)
+
+    table = Table()
+    clock = PartitionClock(table)
+    for minutes in range(0, 120, 5):
+        clock.advance(0, T0 + timedelta(minutes=minutes))
+    assert len(writes) == 3, "10:30, 11:05 and 12:05: each starts a new (rounded up) hour"
+    assert clock.watermark(0) == T0 + timedelta(minutes=115)
+    assert PartitionClock(table).watermark(0) == T0 + timedelta(minutes=95), \
+        "a restart resumes from the last hour written"
+
+
 def test_a_slot_rounds_up_so_a_slot_at_or_before_the_watermark_holds_only_due_runs():
     assert hour_slot(T0) == "2024-01-01T11"
     assert hour_slot(T0.replace(minute=0)) == "2024-01-01T10"
