@@ -182,6 +182,10 @@ class Settings(BaseSettings):
         "(written once, atomically, so workers may share it); unset: DATA_DIR/models.",
     )
     embed_batch_size: int = Field(32, description="Texts embedded per model call.")
+    ingest_batch_size: int = Field(
+        32, ge=1, description="Turns ingest takes at once (their candidates embedded in one call).")
+    ingest_batch_within_ms: int = Field(
+        5, ge=1, description="Longest wait to fill an ingest batch (added to a lone turn's latency).")
     dedup_batch_size: int = Field(64, ge=1, description="Candidates dedup takes (and embeds) at once.")
     dedup_batch_within_ms: int = Field(20, ge=1, description="Longest wait to fill a dedup batch.")
 
@@ -246,6 +250,10 @@ class Settings(BaseSettings):
         50, ge=1, description="Recent events kept per user for SSE Last-Event-ID reconnects (the "
         "whole list is rewritten to the table's changelog on every event: keep it small).",
     )
+    sse_batch_size: int = Field(
+        256, ge=1, description="memory.events records the SSE buffer takes at once (one buffer "
+        "write per user per batch).")
+    sse_batch_within_ms: int = Field(20, ge=1, description="Longest wait to fill an SSE batch.")
     sse_ping_seconds: float = Field(15.0, gt=0, description="SSE keep-alive comment interval.")
     sse_queue_events: int = Field(
         1000, ge=1, description="Events buffered per SSE client; a client that falls further "

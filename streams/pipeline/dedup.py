@@ -19,8 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -34,7 +33,7 @@ from streams.observability import metrics
 from streams.observability.logs import describe_failure
 from streams.pipeline.commands import apply_command
 from streams.pipeline.outputs import Outputs
-from streams.pipeline.records import Record, StageClock
+from streams.pipeline.records import Record, RecordScope, StageClock, no_scope
 from streams.privacy.crypto import SealError
 from streams.privacy.payloads import open_record
 from streams.privacy.sealed import Sealer
@@ -48,13 +47,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 STAGE = "dedup"
-
-RecordScope = Callable[[Record], AbstractContextManager[object]]
-"""The scope a record is processed in (the worker's: its Faust event is the current one)."""
-
-
-def no_scope(record: Record) -> AbstractContextManager[object]:
-    return nullcontext()
 
 
 class DedupStage:
