@@ -10,6 +10,10 @@ timer could not write tables). The runner then
    run the watermark has passed (users are co-partitioned by user_id, so writing an idle
    user's tables from another user's record lands on the right partition).
 
+A record redelivered after a crash re-sends the events its first processing made
+(`watermark.Outbox`): the transitions are in the tables already, their events may not be on
+the topic.
+
 The passes see `now` = the watermark, never the wall clock. Everything depends only on the
 records of the partition in offset order, so a replay runs the same passes at the same event
 times, whatever the batching. A failing pass is counted and logged, never raised: the partition
@@ -23,13 +27,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from streams.lifecycle.passes import LifecyclePass, ordered
-from streams.lifecycle.watermark import PartitionClock
+from streams.lifecycle.watermark import Outbox, PartitionClock
 from streams.memory.state import MemoryState
 from streams.memory.store import MemoryStore
 from streams.memory.tables import Table
 from streams.observability import metrics
 from streams.observability.logs import describe_failure
 from streams.pipeline.outputs import Outputs
+from streams.privacy.payloads import seal_event
+from topics import names
 from topics.events import MemoryEvent
 
 log = logging.getLogger(__name__)
@@ -45,6 +51,7 @@ class LifecycleRunner:
                  idle_users_per_record: int = 2) -> None:
         self.store = store
         self.clock = PartitionClock(schedule)
+        self.outbox = Outbox(schedule)
         self.passes = ordered(list(passes))
         self.outputs = outputs
         self.period = period
@@ -57,28 +64,48 @@ class LifecycleRunner:
                    period=timedelta(hours=settings.lifecycle_period_hours),
                    idle_users_per_record=settings.lifecycle_users_per_record)
 
-    async def after_record(self, partition: int, user_id: str | None,
-                           ts: datetime | None) -> list[MemoryEvent]:
-        """The lifecycle work one record of `partition` brings (module doc); the events sent.
-        Never raises."""
+    async def after_record(self, partition: int, user_id: str | None, ts: datetime | None,
+                           offset: int | None = None) -> list[MemoryEvent]:
+        """The lifecycle work one record of `partition` (at `offset`) brings (module doc); the
+        events sent. A redelivered record re-sends what it made the first time
+        (`watermark.Outbox`). Never raises."""
         try:
-            now = self.clock.advance(partition, ts) if ts is not None else self.clock.watermark(partition)
-            if now is None:
+            if offset is not None and (kept := self.outbox.sent(partition, offset)) is not None:
+                for key, value in kept:
+                    await self.outputs.send(names.MEMORY_EVENTS, key.encode(), value.encode())
                 return []
-            state = self.store.state()
-            events: list[MemoryEvent] = []
-            if user_id is not None and self._due(state, user_id, now):
-                metrics.LIFECYCLE_RUNS.labels(trigger="active").inc()
-                events += await self.run_user(state, partition, user_id, now)
-            for idle in self.clock.take_due(partition, now, self.idle_users_per_record):
-                if idle != user_id and self._due(state, idle, now):
-                    metrics.LIFECYCLE_RUNS.labels(trigger="idle").inc()
-                    events += await self.run_user(state, partition, idle, now)
+            sent: list[list[str]] = []
+            events = await self._run_due(partition, user_id, ts, sent)
+            if offset is not None and sent:
+                self.outbox.keep(partition, offset, sent)
             return events
         except Exception as exc:  # noqa: BLE001 - the lifecycle never blocks the partition
             metrics.LIFECYCLE_ERRORS.labels(lifecycle_pass="runner", error=type(exc).__name__).inc()
             log.error("lifecycle run on partition %d failed: %s", partition, describe_failure(exc))
             return []
+
+    async def _run_due(self, partition: int, user_id: str | None, ts: datetime | None,
+                       sent: list[list[str]]) -> list[MemoryEvent]:
+        """Steps 1-3 of the module doc; what is sent is noted in `sent`."""
+        now = self.clock.advance(partition, ts) if ts is not None else self.clock.watermark(partition)
+        if now is None:
+            return []
+        state = self.store.state()
+        events: list[MemoryEvent] = []
+        if user_id is not None and self._due(state, user_id, now):
+            metrics.LIFECYCLE_RUNS.labels(trigger="active").inc()
+            events += await self.run_user(state, partition, user_id, now, sent)
+        for idle in self.clock.take_due(partition, now, self.idle_users_per_record):
+            if idle != user_id and self._due(state, idle, now):
+                metrics.LIFECYCLE_RUNS.labels(trigger="idle").inc()
+                events += await self.run_user(state, partition, idle, now, sent)
+        return events
+
+    async def _send(self, event: MemoryEvent, sent: list[list[str]]) -> None:
+        """Send `event` as `Outputs.event` does (sealed), and note it in `sent`."""
+        value = seal_event(self.outputs.sealer, event).model_dump_json()
+        await self.outputs.send(names.MEMORY_EVENTS, event.user_id.encode(), value.encode())
+        sent.append([event.user_id, value])
 
     def _due(self, state: MemoryState, user_id: str, now: datetime) -> bool:
         """A known user (a purged one has no record) whose last run is a period old."""
@@ -88,8 +115,8 @@ class LifecycleRunner:
         last = (info.get(STATE_KEY) or {}).get("last_run")
         return last is None or now - datetime.fromisoformat(last) >= self.period
 
-    async def run_user(self, state: MemoryState, partition: int, user_id: str,
-                       now: datetime) -> list[MemoryEvent]:
+    async def run_user(self, state: MemoryState, partition: int, user_id: str, now: datetime,
+                       sent: list[list[str]] | None = None) -> list[MemoryEvent]:
         """Run every pass for one user at `now`, send their events, note the run and put the
         user in the calendar for the next one."""
         events: list[MemoryEvent] = []
@@ -105,7 +132,7 @@ class LifecycleRunner:
             for event in made:
                 metrics.LIFECYCLE_TRANSITIONS.labels(lifecycle_pass=lifecycle_pass.name,
                                                      kind=event.kind).inc()
-                await self.outputs.event(event)
+                await self._send(event, [] if sent is None else sent)
             events += made
         info = state.tables.users.get(user_id)
         if info is not None:  # a pass may not make a user; nor bring back a purged one

@@ -123,3 +123,44 @@ class PartitionClock:
             record["slots"] = chunks
             self.table[self._key(partition)] = record
         return taken
+
+
+OUTBOX_RECORDS = 256
+"""Records of a partition whose lifecycle events are kept for a redelivery (far more than a
+worker processes between two offset commits)."""
+
+
+class Outbox:
+    """The memory events (sealed, as sent) the lifecycle made while processing each of the last
+    `OUTBOX_RECORDS` records of a partition that made any, by offset.
+
+    Processing is at-least-once: a worker killed before committing processes its last records
+    again, and the lifecycle, which finds its transitions made, would make nothing; the events
+    it had made then may never have reached the topic. A redelivered record re-sends them
+    instead (same event ids).
+    """
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+
+    @staticmethod
+    def _index_key(partition: int) -> str:
+        return composite_key("outbox", str(partition))
+
+    @staticmethod
+    def _key(partition: int, offset: int) -> str:
+        return composite_key("outbox", str(partition), str(offset))
+
+    def sent(self, partition: int, offset: int) -> list[list[str]] | None:
+        """The [user_id, event JSON] sent while processing this record before, or None."""
+        if offset not in (self.table.get(self._index_key(partition)) or []):
+            return None
+        return list(self.table.get(self._key(partition, offset)) or [])
+
+    def keep(self, partition: int, offset: int, sent: list[list[str]]) -> None:
+        offsets = [o for o in self.table.get(self._index_key(partition)) or [] if o != offset]
+        offsets.append(offset)
+        for old in offsets[:-OUTBOX_RECORDS]:
+            self.table.pop(self._key(partition, old), None)
+        self.table[self._key(partition, offset)] = sent
+        self.table[self._index_key(partition)] = offsets[-OUTBOX_RECORDS:]

@@ -80,7 +80,7 @@ class DedupStage:
                 outcomes.append(await self._handle_one(record, item, vectors.get(id(item)), clock))
                 if self.lifecycle is not None:
                     user_id, ts = event_time_of(item)
-                    await self.lifecycle.after_record(record.partition, user_id, ts)
+                    await self.lifecycle.after_record(record.partition, user_id, ts, record.offset)
             # Applying a candidate is CPU work on the event loop: let ingest take the next turn
             # (and the web routes answer) between two, rather than after the whole batch.
             await asyncio.sleep(0)

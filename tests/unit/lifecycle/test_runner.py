@@ -95,3 +95,15 @@ async def test_a_replay_in_other_batches_makes_the_same_transitions(tmp_path, mi
         runs.append([(e.event_id, e.kind, e.ts) for e in events(p)
                      if e.user_id == "idle" and e.kind in ("archived", "soft_deleted", "purged")])
     assert runs[0] == runs[1] and any(kind == "soft_deleted" for _, kind, _ in runs[0])
+
+
+async def test_a_redelivered_record_re_sends_the_lifecycle_events_it_made(tmp_path, minilm_embedder):
+    p = pipeline(tmp_path, minilm_embedder)
+    await p.ingest([turn("idle", "1", "I play the cello.", 0), turn("busy", "1", "I drive a red Toyota.", 61)])
+    made = [e for e in events(p) if e.kind == "soft_deleted"]
+    assert len(made) == 1
+    last = p.topics.sent[names.MEMORY_CANDIDATES][-1]
+    # the worker was killed before committing: the last record comes again
+    await p.dedup_stage.handle_batch([last])
+    again = [e for e in events(p) if e.kind == "soft_deleted"]
+    assert again == made * 2, "the same event (same id) again, nothing new made"

@@ -60,3 +60,17 @@ def test_due_users_come_out_earliest_first_a_bounded_number_at_a_time(monkeypatc
     assert clock.take_due(0, T0 + timedelta(days=10), 10) == ["late"]
     assert [k for k in table if '"due"' in k] == ['["due","1","2024-01-01T11","0"]'], \
         "emptied chunks leave the table"
+
+
+def test_the_outbox_keeps_the_last_records_events_only(monkeypatch):
+    from streams.lifecycle.watermark import Outbox
+
+    monkeypatch.setattr(watermark, "OUTBOX_RECORDS", 2)
+    table: dict = {}
+    outbox = Outbox(table)
+    for offset in (10, 11, 12):
+        outbox.keep(0, offset, [["u", f"event-{offset}"]])
+    assert outbox.sent(0, 10) is None, "too old: dropped"
+    assert outbox.sent(0, 12) == [["u", "event-12"]]
+    assert outbox.sent(0, 13) is None and outbox.sent(1, 12) is None
+    assert len(table) == 3, "two records and their index"
