@@ -93,7 +93,9 @@ TABLES = {
     "user_keys": "user_id -> the user's data key wrapped by the master key, and when the user was "
                  "purged; the values of every other table are sealed with these keys.",
     "lifecycle": "partition -> its event-time watermark and calendar; partition|hour|chunk -> the "
-                 "user ids whose next lifecycle run falls in that hour (ids only, not sealed).",
+                 "user ids whose next lifecycle run falls in that hour; partition|offset -> the "
+                 "lifecycle events a record made, sealed, re-sent if it is redelivered. Not "
+                 "sealed itself: ids, times and sealed events only.",
 }
 
 
