@@ -114,7 +114,6 @@ class Settings(BaseSettings):
     rank_w_recency: float = Field(0.15, description="Ranking weight of the recency decay.")
     rank_w_pinned: float = Field(0.10, description="Ranking weight of being pinned.")
     rank_w_related: float = Field(0.05, description="Ranking weight of the strongest related edge.")
-    recency_half_life_days: float = Field(90.0, description="Half-life of the recency term.")
     retrieval_mode: Literal["dense", "hybrid"] = Field(
         "hybrid",
         description="dense: the similarity term is the cosine alone. hybrid: the cosine fused "

@@ -2,8 +2,9 @@
 
 Importance is the SPEC §8 normalised score `(importance - 1) / 4`; the half-life grows with it
 (≥ 0.85 → 365 d, 0.5–0.85 → 180 d, 0.2–0.5 → 90 d, below → 30 d), so an important memory fades
-slowly and a trivial one fast. The ranking uses the weight in place of the bare importance, and
-the lifecycle archives a memory whose weight fell below `ARCHIVE_WEIGHT_MIN` (seed 000: 0.05).
+slowly and a trivial one fast. The ranking's recency term is the decay factor
+(`streams.read.ranking`), and the lifecycle archives a memory whose weight fell below
+`ARCHIVE_WEIGHT_MIN` (seed 000: 0.05).
 It is a separate control from the TTL soft-delete (SPEC §8), which looks at `last_accessed` and
 importance only.
 """

@@ -44,11 +44,10 @@ async def test_the_delta_header_shows_each_transition_once_and_a_purge_without_c
     assert "Ana fact a" not in render_delta(0, s.changes_since("u", "t1", 0))
 
 
-def test_the_ranking_uses_the_decay_weight_of_the_memory():
+def test_the_ranking_decays_by_the_half_life_of_the_importance():
     weights = RankWeights()
-    used = memory("used", importance=5, accessed=T0)
-    unused = memory("unused", importance=5, accessed=T0 - timedelta(days=365))
-    gap = score(used, 0.5, T0, weights) - score(unused, 0.5, T0, weights)
-    recency_gap = weights.recency * (1 - 0.5 ** (365 / weights.half_life_days))
-    assert abs(gap - recency_gap - weights.importance * 0.5) < 1e-9, \
-        "an importance-5 memory unused for its half-life (365 d) has half its importance weight"
+    year_ago = T0 - timedelta(days=365)
+    important = score(memory("i", importance=5, accessed=year_ago), 0.5, T0, weights)
+    trivial = score(memory("t", importance=1, accessed=year_ago), 0.5, T0, weights)
+    assert abs(important - (0.55 * 0.5 + 0.20 + 0.15 * 0.5)) < 1e-9, "365-day half-life"
+    assert abs(trivial - (0.55 * 0.5 + 0.15 * 0.5 ** (365 / 30))) < 1e-9, "30-day half-life"
