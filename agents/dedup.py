@@ -11,17 +11,16 @@ from faust.types import AgentT
 
 from streams.app.factory import MemstreamApp
 from streams.app.faust_compat import event_scope_of, record_of
-from streams.lifecycle.forgetting import ForgetConfig, ForgettingPass
 from streams.lifecycle.passes import LifecyclePass
-from streams.lifecycle.runner import LifecycleRunner
+from streams.lifecycle.runner import LifecycleRunner, service_passes
 from streams.pipeline.dedup import DedupStage
 
 
 def register(app: MemstreamApp, passes: Sequence[LifecyclePass] = ()) -> AgentT:
-    """The dedup agent; after each record it runs the lifecycle (forgetting, then `passes`)."""
+    """The dedup agent; after each record it runs the lifecycle (`service_passes`, and `passes`)."""
     lifecycle = LifecycleRunner.from_settings(
         app.settings, app.store, app.tables.lifecycle,
-        [ForgettingPass(ForgetConfig.from_settings(app.settings)), *passes], app.outputs)
+        [*service_passes(app.settings, app.services), *passes], app.outputs)
     stage = DedupStage(app.store, app.services.embed, app.services.llm, app.outputs,
                        record_scope=event_scope_of, lifecycle=lifecycle)
     within = app.settings.dedup_batch_within_ms / 1000

@@ -25,9 +25,8 @@ from typing import Any
 
 from streams.app.services import Services
 from streams.app.settings import Settings
-from streams.lifecycle.forgetting import ForgetConfig, ForgettingPass
 from streams.lifecycle.passes import LifecyclePass
-from streams.lifecycle.runner import LifecycleRunner
+from streams.lifecycle.runner import LifecycleRunner, service_passes
 from streams.memory.store import MemoryStore
 from streams.pipeline.commands import CommandsStage
 from streams.pipeline.dedup import DedupStage
@@ -100,7 +99,7 @@ class InProcessPipeline:
 
     def __init__(self, settings: Settings, embedder: Embedder,
                  passes: Sequence[LifecyclePass] = ()) -> None:
-        """`passes`: lifecycle passes run after forgetting (promotion, consolidation...)."""
+        """`passes`: lifecycle passes besides the service's own (`service_passes`)."""
         self.settings = settings
         self.topics = LocalTopics()
         self.services = Services(settings, embedder=embedder)
@@ -114,7 +113,7 @@ class InProcessPipeline:
         self.lifecycle_table: dict[Any, Any] = {}
         self.lifecycle = LifecycleRunner.from_settings(
             settings, self.store, self.lifecycle_table,
-            [ForgettingPass(ForgetConfig.from_settings(settings)), *passes], outputs)
+            [*service_passes(settings, self.services), *passes], outputs)
         self.dedup_stage = DedupStage(self.store, self.services.embed, self.services.llm, outputs,
                                       lifecycle=self.lifecycle)
         self.commands_stage = CommandsStage(settings, self.store, self.services.embed, outputs)
