@@ -66,7 +66,10 @@ class Settings(BaseSettings):
     buffer_turns: int = Field(8, ge=1, description="Per-thread buffer of recent turns.")
     memory_k: int = Field(3, ge=1, description="Default top-k of a query.")
     decay_days: int = Field(30, ge=1, description="Days unused before confidence decays (seed 004).")
-    memory_cap: int = Field(200, ge=1, description="Soft cap of semantic items per user (seed 004).")
+    memory_cap: int = Field(
+        200, ge=1, description="Active semantic memories per user at most (seed 004); the lifecycle "
+        "soft-deletes the lowest decay weight, then the least recently used, never a pinned one.",
+    )
 
     # --- trigger / extraction ---------------------------------------------------------------
     trigger_confidence_min: float = Field(0.6, description="Confidence at which a candidate is emitted.")
@@ -89,7 +92,11 @@ class Settings(BaseSettings):
     episodic_merge_window_hours: int = Field(72, description="Episodic merges only within this window.")
     memory_neighbors_k: int = Field(10, description="Neighbours searched during dedup.")
     memory_enable_entity_heuristics: bool = Field(True, description="Same-fact check without an LLM.")
-    memory_write_rate_limit_per_hour: int = Field(20, description="Hot-path writes per user per hour.")
+    memory_write_rate_limit_per_hour: int = Field(
+        20, ge=0, description="New semantic memories per user per event-time hour (seed 002); past it a new fact is still "
+        "stored but down-ranked (importance 1, tag over_write_budget); corrections and updates are "
+        "never limited. 0: no limit.",
+    )
     link_min: float = Field(0.6, description="Neighbours at or above this score become related_to edges.")
 
     # --- episodic capture (seed 003) -----------------------------------------------------------
@@ -107,7 +114,6 @@ class Settings(BaseSettings):
     rank_w_recency: float = Field(0.15, description="Ranking weight of the recency decay.")
     rank_w_pinned: float = Field(0.10, description="Ranking weight of being pinned.")
     rank_w_related: float = Field(0.05, description="Ranking weight of the strongest related edge.")
-    recency_half_life_days: float = Field(90.0, description="Half-life of the recency term.")
     retrieval_mode: Literal["dense", "hybrid"] = Field(
         "hybrid",
         description="dense: the similarity term is the cosine alone. hybrid: the cosine fused "
@@ -143,6 +149,23 @@ class Settings(BaseSettings):
     ttl_days: int = Field(60, description="Days without access before a TTL soft-delete.")
     ttl_importance_max: int = Field(2, description="Only memories this unimportant are TTL-deleted.")
     purge_after_days: int = Field(30, description="Days from soft-delete to purge.")
+    archive_weight_min: float = Field(
+        0.05, ge=0.0, description="Decay weight (seed 000 §6) under which an unused memory is archived.",
+    )
+    archive_unused_days: int = Field(
+        30, ge=0, description="Days without access before a memory may be archived for its decay weight.",
+    )
+    lifecycle_period_hours: int = Field(
+        24, ge=1, description="Event-time hours between two lifecycle runs for one user.",
+    )
+    lifecycle_users_per_record: int = Field(
+        2, ge=1, description="Idle users whose lifecycle one processed record may run (bounds the "
+        "work a record adds to its partition).",
+    )
+    lifecycle_max_changes: int = Field(
+        100, ge=1, description="Transitions one lifecycle pass makes for one user per run at most; "
+        "the rest wait for the next run.",
+    )
 
     # --- embeddings ------------------------------------------------------------------------------
     embedder: str = Field(

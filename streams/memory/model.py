@@ -38,6 +38,8 @@ class Memory(BaseModel):
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     superseded_by: str | None = None
+    purge_at: datetime | None = Field(
+        None, description="When a soft-deleted memory is purged (restorable until then).")
     related_ids: list[str] = Field(default_factory=list)
     relations: dict[str, float] = Field(
         default_factory=dict, description="related_to edges: memory id -> strength (cosine)."

@@ -20,7 +20,7 @@ from typing import TypeVar
 from streams.app.settings import Settings
 from streams.errors import InvalidRecord
 from streams.memory import applied, ids
-from streams.memory.tables import Table, thread_key, turn_key
+from streams.memory.tables import Table, thread_key, turn_key, user_day_key
 from streams.memory.vector_index import encode_vector
 from streams.memory.users import blocked_topics
 from streams.observability import metrics
@@ -55,7 +55,8 @@ class IngestTables:
     """The state ingest keeps, co-partitioned with the memory tables by user_id."""
 
     buffers: Table
-    """[user, thread] -> the thread's last turns (secrets redacted) and episodic state."""
+    """[user, thread] -> the thread's last turns (secrets redacted) and episodic state;
+    [user] -> the user's episodes of the day (the daily cap is per user)."""
     turn_log: Table
     """[user, thread, turn] -> {episode, refs}: what ingest decided for the turn, so a
     replay of it decides the same however far back it is."""
@@ -247,18 +248,27 @@ class IngestStage:
         """Add the turn to its thread's buffer (secrets redacted) and see if it closes an episode."""
         key = thread_key(turn.user_id, turn.thread_id)
         logged = turn_key(turn.user_id, turn.thread_id, turn.turn_id)
+        day_key = user_day_key(turn.user_id)
         seen = self.tables.turn_log.get(logged)
         buffer = self.tables.buffers.get(key)
+        user_day = self.tables.buffers.get(day_key) or {}
         observed = observe(buffer, turn, self.episodes, self.settings.episodic_window_n,
-                           policy.redact, seen)
+                           policy.redact, seen, user_day)
         if seen is None:
-            # The turn's record lists the buffer write, and is made first: a replay makes the
-            # write again if the worker was killed before it, or if a recovery rolled it back.
-            self.tables.turn_log[logged] = {**observed.record,
-                                            "buffer_write": applied.change(buffer, observed.entry)}
+            # The turn's record lists the buffer writes, and is made first: a replay makes the
+            # writes again if the worker was killed before them, or if a recovery rolled them back.
+            record = {**observed.record, "buffer_write": applied.change(buffer, observed.entry)}
+            if observed.user_day is not None:
+                record["user_day_write"] = applied.change(user_day or None, observed.user_day)
+            self.tables.turn_log[logged] = record
             self.tables.buffers[key] = observed.entry
-        elif "buffer_write" in seen:
-            applied.redo_change(self.tables.buffers, key, seen["buffer_write"])
+            if observed.user_day is not None:
+                self.tables.buffers[day_key] = observed.user_day
+        else:
+            if "buffer_write" in seen:
+                applied.redo_change(self.tables.buffers, key, seen["buffer_write"])
+            if "user_day_write" in seen:
+                applied.redo_change(self.tables.buffers, day_key, seen["user_day_write"])
         return observed
 
     async def send_hot_command(self, turn: Turn, command: ExplicitCommand, clock: StageClock) -> None:
