@@ -44,17 +44,18 @@ def test_greetings_filler_and_questions_give_nothing(ex: RulesExtractor, text: s
     assert ex.extract(turn(text)) == []
 
 
-def test_the_pet_example(ex: RulesExtractor) -> None:
+def test_the_pet_example_is_split_into_atomic_facts(ex: RulesExtractor) -> None:
+    """Issue 13 item 4: the adoption and the age are separate facts, only the age is keyed, so
+    "Luna turned 4" supersedes the age and leaves the adoption."""
     facts = ex.extract(turn("I adopted a dog named Luna last year, she is 3 now."))
     assert_well_formed(facts)
-    assert len(facts) == 1
-    fact = facts[0]
-    assert fact.type in {"semantic", "episodic"}
-    assert fact.summary.startswith("Caroline ")
-    assert "Luna" in fact.summary and "2022" in fact.summary  # "last year" resolved
-    assert fact.entity_key == "profile:pet:luna:age"
-    assert "Luna" in fact.entities
-    assert fact.importance >= 3
+    adoption, age = facts
+    assert adoption.summary == "Caroline adopted a dog named Luna in 2022."  # "last year" resolved
+    assert adoption.entity_key is None and "Luna" in adoption.entities
+    assert (adoption.event_start, adoption.event_end) == (date(2022, 1, 1), date(2022, 12, 31))
+    assert age.summary == "Caroline's dog Luna is 3 now."
+    assert age.entity_key == "profile:pet:luna:age"
+    assert adoption.importance >= 3 and age.importance >= 3
 
 
 def test_simple_pet_age_key(ex: RulesExtractor) -> None:
