@@ -557,7 +557,8 @@ class RulesExtractor:
         day = _turn_day(turn)
         span = mentioned_span(resolve_dates(source, day), day)
         inputs = ImportanceInputs(
-            salience=salience(source, full, key is not None, summary) if salience_value is None
+            salience=salience(source, full, key is not None, summary, dated=span is not None)
+            if salience_value is None
             else salience_value,
             trust=_TRUST[turn.role], intensity_norm=intensity_norm(feeling), explicit=explicit,
             pinned=pinned)

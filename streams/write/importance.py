@@ -8,8 +8,8 @@ Seed 000 §3 scores a memory as
 At ingest nothing has been accessed yet, so that term is 0 and what is left cannot tell "Ana
 adopted a dog" from "Ana said the soup was good" — every chat fact would land on the same
 value. The access term's weight therefore goes, at ingest, to what the fact is about (its
-`salience`: small talk 0, a plain statement ⅓, a preference, plan, quantity or identity ⅔, a
-keyed profile fact or a big life event 1), and the 0–1 score is cut into the five integer
+`salience`: small talk 0, a plain statement ⅓, a specific fact — names, a date, a quantity,
+identity, family — ⅔, a keyed profile fact or a big life event 1), and the 0–1 score is cut into the five integer
 levels. A pinned fact is 5 (pin overrides), an explicit "remember …" at least 4.
 """
 from __future__ import annotations
@@ -45,20 +45,22 @@ class ImportanceInputs:
     pinned: bool = False
 
 
-def salience(text: str, sig: Signals, keyed: bool, summary: str = "") -> float:
-    """What the fact is about, 0–1: 1 for a keyed profile fact or a big life event, ⅔ for a
-    preference, plan, quantity, identity or life event, ⅓ for another statement with content,
-    0 for small talk (a short remark or too few content words)."""
+def salience(text: str, sig: Signals, keyed: bool, summary: str = "", dated: bool = False) -> float:
+    """What the fact is about, 0–1: 1 for a keyed profile fact or a big life event; ⅔ for a
+    specific one — naming people, places or titles, a date, a quantity, the speaker's identity
+    or the people and animals close to them; ⅓ for another statement of some length; 0 for small
+    talk (a short remark, under 11 words, or under 4 content words, without anything specific).
+
+    Specific facts are the ones asked about later (on LoCoMo, questions name the people,
+    places, dates and counts of the conversation), which is why they, not emphasis, come first.
+    """
     if keyed or BIG_EVENT.search(text):
         return 1.0
-    cw = content_words(text)
     named = any(not e.isdigit() for e in sig.entities) or bool(_NAMED.search(text))
-    close = bool(_CLOSE.search(text))
-    if not (named or close or sig.number) and (cw < 3 or len((summary or text).split()) < 7):
-        return 0.0
-    if sig.identity or sig.preference or sig.number or (sig.plan and cw >= 6) or (
-            sig.life_event and sig.first_person) or close:
+    if named or dated or sig.number or sig.identity or _CLOSE.search(text):
         return 2 / 3
+    if content_words(text) < 4 or len((summary or text).split()) < 11:
+        return 0.0
     return 1 / 3
 
 

@@ -110,10 +110,10 @@ def test_importance_levels_spread_over_one_to_five() -> None:
     assert importance("I got married last summer, best day of my life!") == 5
     assert importance("Pin this: my passport expires in June 2027.") == 5            # pinned
     assert importance("I adopted a dog named Luna from the shelter.") == 4          # big event
-    assert importance("I love the way the evening light falls across the quiet lake.") == 4  # strong
-    assert importance("I went to a LGBTQ support group yesterday.") == 3           # own life event
+    assert importance("I went to a LGBTQ support group yesterday.") == 3           # named, dated
     assert importance("Max is my childhood dog.") == 3                               # identity
-    assert importance("I finished building the big wooden bookshelf for the kids' new bedroom.") == 3
+    assert importance("I love the way the evening light falls across the quiet lake.") == 3  # felt
+    assert importance("I finished building the big wooden bookshelf for the kids' new bedroom.") == 2
     assert importance("I'm going to keep it up.") == 1                               # vague
     assert importance("I went to the store again.") == 1                             # short
 
