@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, timedelta
 from functools import lru_cache
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from streams.write.categories import categorise
@@ -27,7 +28,7 @@ from streams.write.importance import ImportanceInputs, salience
 from streams.write.importance import level as importance_level
 from streams.write.mentioned_dates import mentioned_span
 from streams.write.policy import find_secrets
-from streams.write.sentiment import intensity_norm, sentiment
+from streams.write.sentiment import Sentiment, intensity_norm, sentiment
 from streams.write.text_rules import (
     STOPWORDS,
     Part,
@@ -286,6 +287,15 @@ def resolve_dates(text: str, day: date) -> str:
             return f"{given} {value}" if prep in ("on", "in", "") else f"{given} {prep} {value}"
         return f"{prep} {value}".strip()
     return re.sub(r" +", " ", _REL_DATE.sub(sub, text)).replace(" ,", ",").replace(" .", ".")
+
+
+def annotations(source: str, day: date) -> dict[str, Any]:
+    """The `Fact` fields read from the words a fact was written from, said on `day`: valence
+    and intensity (VADER) and the span of the dates it mentions (relative ones resolved)."""
+    feeling = sentiment(source)
+    span = mentioned_span(resolve_dates(source, day), day)
+    return {"valence": feeling.valence, "intensity": feeling.intensity,
+            "event_start": span[0] if span else None, "event_end": span[1] if span else None}
 
 
 def _turn_day(turn: Turn) -> date:
@@ -553,20 +563,18 @@ class RulesExtractor:
         name = turn.speaker_name
         key = _entity_key(source)
         full = sentence_signals(source)
-        feeling = sentiment(source)
-        day = _turn_day(turn)
-        span = mentioned_span(resolve_dates(source, day), day)
+        notes = annotations(source, _turn_day(turn))
+        feeling = Sentiment(notes["valence"], notes["intensity"])
         inputs = ImportanceInputs(
-            salience=salience(source, full, key is not None, summary, dated=span is not None)
+            salience=salience(source, full, key is not None, summary,
+                              dated=notes["event_start"] is not None)
             if salience_value is None
             else salience_value,
             trust=_TRUST[turn.role], intensity_norm=intensity_norm(feeling), explicit=explicit,
             pinned=pinned)
         return Fact(
             type=kind, summary=summary, category=categorise(source),
-            importance=importance_level(inputs), valence=feeling.valence,
-            intensity=feeling.intensity, event_start=span[0] if span else None,
-            event_end=span[1] if span else None,
+            importance=importance_level(inputs), **notes,
             tags=list(dict.fromkeys([*extra_tags, *_tags(source, full, name)]))[:6],
             entities=_entities(source, full, name), entity_key=key,
         )

@@ -67,9 +67,11 @@ def salience(text: str, sig: Signals, keyed: bool, summary: str = "", dated: boo
 def score(inputs: ImportanceInputs) -> float:
     """The seed 000 §3 score at ingest, 0–1 (the access term replaced by salience, see above).
     The salience counts twice the weight of access, so the content spreads the levels and the
-    sentiment moves a fact by about one."""
+    sentiment moves a fact by about one. Small talk (salience 0) gains nothing from its
+    sentiment: "that's so awesome!" is a reaction, not a memory with emotional weight."""
+    felt = inputs.intensity_norm if inputs.salience > 0 else 0.0
     raw = (W_PINNED * inputs.pinned + W_TRUST * inputs.trust
-           + 2 * W_SALIENCE * inputs.salience + W_INTENSITY * inputs.intensity_norm
+           + 2 * W_SALIENCE * inputs.salience + W_INTENSITY * felt
            + W_EXPLICIT * inputs.explicit)
     return max(0.0, min(1.0, raw))
 

@@ -118,7 +118,7 @@ def test_importance_levels_spread_over_one_to_five() -> None:
     assert importance("I went to the store again.") == 1                             # short
 
 
-def test_intensity_moves_importance_and_the_assistant_is_trusted_less() -> None:
+def test_intensity_moves_importance() -> None:
     calm = RulesExtractor().extract(turn("I walked along the river with my neighbour after work."))
     moved = RulesExtractor().extract(turn("I walked along the river with my neighbour after work, "
                                           "it was wonderful and so beautiful!"))

@@ -20,6 +20,11 @@ def test_intensity_raises_and_trust_lowers() -> None:
     assert level(ImportanceInputs(salience=2 / 3, trust=0.3, intensity_norm=0.0)) == 2
 
 
+def test_small_talk_gains_nothing_from_its_sentiment() -> None:
+    assert level(ImportanceInputs(salience=0.0, trust=0.7, intensity_norm=0.9)) == 1
+    assert level(ImportanceInputs(salience=1 / 3, trust=0.7, intensity_norm=0.9)) == 3
+
+
 def test_pinned_is_five_and_explicit_at_least_four() -> None:
     assert level(ImportanceInputs(salience=0.0, trust=0.7, intensity_norm=0.0, pinned=True)) == 5
     assert level(ImportanceInputs(salience=0.0, trust=0.7, intensity_norm=0.0, explicit=True)) == 4
