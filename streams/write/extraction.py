@@ -138,8 +138,15 @@ _KEYS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(_I + r" have an? (son|daughter|brother|sister) (?:named|called) [A-Z]"),
      "profile:family:{0}:name"),
 )
-_NAMED = re.compile(r"\b(?:named|called)\s+([A-Z][a-z]+)|\bmy " + _PET[:-1] +
-                    r"|son|daughter|brother|sister|husband|wife|partner)\s+([A-Z][a-z]+)")
+_PEOPLE = (r"son|daughter|brother|sister|husband|wife|partner|boyfriend|girlfriend|fianc[eé]e?|"
+           r"mom|mum|dad|mother|father|grandma|grandpa|grandmother|grandfather|aunt|uncle|"
+           r"cousin|niece|nephew|friend|best friend|buddy|boss|coworker|colleague|neighbou?r|"
+           r"roommate|mentor|teacher|coach")
+_NAMED = re.compile(r"\b(?:named|called)\s+([A-Z][a-z]+)|\b(?:[Mm]y|[Oo]ur) " + _PET[:-1] +
+                    r"|" + _PEOPLE + r")\s+([A-Z][a-z]+)\b(?!\s+and\s+[A-Z])")
+_NAMED_PAIR = re.compile(r"\b(?:[Mm]y|[Oo]ur)\s+(?:\w+\s+)?(?:kids|children|sons|daughters|parents|"
+                         r"friends|brothers|sisters|cousins|grandparents|dogs|cats|pets)"
+                         r",?\s+([A-Z][a-z]+\s+and\s+[A-Z][a-z]+)\b")
 _TRUST = {Role.user: 0.7, Role.assistant: 0.5, Role.tool: 0.5, Role.system: 0.5}
 """Seed 000 §3 trust of what a turn says: the user about themself above the assistant."""
 _WEEKDAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -289,6 +296,8 @@ def resolve_dates(text: str, day: date) -> str:
         given = (m.group("prep") or "").strip()
         if m.start() == 0 and not given and re.match(r"\s+(?:was|is|were|has been)\b", text[m.end():]):
             return value  # "Last Sunday was awesome" → "11 June 2023 was awesome"
+        if given.lower() == "over" and prep == "on":  # "came over yesterday": a particle
+            return f"{given} on {value}"
         if given:
             return f"{given} {value}" if prep in ("on", "in", "") else f"{given} {prep} {value}"
         return f"{prep} {value}".strip()
@@ -366,21 +375,37 @@ _SHORT_ABOUT = re.compile(r"^(?:[Ss]he|[Hh]e)(?:\s+(?P<verb>is|was|turned|turns|
                           r"(?P<rest>[^.!?]{1,40})[.!?]*$")
 
 
+def _lower_first(text: str) -> str:
+    """"My sister Anna" → "my sister Anna" (a mention put inside another sentence)."""
+    return text[:1].lower() + text[1:]
+
+
 def _resolve_he_she(sentences: list[str]) -> list[str]:
-    """"… a dog named Luna. She loves walks." → "… Luna loves walks." (subject he/she only).
+    """"… a dog named Luna. She loves walks." → "… Luna loves walks." (subject he/she only);
+    "My kids Max and Lily … They love soccer." → "My kids Max and Lily love soccer." (a
+    sentence opening on "they" right after two named people of the speaker's). Across
+    sentences the whole mention replaces the pronoun ("She works as a chef." after "My sister
+    Anna …" → "My sister Anna works as a chef."), so the fact keeps whose sister Anna is.
 
     A short attribute right after the naming sentence is joined to it, so the fact keeps it:
     "I have a dog named Luna. She is 3." → "I have a dog named Luna, who is 3."
     """
-    out, named = [], None
+    out, named, pair, mention = [], None, None, ""
     for s in sentences:
+        if pair and (m := re.match(r"[Tt]hey(?=\s+[a-z])(?!['’])", s)):
+            s = pair[:1].upper() + pair[1:] + s[m.end():]  # "They both love soccer." after "my kids Max and Lily"
+        pair = (_lower_first(found.group(0)) if (found := _NAMED_PAIR.search(s)) else None) or (
+            pair if not re.search(r"\b[Tt]hey\b", s) else None)
         if named and out and (m := _SHORT_ABOUT.match(s)) and _NAMED.search(out[-1]):
             out[-1] = f"{out[-1].rstrip('.!')}, who {m.group('verb') or 'is'} {m.group('rest').strip()}."
             continue
-        if named:
-            s = re.sub(r"\b([Ss]he|[Hh]e)\b(?!['’]ll)", named, s, count=1)
+        if named:  # the whole mention, so the fact keeps whose sister Anna is
+            s = re.sub(r"\b([Ss]he|[Hh]e)\b(?!['’]ll)",
+                       lambda h: mention if h.start() else mention[:1].upper() + mention[1:],
+                       s, count=1)
         for m in _NAMED.finditer(s):
             named = m.group(1) or m.group(3)
+            mention = named if m.group(1) else _lower_first(m.group(0).lstrip())
             tail = s[m.end():]
             s = s[: m.end()] + re.sub(r"\b(?:[Ss]he|[Hh]e)\b", named, tail, count=1)
         out.append(s)
