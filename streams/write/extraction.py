@@ -387,8 +387,9 @@ def _resolve_he_she(sentences: list[str]) -> list[str]:
     sentences the whole mention replaces the pronoun ("She works as a chef." after "My sister
     Anna …" → "My sister Anna works as a chef."), so the fact keeps whose sister Anna is.
 
-    A short attribute right after the naming sentence is joined to it, so the fact keeps it:
-    "I have a dog named Luna. She is 3." → "I have a dog named Luna, who is 3."
+    A short attribute with a number right after the naming sentence is joined to it, and
+    `split_compound` then makes it its own keyed fact: "I have a dog named Luna. She is 3." →
+    "I have a dog named Luna, who is 3." → "… a dog named Luna." + "My dog Luna is 3."
     """
     out, named, pair, mention = [], None, None, ""
     for s in sentences:
@@ -396,7 +397,8 @@ def _resolve_he_she(sentences: list[str]) -> list[str]:
             s = pair[:1].upper() + pair[1:] + s[m.end():]  # "They both love soccer." after "my kids Max and Lily"
         pair = (_lower_first(found.group(0)) if (found := _NAMED_PAIR.search(s)) else None) or (
             pair if not re.search(r"\b[Tt]hey\b", s) else None)
-        if named and out and (m := _SHORT_ABOUT.match(s)) and _NAMED.search(out[-1]):
+        if (named and out and (m := _SHORT_ABOUT.match(s)) and _NAMED.search(out[-1])
+                and re.search(r"\d", m.group("rest"))):
             out[-1] = f"{out[-1].rstrip('.!')}, who {m.group('verb') or 'is'} {m.group('rest').strip()}."
             continue
         if named:  # the whole mention, so the fact keeps whose sister Anna is
