@@ -393,8 +393,8 @@ def _resolve_he_she(sentences: list[str]) -> list[str]:
     """
     out, named, pair, mention = [], None, None, ""
     for s in sentences:
-        if pair and (m := re.match(r"[Tt]hey(?=\s+[a-z])(?!['’])", s)):
-            s = pair[:1].upper() + pair[1:] + s[m.end():]  # "They both love soccer." after "my kids Max and Lily"
+        if pair and (m := re.match(r"[Tt]hey(?=\s+[a-z])(?!['’])", s)):  # "They both love …"
+            s = pair[:1].upper() + pair[1:] + s[m.end():]
         pair = (_lower_first(found.group(0)) if (found := _NAMED_PAIR.search(s)) else None) or (
             pair if not re.search(r"\b[Tt]hey\b", s) else None)
         if (named and out and (m := _SHORT_ABOUT.match(s)) and _NAMED.search(out[-1])
@@ -437,7 +437,8 @@ def split_compound(sentence: str) -> list[str]:
         return [sentence]
     keep_end = m.group("end") in ",;" and not m.group(0).lstrip(" ,;").startswith("who")
     head = (sentence[:m.start()] + sentence[m.end() - keep_end:]).rstrip(" ,;")
-    owner = "My" if re.search(r"(?<![\w'’])(?:I|[Mm]y|[Ww]e|[Oo]ur)(?![\w'’])", sentence[:m.start()]) else "The"
+    own = re.search(r"(?<![\w'’])(?:I|[Mm]y|[Ww]e|[Oo]ur)(?![\w'’])", sentence[:m.start()])
+    owner = "My" if own else "The"
     verb = " is" if m.group("verb").strip() in ("'s", "’s") else m.group("verb")
     tail = f"{owner} {kind} {name}{verb}{m.group('rest').rstrip()}."
     return [head if head.endswith((".", "!", "?")) else head + ".", tail]

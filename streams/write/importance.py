@@ -7,10 +7,13 @@ Seed 000 §3 scores a memory as
 
 At ingest nothing has been accessed yet, so that term is 0 and what is left cannot tell "Ana
 adopted a dog" from "Ana said the soup was good" — every chat fact would land on the same
-value. The access term's weight therefore goes, at ingest, to what the fact is about (its
+value. At ingest the access term's weight, and as much again, therefore goes to what the
+fact is about (its
 `salience`: small talk 0, a plain statement ⅓, a specific fact — names, a date, a quantity,
-identity, family — ⅔, a keyed profile fact or a big life event 1), and the 0–1 score is cut into the five integer
-levels. A pinned fact is 5 (pin overrides), an explicit "remember …" at least 4.
+identity, family — ⅔, a keyed profile fact or a big life event 1), and the 0–1 score is
+cut into the five integer levels. A pinned fact is 5 (pin overrides), an explicit
+"remember …" at least 4. The spread on the LoCoMo development turns is printed by
+`python -m streams.eval.extraction_profile`.
 """
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ _CLOSE = re.compile(  # the people and animals of the user's life
     r"dogs?|cats?|pets?|puppy|kitten))\b|\b(?:have|has|had|got)\s+an?\s+(?:\w+\s+)?(?:dog|cat|"
     r"pet|puppy|kitten|son|daughter|baby)\b", re.I)
 LEVELS = (0.22, 0.36, 0.50, 0.64)
-"""Upper bounds of levels 1–4 on the 0–1 score; at or above the last is 5."""
+"""Where levels 2–5 start on the 0–1 score (below the first is 1)."""
 W_PINNED, W_TRUST, W_SALIENCE, W_INTENSITY, W_EXPLICIT = 0.25, 0.20, 0.20, 0.20, 0.15
 
 
