@@ -355,7 +355,8 @@ def third_person(sentence: str, name: str, *, assistant: bool = False, family: b
     s = _I_VERB.sub(lambda m: f"{_NAME}{m.group(1)} {_third_singular(m.group(2))}", s)
     for pattern, repl in _PRONOUNS:
         s = pattern.sub(repl, s)
-    if s.startswith(_NAME):  # "X lives in Y and X loves Z" -> "X lives in Y and loves Z"
+    if s.startswith(_NAME + " "):  # "X lives in Y and X loves Z" -> "X lives in Y and loves Z"
+        # (not after "X's wife …": "X's wife is 40 and X is 42" keeps its second subject)
         s = re.sub(r"\band " + _NAME + r" (?=[a-z])(?!(?:are|were|have|do)\b)", "and ", s)
     if assistant:
         for pattern, repl in _YOU:
@@ -422,12 +423,24 @@ _ATTRIBUTE = re.compile(r"\s*(?:,|;|\s-|\s–|\sand)\s+(?:who|(?P<name>[A-Z][a-z
                         r"(?P<rest>[^,;.!?]*?\d[^,;.!?]*)(?P<end>[,;.!?]|$)")
 
 
+_ATTRIBUTE_FIRST = re.compile(
+    r"^(?P<who>(?:[Mm]y|[Oo]ur)\s+(?:" + _PET[1:-1] + r"|" + _PEOPLE + r")\s+[A-Z][a-z]+)"
+    r"(?P<attr>(?:\s+is|\s+was|['’]s|\s+just turned|\s+turned|\s+turns)\s+(?:now\s+)?\d[^,;.!?]*?)"
+    r",?\s+and\s+(?P<rest>(?:also\s+|already\s+|really\s+)?(?:[a-z]+s|has|is|was|does)\b[^.!?]*)"
+    r"(?P<end>[.!?]*)$")
+
+
 def split_compound(sentence: str) -> list[str]:
     """A sentence that introduces someone and states a changeable attribute of theirs, as two
     atomic sentences, so that a later change of the attribute supersedes only that part:
     "I adopted a dog named Luna last year, Luna is 3 now." → "I adopted a dog named Luna last
     year." and "My dog Luna is 3 now." (`_resolve_he_she` has put the name for "she"). An
-    attribute is a clause with a number ("is 3", "turned 40") about the one just named."""
+    attribute is a clause with a number ("is 3", "turned 40") about the one just named. The
+    same when the attribute comes first: "My son Max is 7 and loves soccer." → "My son Max is
+    7." and "My son Max loves soccer."."""
+    if first := _ATTRIBUTE_FIRST.match(sentence):  # "My son Max is 7 and loves soccer."
+        who = first.group("who")
+        return [f"{who}{first.group('attr')}.", f"{who} {first.group('rest').rstrip()}."]
     named = _KIND_OF.search(sentence)
     if not named:
         return [sentence]

@@ -58,6 +58,23 @@ def test_the_pet_example_is_split_into_atomic_facts(ex: RulesExtractor) -> None:
     assert adoption.importance >= 3 and age.importance >= 3
 
 
+@pytest.mark.parametrize(("text", "atoms"), [
+    ("My son Max is 7 and loves soccer.",
+     [("Caroline's son Max is 7.", "profile:son:max:age"), ("Caroline's son Max loves soccer.", None)]),
+    ("My dog Luna is 3 years old and has a blue collar.",
+     [("Caroline's dog Luna is 3 years old.", "profile:pet:luna:age"),
+      ("Caroline's dog Luna has a blue collar.", None)]),
+    ("My dog Luna is 3 and a half.", [("Caroline's dog Luna is 3 and a half.", "profile:pet:luna:age")]),
+])
+def test_an_age_stated_first_is_its_own_fact(ex: RulesExtractor, text: str, atoms: list) -> None:
+    assert [(f.summary, f.entity_key) for f in ex.extract(turn(text))] == atoms
+
+
+def test_a_second_subject_after_someone_of_the_speakers_is_kept(ex: RulesExtractor) -> None:
+    assert [f.summary for f in ex.extract(turn("My wife Sara is 40 and I am 42."))] == [
+        "Caroline's wife Sara is 40 and Caroline is 42."]
+
+
 def test_simple_pet_age_key(ex: RulesExtractor) -> None:
     facts = ex.extract(turn("My dog Luna is 3."))
     assert [f.entity_key for f in facts] == ["profile:pet:luna:age"]
