@@ -42,3 +42,27 @@ def test_relative_dates_are_resolved_first() -> None:
         date(2022, 1, 1), date(2022, 12, 31))
     assert mentioned_span(resolve_dates("We hiked last week.", SAID), SAID) == (
         date(2023, 5, 1), date(2023, 5, 7))
+
+
+def test_a_merge_keeps_the_span_of_both() -> None:
+    """Dedup's merge (streams.memory.documents) widens the span to cover both facts."""
+    from datetime import datetime, timezone
+
+    from streams.memory.documents import merged_memory
+    from streams.memory.model import Memory
+    from topics.candidates import Candidate, Fact
+    from topics.turns import Turn
+
+    ts = datetime(2023, 5, 8, tzinfo=timezone.utc)
+    target = Memory(id="m1", user_id="u1", type="episodic", summary="Ana painted a lake in 2022.",
+                    created_at=ts, updated_at=ts, last_accessed=ts,
+                    event_start=date(2022, 1, 1), event_end=date(2022, 12, 31))
+    fact = Fact(type="episodic", summary="Ana painted a lake in March 2023.",
+                event_start=date(2023, 3, 1), event_end=date(2023, 3, 31))
+    turn = Turn(user_id="u1", thread_id="t1", turn_id="2", role="user", text="x", ts=ts)  # type: ignore[arg-type]
+    merged = merged_memory(target, Candidate(turn=turn, fact=fact, fact_index=0, fact_count=1,
+                                             confidence=0.9))
+    assert (merged.event_start, merged.event_end) == (date(2022, 1, 1), date(2023, 3, 31))
+    undated = Fact(type="episodic", summary="Ana painted a lake.")
+    assert merged_memory(target, Candidate(turn=turn, fact=undated, fact_index=0, fact_count=1,
+                                           confidence=0.9)).event_end == date(2022, 12, 31)
