@@ -11,7 +11,7 @@ from topics.turns import ID_PATTERN
 
 CommandKind = Literal[
     "forget", "dont_remember", "pin", "unpin", "edit", "delete", "restore", "purge_user",
-    "block_topic", "unblock_topic", "touch",
+    "block_topic", "unblock_topic", "touch", "proactivity_feedback",
 ]
 _NEEDS = {
     "edit": ("memory_id", "text"),
@@ -19,6 +19,7 @@ _NEEDS = {
     "block_topic": ("topic",),
     "unblock_topic": ("topic",),
     "touch": ("memory_ids",),
+    "proactivity_feedback": ("feedback",),
 }
 
 
@@ -48,6 +49,9 @@ class Command(BaseModel):
     text: str | None = Field(None, max_length=280)
     topic: str | None = Field(None, max_length=200)
     actor: str = Field("user", max_length=200)
+    feedback: Literal["acted", "ignored"] | None = Field(
+        None, description="proactivity_feedback: what became of the user's last proactivity "
+        "candidate (an ignored one backs off the next).")
     sealed: Sealed | None = Field(
         None, description="query, text and topic, sealed for the user (then those are unset).")
 

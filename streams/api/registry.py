@@ -60,6 +60,8 @@ def _matches(memory: Memory, categories: set[str], state_: str | None, pinned: s
         return False
     if state_ and memory.state != state_:
         return False
+    if memory.state == "purged" and state_ != "purged":
+        return False  # a content-free tombstone (streams.lifecycle.forgetting): nothing to list
     if pinned in ("true", "false") and memory.pinned != (pinned == "true"):
         return False
     haystack = " ".join([memory.summary, *memory.tags, *memory.entities]).casefold()

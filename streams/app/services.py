@@ -104,4 +104,5 @@ class Services:
             profile=self.profile(), neighbours_k=s.memory_neighbors_k, link_min=s.link_min,
             episodic_merge_window=timedelta(hours=s.episodic_merge_window_hours),
             use_heuristics=s.memory_enable_entity_heuristics,
+            write_rate_limit_per_hour=s.memory_write_rate_limit_per_hour,
         )

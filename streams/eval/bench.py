@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -32,6 +33,7 @@ from rich.console import Console
 from rich.table import Table
 
 from streams.api import auth
+from streams.app.settings import get_settings
 from streams.tools.broker import EmbeddedBroker, free_port
 from streams.app.topic_admin import create_topics
 from streams.tools.client import ApiClient, TurnProducer, make_producer
@@ -53,7 +55,7 @@ from streams.eval.locomo import LocomoConversation, load_conversation
 from streams.eval.recall import KS, RawTurnBaseline, RecallReport, duplicate_rate
 from streams.read.fusion import Retrieval
 from topics.events import MemoryEvent
-from topics.names import ALL_TOPICS, MEMORY_EVENTS, MEMORY_PROGRESS
+from topics.names import ALL_TOPICS, MEMORY_EVENTS, MEMORY_PROACTIVITY, MEMORY_PROGRESS
 from topics.turns import Turn
 
 TurnKey = tuple[str, str, str]
@@ -90,10 +92,15 @@ class Stack:
 
 def start_worker(broker_url: str, web_port: int, data_dir: Path, app_id: str, partitions: int,
                  log_path: Path, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
-    """Start `memstream worker` as a child process (it dies with its parent)."""
+    """Start `memstream worker` as a child process (it dies with its parent). It keeps its ONNX
+    model files where this process does (not in its fresh DATA_DIR, which would export the model
+    again at every start)."""
+    from streams.app.services import models_dir
     from streams.tools.broker import _die_with_parent
 
     env = dict(os.environ, KAFKA_BROKER_URL=broker_url, WEB_PORT=str(web_port),
+               EMBEDDER_CACHE_DIR=os.environ.get("EMBEDDER_CACHE_DIR",
+                                                 str(models_dir(get_settings()).resolve())),
                DATA_DIR=str(data_dir), APP_ID=app_id, TOPIC_PARTITIONS=str(partitions),
                WEB_HOST="127.0.0.1", TABLE_STORE="rocksdb://", **(extra_env or {}))
     return subprocess.Popen(
@@ -292,39 +299,59 @@ async def warm_worker(stack: Stack, user_id: str) -> None:
         pass
 
 
-async def read_candidate_texts(stack: Stack, users: set[str]) -> list[str] | None:
-    """The summaries of the run's `candidate` events (memory.events, opened with the master
-    key): the texts the dedup stage embedded. None without a master key to open them."""
+@dataclass
+class RunEvents:
+    """What the run's users got on `memory.events` and `memory.proactivity`."""
+
+    candidate_texts: list[str] | None
+    """The summaries of the `candidate` events (the texts the pipeline embedded); None without
+    a master key to open them."""
+    kinds: dict[str, int]
+    """memory.events records by kind (created, updated, soft_deleted, consolidated, …)."""
+    proactivity: int
+    """memory.proactivity records."""
+
+
+async def read_run_events(stack: Stack, users: set[str]) -> RunEvents:
+    """The run's events (`RunEvents`); the kinds and counts need no key (they are not sealed)."""
     from streams.privacy.crypto import master_key_of
-    from streams.app.settings import get_settings
     from streams.tools.unseal import TopicUnsealer, read_records
 
-    master = stack.master_key or master_key_of(get_settings())
-    if master is None:
-        return None
-    unsealer = TopicUnsealer(stack.broker_url, stack.app_id, master)
-    await unsealer.refresh()
-    events: list[dict[str, Any]] = []
-    for _key, value in await read_records(stack.broker_url, MEMORY_EVENTS):
+    kinds: Counter[str] = Counter()
+    sealed: list[MemoryEvent] = []
+    for key, value in await read_records(stack.broker_url, MEMORY_EVENTS):
         raw = json.loads(value or b"{}")
-        if raw.get("kind") != "candidate" or raw.get("user_id") not in users:
+        if raw.get("user_id") not in users:
             continue
-        opened = await unsealer.open_event(MemoryEvent.model_validate(raw))
-        if opened is not None:
-            events.append(opened.model_dump(mode="json"))
-    return candidate_summaries(events, users)
+        kinds[str(raw.get("kind"))] += 1
+        if raw.get("kind") == "candidate":
+            sealed.append(MemoryEvent.model_validate(raw))
+    proactivity = sum(1 for key, _ in await read_records(stack.broker_url, MEMORY_PROACTIVITY)
+                      if (key or b"").decode("utf-8", "replace") in users)
+    master = stack.master_key or master_key_of(get_settings())
+    texts = None
+    if master is not None:
+        unsealer = TopicUnsealer(stack.broker_url, stack.app_id, master)
+        await unsealer.refresh()
+        opened = [await unsealer.open_event(event) for event in sealed]
+        texts = candidate_summaries([e.model_dump(mode="json") for e in opened if e is not None],
+                                    users)
+    return RunEvents(texts, dict(sorted(kinds.items())), proactivity)
 
 
 async def active_summaries(api_url: str, conversations: list[LocomoConversation],
-                           api_key: str | None = None) -> dict[tuple[str, str], list[str]]:
-    """Summaries of the active memories, by (user, memory type)."""
+                           api_key: str | None = None,
+                           ) -> tuple[dict[tuple[str, str], list[str]], dict[str, int]]:
+    """Summaries of the active memories, by (user, memory type); and the memories by state."""
     out: dict[tuple[str, str], list[str]] = {}
+    states: Counter[str] = Counter()
     async with ApiClient(api_url, api_key=api_key) as client:
         for conv in conversations:
             for m in await client.memories(conv.user_id):
+                states[m["state"]] += 1
                 if m["state"] == "active":
                     out.setdefault((conv.user_id, m["type"]), []).append(m["summary"])
-    return out
+    return out, dict(sorted(states.items()))
 
 
 def duplicates(summaries: dict[tuple[str, str], list[str]], embedder: Any) -> float:
@@ -497,13 +524,15 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
             result = asyncio.run(ingest(stack.broker_url, turns, stack.one_record_batches, 120.0,
                                         lambda: bar.advance(task), rate))
         rss_end = asyncio.run(worker_rss(stack))
-        console.print("reading the run's candidate events ...")
-        candidate_texts = asyncio.run(read_candidate_texts(stack, {c.user_id for c in conversations}))
+        console.print("reading the run's events ...")
+        run_events = asyncio.run(read_run_events(stack, {c.user_id for c in conversations}))
+        candidate_texts = run_events.candidate_texts
         console.print("measuring the broker's raw produce->consume rate ...")
         raw_rate = asyncio.run(broker_raw_rate(stack.broker_url, turns, partitions, stack.one_record_batches))
         console.print("querying ...")
         report, query_ms = asyncio.run(query_all(stack.api_url, conversations, stack.api_key))
-        summaries = asyncio.run(active_summaries(stack.api_url, conversations, stack.api_key))
+        summaries, memory_states = asyncio.run(active_summaries(stack.api_url, conversations,
+                                                                stack.api_key))
     finally:
         stack.close()
     from streams.app.services import settings_embedder
@@ -537,6 +566,9 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         "duplicate_rate": round(dup, 4),
         **stored_quality(summaries, conversations, files, embedder),
         "outcomes": result.outcomes,
+        "memory_events_by_kind": run_events.kinds,
+        "proactivity_records": run_events.proactivity,
+        "memories_by_state": memory_states,
         "ingest_turns_per_s": round(len(turns) / elapsed, 2),
         "broker_raw_msgs_per_s": round(raw_rate, 2),
         "e2e_latency_ms": percentiles(e2e, (50, 95, 99)),
@@ -574,6 +606,12 @@ def render_report(report: dict[str, Any], console: Console) -> None:
     table.add_row("memories written (per turn)",
                   f"{report['memories_written']} ({report['memories_per_turn']})", "")
     table.add_row("duplicate rate", f"{report['duplicate_rate']:.2%}", "")
+    if "memory_events_by_kind" in report:
+        kinds = report["memory_events_by_kind"]
+        table.add_row("memory events by kind", ", ".join(f"{k} {n}" for k, n in kinds.items()),
+                      f"{report['proactivity_records']} proactivity records")
+        table.add_row("memories by state", ", ".join(
+            f"{k} {n}" for k, n in report["memories_by_state"].items()), "")
     table.add_row("writing constraints pass", f"{report['writing_pass_rate']:.1%}", "")
     if precision := report.get("precision_against_gold"):
         table.add_row("precision vs gold @0.6/0.7/0.8",

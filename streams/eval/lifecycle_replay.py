@@ -1,12 +1,12 @@
 """Figures of the consolidation, promotion and insight passes on LoCoMo, in event time.
 
-Each conversation is replayed through the worker's stages in process (`InProcessPipeline`)
-twice: once without the passes, once running them for the user after every session at the
-session's last turn time (the event-time watermark; sessions are days or weeks apart, so the
-once-a-day passes are due after each). Reported: the memory count (active) of both runs, the
+Each conversation is replayed through the worker's stages in process (`InProcessPipeline`),
+whose dedup stage runs the lifecycle runner on the event-time watermark as a worker does
+(`streams/lifecycle/runner.py`), twice: without promotion, consolidation and insights (the
+forgetting pass runs in both), and with them. Reported: the memory count (active) of both runs, the
 event counts of the passes, and LoCoMo recall (`recall_any`/`recall_all` at k = 5, 10, 20,
 the offline bench's measure: the evidence turns among the provenance of the top-k memories)
-of both runs, which consolidation must not lower.
+of both runs, which consolidation must not lower; events counts are of the lifecycle kinds.
 
     python -m streams.eval.lifecycle_replay /work/shared/datasets/locomo/conv-26.json
 """
@@ -23,43 +23,40 @@ from streams.app.services import settings_embedder
 from streams.app.settings import Settings, get_settings
 from streams.eval.locomo import LocomoConversation, load_conversation
 from streams.eval.recall import KS, RecallReport
-from streams.lifecycle.consolidation import ConsolidationConfig, ConsolidationPass
-from streams.lifecycle.insights import InsightConfig, InsightPass
-from streams.lifecycle.promotion import PromotionConfig, PromotionPass
 from streams.pipeline.inprocess import InProcessPipeline
+from streams.privacy.payloads import open_event
 from streams.providers.embedders import Embedder
+from topics import names
+from topics.events import MemoryEvent
 
 
-def passes_of(settings: Settings, pipeline: InProcessPipeline) -> list[Any]:
-    """The passes in the runner's order (promotion, consolidation, insights)."""
-    embed, llm = pipeline.services.embed, pipeline.services.llm
-    return [PromotionPass(PromotionConfig.from_settings(settings), embed=embed),
-            ConsolidationPass(ConsolidationConfig.from_settings(settings), llm=llm, embed=embed),
-            InsightPass(llm, InsightConfig.from_settings(settings), embed=embed)]
+MINE = ("promotion", "consolidation", "insights")
+
+
+def events_of(pipeline: InProcessPipeline) -> list[MemoryEvent]:
+    return [open_event(pipeline.sealed.sealer, MemoryEvent.model_validate_json(r.value or b""))
+            for r in pipeline.topics.sent[names.MEMORY_EVENTS]]
 
 
 async def replay(conv: LocomoConversation, settings: Settings, embedder: Embedder,
                  lifecycle: bool) -> dict[str, Any]:
+    """The conversation through the in-process stages; the lifecycle runner runs in the dedup
+    stage as in a worker — without promotion, consolidation and insights when not `lifecycle`
+    (forgetting runs in both)."""
     pipeline = InProcessPipeline(settings, embedder)
-    passes = passes_of(settings, pipeline) if lifecycle else []
-    events: Counter[str] = Counter()
-    sessions: dict[str, list[Any]] = {}
-    for turn in conv.turns:
-        sessions.setdefault(turn.thread_id, []).append(turn)
-    for turns in sessions.values():
-        await pipeline.ingest(turns)
-        now = max(t.ts for t in turns)
-        for run in passes:
-            for event in await run(pipeline.store.state(), conv.user_id, now):
-                events[event.kind] += 1
+    if not lifecycle:
+        pipeline.lifecycle.passes = [p for p in pipeline.lifecycle.passes if p.name not in MINE]
+    await pipeline.ingest(conv.turns)
     report = RecallReport()
     for question in conv.scored_questions:
         hits = await pipeline.query(conv.user_id, question.question, max(KS))
         report.add(question.evidence, [(h.memory.summary, h.memory.source_turn_ids) for h in hits])
     memories = pipeline.store.user_memories(conv.user_id)
+    kinds = Counter(e.kind for e in events_of(pipeline)
+                    if e.kind not in ("created", "updated", "merged", "superseded", "linked"))
     return {"active_memories": sum(m.is_visible for m in memories),
             "by_type": dict(Counter(m.type for m in memories if m.is_visible)),
-            "events": dict(events), **report.as_dict()}
+            "events": dict(kinds), **report.as_dict()}
 
 
 async def figures(files: list[Path]) -> dict[str, Any]:

@@ -13,7 +13,9 @@ cluster of two or more becomes one memory of type `consolidated`: 1–3 sentence
 actors and outcome, written by the LLM when one is configured and by rules otherwise (or when
 the LLM fails), with `consolidated_from` = the originals, their provenance merged, importance
 their max, and `last_accessed` = now (seed 000 §4). Events: `consolidated` for the new memory,
-`archived` for each original.
+`archived` for each original. An episode that continues the theme of a consolidated memory
+of the window (made on an earlier day) joins it: a new consolidated memory of all the episodes
+replaces it (archived, reason `reconsolidated`).
 """
 from __future__ import annotations
 
@@ -84,6 +86,12 @@ def fingerprint(a: str, b: str, score: float) -> str:
     return json.dumps([first, second, round(score, 2)], separators=(",", ":"))
 
 
+def span_start(memory: Memory) -> datetime:
+    """When what a memory covers began: a consolidated memory's first episode, else its own
+    time."""
+    return memory.valid_from or memory.created_at if memory.type == "consolidated" else memory.created_at
+
+
 class _Clusters:
     """Single-link clusters that never span more than `window` nor exceed `max_size`."""
 
@@ -109,8 +117,9 @@ class _Clusters:
         if ri == rj:
             return True
         both = self.members(ri) + self.members(rj)
-        times = [self.memories[k].created_at for k in both]
-        if len(both) > self.max_size or max(times) - min(times) > self.window:
+        starts = [span_start(self.memories[k]) for k in both]
+        ends = [self.memories[k].created_at for k in both]
+        if len(both) > self.max_size or max(ends) - min(starts) > self.window:
             return False
         self.parent[rj] = ri
         return True
@@ -183,8 +192,9 @@ class ConsolidationPass:
         seen = {fp: datetime.fromisoformat(at) for fp, at in (info.get("fingerprints") or {}).items()
                 if now - datetime.fromisoformat(at) < cfg.fingerprint_ttl}
         episodes = sorted(
-            (m for m in visible(state, user_id, ["episodic"])
-             if is_episode(m) and not m.pinned and now - cfg.lookback <= m.created_at <= now),
+            (m for m in visible(state, user_id, ["episodic", "consolidated"])
+             if (is_episode(m) or m.type == "consolidated") and not m.pinned
+             and now - cfg.lookback <= m.created_at <= now),
             key=lambda m: (m.created_at, m.id))[-cfg.max_candidates:]
         events: list[MemoryEvent] = []
         if len(episodes) >= 2:
@@ -239,22 +249,26 @@ class ConsolidationPass:
 
     async def _consolidate(self, state: MemoryState, members: list[Memory], vectors: np.ndarray,
                            now: datetime) -> list[MemoryEvent]:
-        """One consolidated memory of `members`, and the originals archived."""
-        summary, writer = await self._summary(members)
-        latest = members[-1]
-        ids = [m.id for m in members]
-        category = Counter(m.category for m in members).most_common(1)[0][0]
+        """One consolidated memory of `members`, and the members archived. A member that is a
+        consolidated memory already (yesterday's, when today's episode continues its theme)
+        gives its originals: the new memory is made from every episode, and replaces it."""
+        episodes = sorted({e.id: e for m in members for e in self._episodes_of(state, m)}.values(),
+                          key=lambda e: (e.created_at, e.id))
+        summary, writer = await self._summary(episodes)
+        latest = episodes[-1]
+        ids = [m.id for m in episodes]
+        category = Counter(m.category for m in episodes).most_common(1)[0][0]
         memory = Memory(
             id=lifecycle_id("consolidated", latest.user_id, *sorted(ids)),
             user_id=latest.user_id, type="consolidated", category=category, summary=summary,
-            tags=list(dict.fromkeys(["consolidated", *(t for m in members for t in m.tags)]))[:MAX_TAGS],
-            entities=list(dict.fromkeys(e for m in members for e in m.entities)),
+            tags=list(dict.fromkeys(["consolidated", *(t for m in episodes for t in m.tags)]))[:MAX_TAGS],
+            entities=list(dict.fromkeys(e for m in episodes for e in m.entities)),
             source=latest.source, trust_score=min(m.trust_score for m in members),
             importance=max(m.importance for m in members),
             valence=latest.valence, intensity=latest.intensity,
             private=any(m.private for m in members),
-            created_at=now, updated_at=now, last_accessed=now, valid_from=members[0].created_at,
-            consolidated_from=ids, source_turn_ids=merged_refs(members),
+            created_at=now, updated_at=now, last_accessed=now, valid_from=episodes[0].created_at,
+            consolidated_from=ids, source_turn_ids=merged_refs([*episodes, *members]),
             agent_id=latest.agent_id, run_id=latest.run_id, actor_id=latest.actor_id,
             role=latest.role, thread_id=latest.thread_id,
             date_iso=latest.date_iso, week=latest.week, year=latest.year,
@@ -262,13 +276,22 @@ class ConsolidationPass:
         state.store(memory, await vector_for(summary, vectors, self.embed))
         events = [state.announce("consolidated", memory, thread_of(memory), now,
                                  {"consolidated_from": ids, "writer": writer,
-                                  "first_day": day_of(members[0]), "last_day": day_of(latest)},
+                                  "first_day": day_of(episodes[0]), "last_day": day_of(latest)},
                                  actor=ACTOR)]
-        for original in members:
-            archived = original.model_copy(update={
-                "state": "archived", "updated_at": now, "version": original.version + 1})
+        for member in members:
+            archived = member.model_copy(update={
+                "state": "archived", "updated_at": now, "version": member.version + 1})
             state.store(archived)
+            reason = "reconsolidated" if member.type == "consolidated" else "consolidated"
             events.append(state.announce("archived", archived, thread_of(archived), now,
-                                         {"reason": "consolidated", "into": memory.id},
-                                         old=original, actor=ACTOR))
+                                         {"reason": reason, "into": memory.id},
+                                         old=member, actor=ACTOR))
         return events
+
+    @staticmethod
+    def _episodes_of(state: MemoryState, member: Memory) -> list[Memory]:
+        """The episodes a member stands for: itself, or a consolidated memory's originals."""
+        if member.type != "consolidated":
+            return [member]
+        found = [m for m in map(state.memory, member.consolidated_from) if m is not None]
+        return found or [member]

@@ -1,45 +1,33 @@
-"""What the consolidation, promotion and insight passes share: the pass contract, their
-per-user state, deterministic ids, and reads of a user's memories and vectors.
+"""What the consolidation, promotion and insight passes share: their per-user state, deterministic ids, and reads of a user's memories and vectors.
 
-The contract is the one shared with the lifecycle runner (`streams/lifecycle/passes.py`): a
-pass is called with the user's `MemoryState`, the user id and the EVENT-TIME watermark `now`
-(never the wall clock), changes memories through `state.store`, announces each change with
+The contract is the lifecycle runner's (`streams/lifecycle/passes.py`): a pass is called with
+the user's `MemoryState`, the user id and the EVENT-TIME watermark `now` (never the wall
+clock), changes memories through `state.store`, announces each change with
 `state.announce(..., actor="lifecycle")` and returns the events (the runner sends them).
 """
 from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
+from streams.lifecycle.passes import LIFECYCLE_THREAD
 from streams.memory.model import Memory
 from streams.memory.state import MemoryState
 from streams.memory.tables import composite_key
 from streams.memory.vector_index import decode_vector
-from topics.events import MemoryEvent
 
 ACTOR = "lifecycle"
 """The actor of every change a lifecycle pass makes (audit entries)."""
-NO_THREAD = "lifecycle"
+NO_THREAD = LIFECYCLE_THREAD
 """The thread a change is announced on when its memory has none."""
 
 Embed = Callable[[Sequence[str]], Awaitable[np.ndarray]]
 """Embeds texts (L2-normalised rows), e.g. `Services.embed`."""
 
 _NS = uuid.UUID("0f7d2c1a-5b8e-5a4e-8c3d-6c6966656379")  # namespace of lifecycle-made memories
-
-
-class LifecyclePass(Protocol):
-    """Identical to `streams.lifecycle.passes.LifecyclePass` (branch forget12); kept here until
-    the branches merge."""
-
-    name: str
-
-    async def __call__(self, state: MemoryState, user_id: str, now: datetime) -> list[MemoryEvent]:
-        ...
 
 
 def lifecycle_id(kind: str, user_id: str, *parts: str) -> str:

@@ -19,6 +19,7 @@ AUDIT_VERBS = {
     ("updated", "auto_update_band"): "MERGE", ("updated", "check_band_same_fact"): "MERGE",
     ("superseded", ""): "SUPERSEDE", ("linked", ""): "LINK", ("soft_deleted", ""): "SOFT_DELETE",
     ("restored", ""): "RESTORE", ("deleted", ""): "DELETE", ("purged", ""): "PURGE",
+    ("soft_deleted", "ttl"): "TTL", ("archived", ""): "ARCHIVE",
 }
 
 

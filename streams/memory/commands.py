@@ -18,11 +18,16 @@ from streams.memory.model import Memory
 from streams.memory.purge import purge_user
 from streams.memory.tables import command_key
 from streams.memory.vector_index import encode_vector
+from streams.proactivity.policy import record_feedback
 from topics.commands import Command
 from topics.events import MemoryEvent
 
 if TYPE_CHECKING:
     from streams.memory.state import MemoryState
+
+
+RESTORABLE = ("soft_deleted", "archived")
+"""States a `restore` brings back (a soft-deleted memory only until its purge)."""
 
 
 class CommandError(MemstreamError, ValueError):
@@ -58,6 +63,9 @@ def _command_events(state: MemoryState, cmd: Command, vector: np.ndarray | None)
         return purge_user(state, cmd.user_id, cmd.thread_id, cmd.ts)
     if cmd.kind in ("block_topic", "unblock_topic"):
         return [set_topic_blocked(state, cmd, cmd.kind == "block_topic")]
+    if cmd.kind == "proactivity_feedback":
+        record_feedback(state.tables.users, cmd.user_id, cmd.feedback == "acted")
+        return []
     events: list[MemoryEvent] = []
     meta = {"command": cmd.kind, "actor": cmd.actor}
 
@@ -79,8 +87,13 @@ def _command_events(state: MemoryState, cmd: Command, vector: np.ndarray | None)
             change(memory, "updated", pinned=cmd.kind == "pin")
     elif cmd.kind == "restore":
         for memory in found:
-            if memory.state == "soft_deleted":
-                change(memory, "restored", state="active")
+            if memory.state in RESTORABLE:
+                # Restored is used: without a fresh `last_accessed` the next lifecycle run
+                # would forget it again at once.
+                change(memory, "restored", state="active", purge_at=None,
+                       last_accessed=max(memory.last_accessed, cmd.ts))
+            elif memory.state == "purged" and cmd.memory_id:
+                raise CommandError("the memory was purged: nothing of it is left to restore")
     elif cmd.kind == "edit":
         if vector is None or not found:
             raise CommandError("edit needs a memory and the new summary's embedding")

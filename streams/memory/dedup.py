@@ -28,6 +28,8 @@ class DedupConfig:
     episodic_merge_window: timedelta = timedelta(hours=72)
     use_heuristics: bool = True
     link_min: float = 0.6
+    write_rate_limit_per_hour: int = 0
+    """New memories per user per event-time hour before they are down-ranked (0: no limit)."""
 
 
 @dataclass(frozen=True)

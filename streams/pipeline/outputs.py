@@ -18,6 +18,7 @@ from topics import names
 from topics.candidates import Candidate, ChatCommand
 from topics.commands import Command
 from topics.events import MemoryEvent
+from topics.proactivity import ProactivityCandidate
 from topics.progress import TurnProgress
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,11 @@ class Outputs:
     async def event(self, event: MemoryEvent) -> None:
         await self.send(names.MEMORY_EVENTS, event.user_id.encode(),
                         seal_event(self.sealer, event).model_dump_json().encode())
+
+    async def proactivity(self, candidate: ProactivityCandidate) -> None:
+        """A proactivity candidate: ids, reason, tone and scores, no content (`topics.proactivity`)."""
+        await self.send(names.MEMORY_PROACTIVITY, candidate.user_id.encode(),
+                        candidate.model_dump_json().encode())
 
     async def progress(self, progress: TurnProgress) -> None:
         await self.send(names.MEMORY_PROGRESS, progress.user_id.encode(),

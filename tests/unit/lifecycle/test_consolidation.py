@@ -45,7 +45,7 @@ async def test_a_week_of_episodes_consolidates_into_one_memory_and_archives_the_
     assert state.memory(ids[3]).is_visible, "another theme is not merged"
     assert state.memory(ids[20]).is_visible, "an episode outside the 7-day window is not merged"
     assert state.history(ids[1])[-1]["actor"] == "lifecycle"
-    assert state.history(ids[1])[-1]["verb"] == "ARCHIVED"
+    assert state.history(ids[1])[-1]["verb"] == "ARCHIVE"
     assert [e.meta["writer"] for e in events if e.kind == "consolidated"] == ["rules"]
     visible_ids = {m.id for m in state.index.user(USER).docs.values() if m.is_visible}
     assert visible_ids == {consolidated.id, ids[3], ids[20]}
@@ -142,3 +142,18 @@ async def test_the_delta_header_shows_the_consolidation(memories):
     rev = made.rev - 1
     changes = memories.state.changes_since(USER, made.thread_id, rev)
     assert "⊕consolidated: [Conversation_Summary] Between 2024-05-01" in render_delta(rev, changes)
+
+
+async def test_a_later_episode_of_the_theme_joins_yesterdays_consolidated_memory(memories):
+    first, second = (memories.add(text, day(d)).id for d, text in TRIP[:2])
+    consolidate = ConsolidationPass()
+    [made, *_] = await consolidate(memories.state, USER, day(3))
+    third = memories.add(TRIP[2][1], day(4)).id
+    events = await consolidate(memories.state, USER, day(5))
+    [again] = [e for e in events if e.kind == "consolidated"]
+    merged = memories.state.memory(again.memory_id)
+    assert merged.consolidated_from == [first, second, third]
+    assert merged.source_turn_ids == ["t1:1", "t1:2", "t1:3"]
+    assert {(e.memory_id, e.meta["reason"]) for e in events if e.kind == "archived"} == {
+        (made.memory_id, "reconsolidated"), (third, "consolidated")}
+    assert memories.state.memory(made.memory_id).state == "archived"

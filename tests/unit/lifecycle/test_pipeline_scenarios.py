@@ -1,5 +1,5 @@
-"""The passes after the worker's own stages (the in-process pipeline: ingest, dedup, commands),
-in event time: a fact said in three sessions is promoted, a week of episodes consolidates, and
+"""The passes run by the lifecycle runner inside the worker's own stages (the in-process
+pipeline: ingest, dedup, commands), in event time: a fact said in three sessions is promoted, a week of episodes consolidates, and
 queries then prefer the consolidated memory."""
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from streams.app.settings import Settings
-from streams.lifecycle.consolidation import ConsolidationConfig, ConsolidationPass
-from streams.lifecycle.promotion import PromotionConfig, PromotionPass
 from streams.pipeline.inprocess import InProcessPipeline
+from streams.privacy.payloads import open_event
+from topics import names
+from topics.events import MemoryEvent
 from topics.turns import Turn
 
 START = datetime(2024, 5, 1, 18, tzinfo=UTC)
@@ -40,35 +41,40 @@ def week_of_turns() -> list[Turn]:
     return turns
 
 
+def events(pipeline: InProcessPipeline) -> list[MemoryEvent]:
+    return [open_event(pipeline.sealed.sealer, MemoryEvent.model_validate_json(r.value or b""))
+            for r in pipeline.topics.sent[names.MEMORY_EVENTS]]
+
+
 async def test_after_a_week_of_sessions_the_fact_is_promoted_and_the_episodes_consolidate(
         tmp_path: Path, minilm_embedder):
+    """The runner (`streams.lifecycle.runner`) runs the passes inside the dedup stage, when a
+    record moves the event-time watermark a day past the user's last run."""
     settings = Settings(table_store="memory://", data_dir=tmp_path)  # type: ignore[call-arg]
     pipeline = InProcessPipeline(settings, minilm_embedder)
     await pipeline.ingest(week_of_turns())
+    await pipeline.ingest([Turn(user_id="ana", thread_id="s7", turn_id="7-0u", role="user",  # type: ignore[arg-type]
+                                speaker="Ana", text="I love green tea.", ts=START + timedelta(days=7))])
     state = pipeline.store.state()
-    now = START + timedelta(days=7)
-    before = {m.id for m in pipeline.store.user_memories("ana") if m.is_visible}
+    lifecycle = [e for e in events(pipeline) if e.kind in ("promoted", "consolidated", "archived")]
 
-    promoted = await PromotionPass(PromotionConfig.from_settings(settings),
-                                   embed=pipeline.services.embed)(state, "ana", now)
-    [promotion] = promoted
+    [promotion] = [e for e in lifecycle if e.kind == "promoted"]
     fact = state.memory(promotion.memory_id)
     assert fact.type == "semantic" and "swimming at the city pool" in fact.summary
     assert {"s0:0-0u", "s2:2-0u", "s4:4-0u"} <= set(fact.source_turn_ids)
+    assert promotion.ts == START + timedelta(days=4), "at the third mention, in event time"
 
-    consolidated = await ConsolidationPass(ConsolidationConfig.from_settings(settings),
-                                           llm=pipeline.services.llm,
-                                           embed=pipeline.services.embed)(state, "ana", now)
-    made = [state.memory(e.memory_id) for e in consolidated if e.kind == "consolidated"]
-    archived = {e.memory_id for e in consolidated if e.kind == "archived"}
-    assert made and archived and archived <= before
-    assert all(set(m.consolidated_from) <= archived for m in made)
-    after = {m.id for m in pipeline.store.user_memories("ana") if m.is_visible}
-    assert len(after) < len(before), "fewer memories serve the same turns"
+    episodes = [m for m in pipeline.store.user_memories("ana") if m.type == "episodic" and "episode" in m.tags]
+    [made] = [m for m in pipeline.store.user_memories("ana")
+              if m.type == "consolidated" and m.is_visible]
+    assert len(episodes) == 3 and sorted(made.consolidated_from) == sorted(m.id for m in episodes)
+    assert all(m.state == "archived" for m in episodes), "the week's three episodes, one memory"
+    archived = {e.memory_id for e in lifecycle if e.kind == "archived"}
+    assert {m.id for m in episodes} <= archived
     served = {ref for m in pipeline.store.user_memories("ana") if m.is_visible for ref in m.source_turn_ids}
     assert {"s0:0-1a", "s2:2-1a", "s4:4-1a"} <= served, "the archived episodes' turns are still served"
 
     hits = await pipeline.query("ana", "What did we discuss about the Lisbon trip?", 3)
-    assert [h.memory.id for h in hits if h.memory.type == "consolidated"] == [m.id for m in made]
-    assert "Alfama" in made[0].summary and "booked" in made[0].summary
+    assert [h.memory.id for h in hits if h.memory.type == "consolidated"] == [made.id]
+    assert "Alfama" in made.summary and "booked" in made.summary
     assert not {h.memory.id for h in hits} & archived, "archived episodes never reach a query"
