@@ -12,7 +12,7 @@ from typing import Any
 import boto3
 import numpy as np
 import pytest
-from botocore.exceptions import ReadTimeoutError
+from botocore.exceptions import ClientError, ReadTimeoutError
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
@@ -176,7 +176,6 @@ def test_one_failed_text_fails_the_batch(sleeps: Sleeps) -> None:
         def invoke_model(self, **kwargs: Any) -> dict[str, Any]:
             text = json.loads(kwargs["body"])["inputText"]
             if text == "bad":
-                from botocore.exceptions import ClientError
                 raise ClientError({"Error": {"Code": "AccessDeniedException"},
                                    "ResponseMetadata": {"HTTPStatusCode": 403}}, "InvokeModel")
             return titan_answer(unit(1))
