@@ -49,6 +49,8 @@ from streams.eval.bench_stages import (
     rss_report,
     time_embedding,
 )
+from streams.eval.crossval import QuestionResults, cross_validate
+from streams.eval.crossval import render_rows as crossval_rows
 from streams.eval.locomo import LocomoConversation, load_conversation
 from streams.eval.recall import KS, RawTurnBaseline, RecallReport, duplicate_rate
 from streams.read.fusion import Retrieval
@@ -365,7 +367,8 @@ def stored_quality(summaries: dict[tuple[str, str], list[str]], conversations: l
 
 
 async def query_all(api_url: str, conversations: list[LocomoConversation],
-                    api_key: str | None = None) -> tuple[RecallReport, list[float]]:
+                    api_key: str | None = None,
+                    results: QuestionResults | None = None) -> tuple[RecallReport, list[float]]:
     report, latencies = RecallReport(), []
     async with ApiClient(api_url, api_key=api_key) as client:
         for conv in conversations:
@@ -376,7 +379,10 @@ async def query_all(api_url: str, conversations: list[LocomoConversation],
                 items = await client.query(conv.user_id, question.question, top_k=max(KS),
                                            record_access=False)
                 latencies.append((time.perf_counter() - started) * 1000)
-                report.add(question.evidence, [(i["summary"], i["source_turn_ids"]) for i in items])
+                ranked = [(i["summary"], i["source_turn_ids"]) for i in items]
+                report.add(question.evidence, ranked)
+                if results is not None:
+                    results.add(conv.user_id, question.category, question.evidence, ranked)
     return report, latencies
 
 
@@ -407,8 +413,11 @@ def _settings_retrieval() -> Retrieval:
     return Retrieval.from_settings(get_settings())
 
 
-def run_offline_bench(files: list[Path], console: Console) -> dict[str, Any]:
-    """Recall and memory counts from the worker's stages run in process (no Kafka, no timings)."""
+def run_offline_bench(files: list[Path], console: Console,
+                      cross_validated: bool = False) -> dict[str, Any]:
+    """Recall and memory counts from the worker's stages run in process (no Kafka, no timings);
+    with `cross_validated`, also recall per half of the conversations and per question
+    category (`streams.eval.crossval`)."""
     from streams.app.services import settings_embedder
     from streams.app.settings import get_settings
     from streams.pipeline.inprocess import InProcessPipeline
@@ -422,7 +431,8 @@ def run_offline_bench(files: list[Path], console: Console) -> dict[str, Any]:
     console.print(f"retrieval: {retrieval.mode}" + (
         f" ({retrieval.fusion})" if retrieval.mode == "hybrid" else ""))
     turns = [t for c in conversations for t in c.turns]
-    report = asyncio.run(_offline_recall(pipeline, conversations, turns))
+    results = QuestionResults()
+    report = asyncio.run(_offline_recall(pipeline, conversations, turns, results))
     outcomes = pipeline.outcomes()
     created = outcomes.get("created", 0)
     summaries: dict[tuple[str, str], list[str]] = {}
@@ -440,24 +450,31 @@ def run_offline_bench(files: list[Path], console: Console) -> dict[str, Any]:
         "memories_per_turn": round(created / max(len(turns), 1), 4), **report.as_dict(),
         "baseline_raw_turns": base.as_dict(),
         "baseline_raw_turns_hybrid": base_hybrid.as_dict(),
+        **_cross_validation(cross_validated, results, conversations, files),
     }
 
 
 async def _offline_recall(pipeline: Any, conversations: list[LocomoConversation],
-                          turns: list[Turn]) -> RecallReport:
-    """Ingest `turns` through the in-process stages, then ask every scored question."""
+                          turns: list[Turn], results: QuestionResults | None = None) -> RecallReport:
+    """Ingest `turns` through the in-process stages, then ask every scored question (each
+    one's items also go to `results`, for the cross-validated report)."""
     await pipeline.ingest(turns)
     report = RecallReport()
     for conv in conversations:
         for question in conv.scored_questions:
             hits = await pipeline.query(conv.user_id, question.question, max(KS))
-            report.add(question.evidence, [(h.memory.summary, h.memory.source_turn_ids) for h in hits])
+            items = [(h.memory.summary, h.memory.source_turn_ids) for h in hits]
+            report.add(question.evidence, items)
+            if results is not None:
+                results.add(conv.user_id, question.category, question.evidence, items)
     return report
 
 
 def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, partitions: int,
-                     console: Console, rate: float = 0.0) -> dict[str, Any]:
-    """Run the whole benchmark and return the report (see module doc)."""
+                     console: Console, rate: float = 0.0,
+                     cross_validated: bool = False) -> dict[str, Any]:
+    """Run the whole benchmark and return the report (see module doc); `cross_validated`
+    adds recall per half of the conversations and per question category."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -502,7 +519,9 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         console.print("measuring the broker's raw produce->consume rate ...")
         raw_rate = asyncio.run(broker_raw_rate(stack.broker_url, turns, partitions, stack.one_record_batches))
         console.print("querying ...")
-        report, query_ms = asyncio.run(query_all(stack.api_url, conversations, stack.api_key))
+        results = QuestionResults()
+        report, query_ms = asyncio.run(query_all(stack.api_url, conversations, stack.api_key,
+                                                 results))
         summaries = asyncio.run(active_summaries(stack.api_url, conversations, stack.api_key))
     finally:
         stack.close()
@@ -553,7 +572,17 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         "retrieval": asdict(Retrieval.from_settings(settings)),
         "baseline_raw_turns": base.as_dict(),
         "baseline_raw_turns_hybrid": base_hybrid.as_dict(),
+        **_cross_validation(cross_validated, results, conversations, files),
     }
+
+
+def _cross_validation(wanted: bool, results: QuestionResults,
+                      conversations: list[LocomoConversation], files: list[Path]) -> dict[str, Any]:
+    """`{"cross_validation": ...}` when `wanted` (else nothing): see `streams.eval.crossval`."""
+    if not wanted:
+        return {}
+    return {"cross_validation": cross_validate(
+        results, [c.user_id for c in conversations], [p.name for p in files])}
 
 
 def render_report(report: dict[str, Any], console: Console) -> None:
@@ -620,4 +649,18 @@ def render_report(report: dict[str, Any], console: Console) -> None:
     for k in KS:
         table.add_row(f"context words @{k}", f"{report['context_words_mean_at'][k]:.1f}",
                       f"{base['context_words_mean_at'][k]:.1f}", of_hybrid("context_words_mean_at", k, ".1f"))
+    console.print(table)
+    if cv := report.get("cross_validation"):
+        render_cross_validation(cv, console)
+
+
+def render_cross_validation(cv: dict[str, Any], console: Console) -> None:
+    """The cross-validated recall: per half, per category, and each fold's gap."""
+    table = Table(title=f"cross-validated recall_any (gap limit {cv['gap_limit']:.0%} at k=10: "
+                        f"{'within' if cv['within_limit'] else 'EXCEEDED'}, "
+                        f"max gap {cv['max_gap_at_10']:.3f})")
+    for name in ("split", *(f"@{k}" for k in KS), "questions"):
+        table.add_column(name, justify="left" if name == "split" else "right")
+    for row in crossval_rows(cv):
+        table.add_row(*row)
     console.print(table)
