@@ -46,12 +46,14 @@ class Pair:
     b: str
     same: bool
     kind: str = ""
+    set: str = ""  # which labelling round wrote it ("" the first; "issue13" the paraphrase round)
 
 
 def as_pair(item: Pair | Mapping[str, Any]) -> Pair:
     if isinstance(item, Pair):
         return item
-    return Pair(str(item["a"]), str(item["b"]), bool(item["same"]), str(item.get("kind", "")))
+    return Pair(str(item["a"]), str(item["b"]), bool(item["same"]), str(item.get("kind", "")),
+                str(item.get("set", "")))
 
 
 def load_pairs(path: str | Path = DEFAULT_PAIRS) -> list[Pair]:
@@ -134,10 +136,13 @@ def metrics(pairs: Sequence[Pair], actions: Sequence[Action]) -> dict[str, Any]:
     for p, a in zip(pairs, actions):
         by_kind[p.kind or ("same" if p.same else "not_same")][a.value] += 1
     changed = by_kind.get("changed_value", Counter())
+    superseded = sum(c["supersede"] for c in by_kind.values())
     return {
         "tp": tp, "fp": fp, "fn": fn, "tn": tn,
         "precision": precision, "recall": recall, "f1": f1,
         "changed_value_supersede_rate": _ratio(changed["supersede"], sum(changed.values())),
+        # of the pairs that superseded, the share that really changed a value
+        "supersede_precision": _ratio(changed["supersede"], superseded),
         "changed_value_merged": changed["update"],
         "by_kind": {k: dict(v) for k, v in sorted(by_kind.items())},
     }

@@ -90,10 +90,15 @@ def cross_validate(results: QuestionResults, user_ids: Sequence[str],
     }
 
 
+def _at(by_k: dict[Any, float], k: int) -> float:
+    """`by_k[k]`, also from a report read back from JSON (whose keys are strings)."""
+    return by_k[k] if k in by_k else by_k[str(k)]
+
+
 def render_rows(cv: dict[str, Any]) -> list[tuple[str, ...]]:
     """Table rows (label, recall_any@5, @10, @20, questions) for a plain or rich table."""
     def row(label: str, s: dict[str, Any]) -> tuple[str, ...]:
-        return (label, *(f"{s['recall_any'][k]:.3f}" for k in KS), str(s["questions"]))
+        return (label, *(f"{_at(s['recall_any'], k):.3f}" for k in KS), str(s["questions"]))
 
     rows = []
     for half, s in cv["halves"].items():
@@ -102,5 +107,5 @@ def render_rows(cv: dict[str, Any]) -> list[tuple[str, ...]]:
     rows.extend(row(f"all, category {c}", s) for c, s in cv["categories"].items())
     for fold in cv["folds"]:
         rows.append((f"gap dev {fold['dev']} - held-out {fold['held_out']}",
-                     *(f"{fold['gap_recall_any'][k]:+.3f}" for k in KS), ""))
+                     *(f"{_at(fold['gap_recall_any'], k):+.3f}" for k in KS), ""))
     return rows

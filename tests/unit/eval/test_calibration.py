@@ -42,7 +42,7 @@ TINY = [
      0.70, Action.create),  # below the bands: fn
     (Pair("Ana's dog Luna is 3.", "Ana's dog Luna is 4.", False, "changed_value"), 0.95,
      Action.supersede),  # changed number: tn, superseded
-    (Pair("Caroline adopted a dog named Luna.", "Caroline adopted a cat named Mochi.", False,
+    (Pair("Jon graduated from MIT in 2015.", "Jon's brother graduated from MIT in 2015.", False,
           "different_fact"), 0.92, Action.update),  # auto band merges a different fact: fp
     (Pair("Priya is allergic to peanuts.", "Jon works at Siemens.", False, "unrelated"), 0.10,
      Action.create),  # tn

@@ -60,3 +60,8 @@ def test_the_cli_refuses_cross_validation_of_one_conversation(tmp_path):
     result = CliRunner().invoke(app, ["bench", "locomo", "--offline", "--cross-validate", str(conv)])
     assert result.exit_code == 2
     assert "at least two" in result.output
+
+
+def test_rows_render_from_a_report_read_back_from_json():
+    cv = json.loads(json.dumps(cross_validate(_results(), ["u1", "u2", "u3"])))
+    assert ("gap dev B - held-out A", "-0.500", "-0.500", "-0.500", "") in render_rows(cv)
