@@ -387,9 +387,11 @@ async def query_all(api_url: str, conversations: list[LocomoConversation],
 
 
 def baseline_recall(conversations: list[LocomoConversation], embedder: Any = None,
-                    hybrid: Retrieval | None = None) -> tuple[RecallReport, RecallReport]:
+                    hybrid: Retrieval | None = None,
+                    hybrid_results: QuestionResults | None = None) -> tuple[RecallReport, RecallReport]:
     """Recall of the raw-turn baselines: every turn searched by cosine alone, and by `hybrid`
-    (cosine fused with BM25, as memory queries in hybrid mode; the settings' fusion when None)."""
+    (cosine fused with BM25, as memory queries in hybrid mode; the settings' fusion when None).
+    The hybrid baseline's items per question also go to `hybrid_results` when given."""
     from streams.providers.embedders.minilm import LocalMiniLMEmbedder
 
     embedder = embedder or LocalMiniLMEmbedder()
@@ -402,8 +404,11 @@ def baseline_recall(conversations: list[LocomoConversation], embedder: Any = Non
         vectors = embedder.embed([q.question for q in questions])
         for question, vector in zip(questions, vectors):
             dense_report.add(question.evidence, baseline.search(conv.user_id, vector, max(KS)))
-            hybrid_report.add(question.evidence, baseline.search(
-                conv.user_id, vector, max(KS), text=question.question, retrieval=hybrid))
+            items = baseline.search(conv.user_id, vector, max(KS), text=question.question,
+                                    retrieval=hybrid)
+            hybrid_report.add(question.evidence, items)
+            if hybrid_results is not None:
+                hybrid_results.add(conv.user_id, question.category, question.evidence, items)
     return dense_report, hybrid_report
 
 
@@ -440,7 +445,8 @@ def run_offline_bench(files: list[Path], console: Console,
         for m in pipeline.store.user_memories(conv.user_id):
             if m.is_visible:
                 summaries.setdefault((conv.user_id, m.type), []).append(m.summary)
-    base, base_hybrid = baseline_recall(conversations, embedder, retrieval)
+    base_results = QuestionResults()
+    base, base_hybrid = baseline_recall(conversations, embedder, retrieval, base_results)
     return {
         **stored_quality(summaries, conversations, files, embedder),
         "duplicate_rate": round(duplicates(summaries, embedder), 4),
@@ -450,7 +456,7 @@ def run_offline_bench(files: list[Path], console: Console,
         "memories_per_turn": round(created / max(len(turns), 1), 4), **report.as_dict(),
         "baseline_raw_turns": base.as_dict(),
         "baseline_raw_turns_hybrid": base_hybrid.as_dict(),
-        **_cross_validation(cross_validated, results, conversations, files),
+        **_cross_validation(cross_validated, results, base_results, conversations, files),
     }
 
 
@@ -537,7 +543,9 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         embed_alone.update(texts=len(candidate_texts), seconds=round(
             time_embedding(embedder.embed, candidate_texts, settings.dedup_batch_size), 3))
     console.print("raw-turn baselines ...")
-    base, base_hybrid = baseline_recall(conversations, embedder, Retrieval.from_settings(settings))
+    base_results = QuestionResults()
+    base, base_hybrid = baseline_recall(conversations, embedder, Retrieval.from_settings(settings),
+                                        base_results)
     dup = duplicates(summaries, embedder)
 
     e2e = latencies_ms(result.produced_at, result.done_at)
@@ -572,17 +580,19 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         "retrieval": asdict(Retrieval.from_settings(settings)),
         "baseline_raw_turns": base.as_dict(),
         "baseline_raw_turns_hybrid": base_hybrid.as_dict(),
-        **_cross_validation(cross_validated, results, conversations, files),
+        **_cross_validation(cross_validated, results, base_results, conversations, files),
     }
 
 
-def _cross_validation(wanted: bool, results: QuestionResults,
+def _cross_validation(wanted: bool, results: QuestionResults, baseline: QuestionResults,
                       conversations: list[LocomoConversation], files: list[Path]) -> dict[str, Any]:
-    """`{"cross_validation": ...}` when `wanted` (else nothing): see `streams.eval.crossval`."""
+    """`{"cross_validation": ..., "cross_validation_baseline_hybrid": ...}` when `wanted` (else
+    nothing): memories' and the hybrid raw-turn baseline's; see `streams.eval.crossval`."""
     if not wanted:
         return {}
-    return {"cross_validation": cross_validate(
-        results, [c.user_id for c in conversations], [p.name for p in files])}
+    users, names = [c.user_id for c in conversations], [p.name for p in files]
+    return {"cross_validation": cross_validate(results, users, names),
+            "cross_validation_baseline_hybrid": cross_validate(baseline, users, names)}
 
 
 def render_report(report: dict[str, Any], console: Console) -> None:
@@ -651,12 +661,14 @@ def render_report(report: dict[str, Any], console: Console) -> None:
                       f"{base['context_words_mean_at'][k]:.1f}", of_hybrid("context_words_mean_at", k, ".1f"))
     console.print(table)
     if cv := report.get("cross_validation"):
-        render_cross_validation(cv, console)
+        render_cross_validation(cv, console, "memories")
+    if cv := report.get("cross_validation_baseline_hybrid"):
+        render_cross_validation(cv, console, "hybrid raw-turn baseline")
 
 
-def render_cross_validation(cv: dict[str, Any], console: Console) -> None:
+def render_cross_validation(cv: dict[str, Any], console: Console, what: str) -> None:
     """The cross-validated recall: per half, per category, and each fold's gap."""
-    table = Table(title=f"cross-validated recall_any (gap limit {cv['gap_limit']:.0%} at k=10: "
+    table = Table(title=f"{what}: cross-validated recall_any (gap limit {cv['gap_limit']:.0%} at k=10: "
                         f"{'within' if cv['within_limit'] else 'EXCEEDED'}, "
                         f"max gap {cv['max_gap_at_10']:.3f})")
     for name in ("split", *(f"@{k}" for k in KS), "questions"):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -65,3 +66,54 @@ def test_the_cli_refuses_cross_validation_of_one_conversation(tmp_path):
 def test_rows_render_from_a_report_read_back_from_json():
     cv = json.loads(json.dumps(cross_validate(_results(), ["u1", "u2", "u3"])))
     assert ("gap dev B - held-out A", "-0.500", "-0.500", "-0.500", "") in render_rows(cv)
+
+
+def _bag_of_words_embed(texts):
+    """Deterministic unit vectors from hashed words: enough for BM25 + cosine to rank turns."""
+    import zlib
+
+    import numpy as np
+
+    out = np.zeros((len(texts), 64), dtype=np.float32)
+    for i, text in enumerate(texts):
+        for word in text.lower().split():
+            out[i, zlib.crc32(word.encode()) % 64] += 1.0
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return out / np.where(norms == 0, 1.0, norms)
+
+
+def test_the_hybrid_baseline_feeds_its_own_cross_validation(tmp_path):
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from streams.eval.bench import _cross_validation, baseline_recall
+    from streams.eval.locomo import load_conversation
+    from streams.read.fusion import Retrieval
+
+    tiny = Path(__file__).parents[2] / "data" / "locomo_tiny.json"
+    files = []
+    for name in ("conv-a.json", "conv-b.json"):
+        (tmp_path / name).write_text(tiny.read_text())
+        files.append(tmp_path / name)
+    conversations = [load_conversation(p) for p in files]
+    results = QuestionResults()
+    _, hybrid = baseline_recall(conversations, SimpleNamespace(embed=_bag_of_words_embed),
+                                Retrieval(mode="hybrid"), results)
+    scored = sum(len(c.scored_questions) for c in conversations)
+    assert len(results.rows) == scored == hybrid.questions
+    assert {row[0] for row in results.rows} == {"conv-a", "conv-b"}
+
+    report = _cross_validation(True, results, results, conversations, files)
+    cv = report["cross_validation_baseline_hybrid"]
+    assert cv["halves"]["A"]["conversations"] == ["conv-a.json"]
+    assert cv["max_gap_at_10"] == 0.0  # the same conversation twice: no gap
+    assert _cross_validation(False, results, results, conversations, files) == {}
+
+    console = Console(record=True, width=200)
+    from streams.eval.bench import render_cross_validation
+
+    render_cross_validation(cv, console, "hybrid raw-turn baseline")
+    text = console.export_text()
+    assert "hybrid raw-turn baseline: cross-validated recall_any" in text
+    assert "half A (conv-a.json)" in text
