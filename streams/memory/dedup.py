@@ -340,10 +340,14 @@ def decide(
             if same:
                 return DedupDecision(Action.update, memory, score, "check_band_same_fact")
             return DedupDecision(Action.create, None, score, "check_band_different_fact")
-        if (memory_type == "semantic" and use_heuristics
-                and score >= bands.check_low - RESTATED_SPAN and same_fact is None
-                and restated(memory.summary, memory.entities, summary, entities)):
-            return DedupDecision(Action.update, memory, score, "restated_same_fact")
+        if memory_type == "semantic" and score >= bands.check_low - RESTATED_SPAN:
+            # a restatement below the check band: an LLM's answer when it was asked about this
+            # neighbour, else the stricter restated-fact rule
+            if same_fact is not None and memory.id in same_fact:
+                if same_fact[memory.id]:
+                    return DedupDecision(Action.update, memory, score, "restated_same_fact")
+            elif use_heuristics and restated(memory.summary, memory.entities, summary, entities):
+                return DedupDecision(Action.update, memory, score, "restated_same_fact")
         if score < conflict_low:
             break  # neighbours are sorted: nothing further can reach the bands
     best = neighbours[0][1] if neighbours else 0.0

@@ -125,10 +125,14 @@ def test_the_restated_check_stops_at_its_span_and_defers_to_an_llm_answer() -> N
     old = memory("Jon hates running.")
     below = SEED_BANDS.semantic_check_low - dedup.RESTATED_SPAN - 0.01
     assert run([(old, below)], summary="Jon can't stand running.").action is Action.create
-    asked = decide(memory_type="semantic", summary="Jon can't stand running.", entities=(),
-                   event_time=T0, neighbours=[(old, 0.75)], profile=SEED_BANDS,
-                   merge_window=timedelta(hours=72), same_fact={})
-    assert asked.action is Action.create  # an LLM was asked: its answers decide, not the rule
+
+    def asked(answers):
+        return decide(memory_type="semantic", summary="Jon can't stand running.", entities=(),
+                      event_time=T0, neighbours=[(old, 0.75)], profile=SEED_BANDS,
+                      merge_window=timedelta(hours=72), same_fact=answers).action
+
+    assert asked({old.id: False}) is Action.create  # the LLM said no: its answer decides
+    assert asked({"another": True}) is Action.update  # not asked about this one: the rule
 
 
 @pytest.mark.parametrize("old, new", [
