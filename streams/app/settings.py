@@ -174,7 +174,8 @@ class Settings(BaseSettings):
         "reference). local-int8 (default): the same model on ONNX Runtime with int8 weights (3-4x the "
         "texts/s of local in batches, 13x+ one at a time; cosine 0.99 to local's vectors; LoCoMo "
         "recall within 0.6 points). local-onnx: fp32 on ONNX Runtime (local's vectors; faster one "
-        "at a time only). Each has its own dedup bands; switching keeps the vectors already stored.",
+        "at a time only). bedrock: Amazon Titan Text Embeddings V2 through Bedrock (production; "
+        "BEDROCK_EMBED_*). Each has its own dedup bands; switching keeps the vectors already stored.",
     )
     embedder_cache_dir: Path | None = Field(
         None, description="Where local-onnx/local-int8 keep the ONNX file they make on first load "
@@ -205,11 +206,23 @@ class Settings(BaseSettings):
     s3v_bucket: str = Field("memstream-vectors", description="S3 Vectors bucket.")
     s3v_index_memory: str = Field("memory-search", description="S3 Vectors index of all users.")
     s3v_distance: str = Field("cosine", description="Distance metric of the index.")
-    s3v_dimension: int | None = Field(
-        None, ge=1, le=4096, description="Dimension of the S3 Vectors index; unset: the embedder "
-        "profile's (local 384, bedrock 1024).",
-    )
     bedrock_embed_model_id: str = Field("amazon.titan-embed-text-v2:0", description="Bedrock embedding model.")
+    bedrock_embed_dimensions: Literal[256, 512, 1024] = Field(
+        1024, description="Output dimension of Titan V2 (EMBEDDER=bedrock); the S3 Vectors index "
+        "has the embedder's dimension (local kinds 384), so changing it needs a new index.",
+    )
+    bedrock_embed_concurrency: int = Field(
+        8, ge=1, le=64, description="Titan calls in flight at once per worker (Titan embeds one "
+        "text per call; a batch runs its calls on a pool this large).",
+    )
+    bedrock_embed_connect_timeout_seconds: float = Field(2.0, gt=0, description="Connect timeout of one Titan call.")
+    bedrock_embed_read_timeout_seconds: float = Field(10.0, gt=0, description="Read timeout of one Titan call.")
+    bedrock_embed_attempts: int = Field(
+        4, ge=1, le=10, description="Attempts per text on throttling, 5xx and timeouts (botocore's "
+        "own retries are off), with exponential backoff and full jitter.",
+    )
+    bedrock_embed_backoff_initial_ms: int = Field(100, ge=1, description="Scale of the first Titan retry backoff.")
+    bedrock_embed_backoff_max_ms: int = Field(5000, ge=1, description="Longest Titan retry backoff.")
 
     # --- tiny LLM (SPEC §4, §6): trigger, classifier, same-fact; rules when none -----------------
     llm_provider: Literal["auto", "anthropic", "bedrock", "none"] = Field(

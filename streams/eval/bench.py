@@ -51,6 +51,8 @@ from streams.eval.bench_stages import (
     rss_report,
     time_embedding,
 )
+from streams.eval.crossval import QuestionResults, cross_validate
+from streams.eval.crossval import render_rows as crossval_rows
 from streams.eval.locomo import LocomoConversation, load_conversation
 from streams.eval.recall import KS, RawTurnBaseline, RecallReport, duplicate_rate
 from streams.read.fusion import Retrieval
@@ -392,7 +394,8 @@ def stored_quality(summaries: dict[tuple[str, str], list[str]], conversations: l
 
 
 async def query_all(api_url: str, conversations: list[LocomoConversation],
-                    api_key: str | None = None) -> tuple[RecallReport, list[float]]:
+                    api_key: str | None = None,
+                    results: QuestionResults | None = None) -> tuple[RecallReport, list[float]]:
     report, latencies = RecallReport(), []
     async with ApiClient(api_url, api_key=api_key) as client:
         for conv in conversations:
@@ -403,14 +406,19 @@ async def query_all(api_url: str, conversations: list[LocomoConversation],
                 items = await client.query(conv.user_id, question.question, top_k=max(KS),
                                            record_access=False)
                 latencies.append((time.perf_counter() - started) * 1000)
-                report.add(question.evidence, [(i["summary"], i["source_turn_ids"]) for i in items])
+                ranked = [(i["summary"], i["source_turn_ids"]) for i in items]
+                report.add(question.evidence, ranked)
+                if results is not None:
+                    results.add(conv.user_id, question.category, question.evidence, ranked)
     return report, latencies
 
 
 def baseline_recall(conversations: list[LocomoConversation], embedder: Any = None,
-                    hybrid: Retrieval | None = None) -> tuple[RecallReport, RecallReport]:
+                    hybrid: Retrieval | None = None,
+                    hybrid_results: QuestionResults | None = None) -> tuple[RecallReport, RecallReport]:
     """Recall of the raw-turn baselines: every turn searched by cosine alone, and by `hybrid`
-    (cosine fused with BM25, as memory queries in hybrid mode; the settings' fusion when None)."""
+    (cosine fused with BM25, as memory queries in hybrid mode; the settings' fusion when None).
+    The hybrid baseline's items per question also go to `hybrid_results` when given."""
     from streams.providers.embedders.minilm import LocalMiniLMEmbedder
 
     embedder = embedder or LocalMiniLMEmbedder()
@@ -423,8 +431,11 @@ def baseline_recall(conversations: list[LocomoConversation], embedder: Any = Non
         vectors = embedder.embed([q.question for q in questions])
         for question, vector in zip(questions, vectors):
             dense_report.add(question.evidence, baseline.search(conv.user_id, vector, max(KS)))
-            hybrid_report.add(question.evidence, baseline.search(
-                conv.user_id, vector, max(KS), text=question.question, retrieval=hybrid))
+            items = baseline.search(conv.user_id, vector, max(KS), text=question.question,
+                                    retrieval=hybrid)
+            hybrid_report.add(question.evidence, items)
+            if hybrid_results is not None:
+                hybrid_results.add(conv.user_id, question.category, question.evidence, items)
     return dense_report, hybrid_report
 
 
@@ -434,8 +445,11 @@ def _settings_retrieval() -> Retrieval:
     return Retrieval.from_settings(get_settings())
 
 
-def run_offline_bench(files: list[Path], console: Console) -> dict[str, Any]:
-    """Recall and memory counts from the worker's stages run in process (no Kafka, no timings)."""
+def run_offline_bench(files: list[Path], console: Console,
+                      cross_validated: bool = False) -> dict[str, Any]:
+    """Recall and memory counts from the worker's stages run in process (no Kafka, no timings);
+    with `cross_validated`, also recall per half of the conversations and per question
+    category (`streams.eval.crossval`)."""
     from streams.app.services import settings_embedder
     from streams.app.settings import get_settings
     from streams.pipeline.inprocess import InProcessPipeline
@@ -449,7 +463,8 @@ def run_offline_bench(files: list[Path], console: Console) -> dict[str, Any]:
     console.print(f"retrieval: {retrieval.mode}" + (
         f" ({retrieval.fusion})" if retrieval.mode == "hybrid" else ""))
     turns = [t for c in conversations for t in c.turns]
-    report = asyncio.run(_offline_recall(pipeline, conversations, turns))
+    results = QuestionResults()
+    report = asyncio.run(_offline_recall(pipeline, conversations, turns, results))
     outcomes = pipeline.outcomes()
     created = outcomes.get("created", 0)
     summaries: dict[tuple[str, str], list[str]] = {}
@@ -457,7 +472,8 @@ def run_offline_bench(files: list[Path], console: Console) -> dict[str, Any]:
         for m in pipeline.store.user_memories(conv.user_id):
             if m.is_visible:
                 summaries.setdefault((conv.user_id, m.type), []).append(m.summary)
-    base, base_hybrid = baseline_recall(conversations, embedder, retrieval)
+    base_results = QuestionResults()
+    base, base_hybrid = baseline_recall(conversations, embedder, retrieval, base_results)
     return {
         **stored_quality(summaries, conversations, files, embedder),
         "duplicate_rate": round(duplicates(summaries, embedder), 4),
@@ -467,24 +483,31 @@ def run_offline_bench(files: list[Path], console: Console) -> dict[str, Any]:
         "memories_per_turn": round(created / max(len(turns), 1), 4), **report.as_dict(),
         "baseline_raw_turns": base.as_dict(),
         "baseline_raw_turns_hybrid": base_hybrid.as_dict(),
+        **_cross_validation(cross_validated, results, base_results, conversations, files),
     }
 
 
 async def _offline_recall(pipeline: Any, conversations: list[LocomoConversation],
-                          turns: list[Turn]) -> RecallReport:
-    """Ingest `turns` through the in-process stages, then ask every scored question."""
+                          turns: list[Turn], results: QuestionResults | None = None) -> RecallReport:
+    """Ingest `turns` through the in-process stages, then ask every scored question (each
+    one's items also go to `results`, for the cross-validated report)."""
     await pipeline.ingest(turns)
     report = RecallReport()
     for conv in conversations:
         for question in conv.scored_questions:
             hits = await pipeline.query(conv.user_id, question.question, max(KS))
-            report.add(question.evidence, [(h.memory.summary, h.memory.source_turn_ids) for h in hits])
+            items = [(h.memory.summary, h.memory.source_turn_ids) for h in hits]
+            report.add(question.evidence, items)
+            if results is not None:
+                results.add(conv.user_id, question.category, question.evidence, items)
     return report
 
 
 def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, partitions: int,
-                     console: Console, rate: float = 0.0) -> dict[str, Any]:
-    """Run the whole benchmark and return the report (see module doc)."""
+                     console: Console, rate: float = 0.0,
+                     cross_validated: bool = False) -> dict[str, Any]:
+    """Run the whole benchmark and return the report (see module doc); `cross_validated`
+    adds recall per half of the conversations and per question category."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -530,7 +553,9 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         console.print("measuring the broker's raw produce->consume rate ...")
         raw_rate = asyncio.run(broker_raw_rate(stack.broker_url, turns, partitions, stack.one_record_batches))
         console.print("querying ...")
-        report, query_ms = asyncio.run(query_all(stack.api_url, conversations, stack.api_key))
+        results = QuestionResults()
+        report, query_ms = asyncio.run(query_all(stack.api_url, conversations, stack.api_key,
+                                                 results))
         summaries, memory_states = asyncio.run(active_summaries(stack.api_url, conversations,
                                                                 stack.api_key))
     finally:
@@ -547,7 +572,9 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         embed_alone.update(texts=len(candidate_texts), seconds=round(
             time_embedding(embedder.embed, candidate_texts, settings.dedup_batch_size), 3))
     console.print("raw-turn baselines ...")
-    base, base_hybrid = baseline_recall(conversations, embedder, Retrieval.from_settings(settings))
+    base_results = QuestionResults()
+    base, base_hybrid = baseline_recall(conversations, embedder, Retrieval.from_settings(settings),
+                                        base_results)
     dup = duplicates(summaries, embedder)
 
     e2e = latencies_ms(result.produced_at, result.done_at)
@@ -585,7 +612,19 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         "retrieval": asdict(Retrieval.from_settings(settings)),
         "baseline_raw_turns": base.as_dict(),
         "baseline_raw_turns_hybrid": base_hybrid.as_dict(),
+        **_cross_validation(cross_validated, results, base_results, conversations, files),
     }
+
+
+def _cross_validation(wanted: bool, results: QuestionResults, baseline: QuestionResults,
+                      conversations: list[LocomoConversation], files: list[Path]) -> dict[str, Any]:
+    """`{"cross_validation": ..., "cross_validation_baseline_hybrid": ...}` when `wanted` (else
+    nothing): memories' and the hybrid raw-turn baseline's; see `streams.eval.crossval`."""
+    if not wanted:
+        return {}
+    users, names = [c.user_id for c in conversations], [p.name for p in files]
+    return {"cross_validation": cross_validate(results, users, names),
+            "cross_validation_baseline_hybrid": cross_validate(baseline, users, names)}
 
 
 def render_report(report: dict[str, Any], console: Console) -> None:
@@ -658,4 +697,20 @@ def render_report(report: dict[str, Any], console: Console) -> None:
     for k in KS:
         table.add_row(f"context words @{k}", f"{report['context_words_mean_at'][k]:.1f}",
                       f"{base['context_words_mean_at'][k]:.1f}", of_hybrid("context_words_mean_at", k, ".1f"))
+    console.print(table)
+    if cv := report.get("cross_validation"):
+        render_cross_validation(cv, console, "memories")
+    if cv := report.get("cross_validation_baseline_hybrid"):
+        render_cross_validation(cv, console, "hybrid raw-turn baseline")
+
+
+def render_cross_validation(cv: dict[str, Any], console: Console, what: str) -> None:
+    """The cross-validated recall: per half, per category, and each fold's gap."""
+    table = Table(title=f"{what}: cross-validated recall_any (gap limit {cv['gap_limit']:.0%} at k=10: "
+                        f"{'within' if cv['within_limit'] else 'EXCEEDED'}, "
+                        f"max gap {cv['max_gap_at_10']:.3f})")
+    for name in ("split", *(f"@{k}" for k in KS), "questions"):
+        table.add_column(name, justify="left" if name == "split" else "right")
+    for row in crossval_rows(cv):
+        table.add_row(*row)
     console.print(table)

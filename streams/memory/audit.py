@@ -17,6 +17,7 @@ from topics.events import MemoryEvent
 AUDIT_VERBS = {
     ("created", ""): "ADD", ("updated", ""): "UPDATE", ("merged", ""): "MERGE",
     ("updated", "auto_update_band"): "MERGE", ("updated", "check_band_same_fact"): "MERGE",
+    ("updated", "restated_same_fact"): "MERGE",
     ("superseded", ""): "SUPERSEDE", ("linked", ""): "LINK", ("soft_deleted", ""): "SOFT_DELETE",
     ("restored", ""): "RESTORE", ("deleted", ""): "DELETE", ("purged", ""): "PURGE",
     ("soft_deleted", "ttl"): "TTL", ("archived", ""): "ARCHIVE",
