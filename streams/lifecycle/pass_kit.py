@@ -18,6 +18,7 @@ from streams.memory.model import Memory
 from streams.memory.state import MemoryState
 from streams.memory.tables import composite_key
 from streams.memory.vector_index import decode_vector
+from streams.read.query import is_conversation_episode as is_episode  # noqa: F401 - shared
 
 ACTOR = "lifecycle"
 """The actor of every change a lifecycle pass makes (audit entries)."""
@@ -105,9 +106,3 @@ def merged_refs(memories: Iterable[Memory]) -> list[str]:
     """The union of the memories' provenance, in order."""
     return list(dict.fromkeys(ref for m in memories for ref in m.source_turn_ids))
 
-
-def is_episode(memory: Memory) -> bool:
-    """A conversation episode of the after-turn capture ("On 2024-05-01 … we discussed …"),
-    as `streams.read.query.is_conversation_episode` tells them from dated facts."""
-    return memory.type == "episodic" and (
-        memory.category == "Conversation_Summary" or "episode" in memory.tags)

@@ -64,7 +64,8 @@ async def test_after_a_week_of_sessions_the_fact_is_promoted_and_the_episodes_co
     assert {"s0:0-0u", "s2:2-0u", "s4:4-0u"} <= set(fact.source_turn_ids)
     assert promotion.ts == START + timedelta(days=4), "at the third mention, in event time"
 
-    episodes = [m for m in pipeline.store.user_memories("ana") if m.type == "episodic" and "episode" in m.tags]
+    episodes = [m for m in pipeline.store.user_memories("ana")
+                if m.type == "episodic" and "episode" in m.tags]
     [made] = [m for m in pipeline.store.user_memories("ana")
               if m.type == "consolidated" and m.is_visible]
     assert len(episodes) == 3 and sorted(made.consolidated_from) == sorted(m.id for m in episodes)
