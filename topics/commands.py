@@ -11,7 +11,7 @@ from topics.turns import ID_PATTERN
 
 CommandKind = Literal[
     "forget", "dont_remember", "pin", "unpin", "edit", "delete", "restore", "purge_user",
-    "block_topic", "unblock_topic", "touch",
+    "block_topic", "unblock_topic", "touch", "consent", "proactivity_feedback",
 ]
 _NEEDS = {
     "edit": ("memory_id", "text"),
@@ -19,6 +19,8 @@ _NEEDS = {
     "block_topic": ("topic",),
     "unblock_topic": ("topic",),
     "touch": ("memory_ids",),
+    "consent": ("decision",),
+    "proactivity_feedback": ("proactivity_id", "feedback"),
 }
 
 
@@ -27,6 +29,12 @@ class Command(BaseModel):
 
     A memory is named by `memory_id`, or (forget, pin, unpin, delete) described by `query`,
     which matches the user's closest active memories.
+
+    `consent` accepts or rejects a proposed change of a sensitive profile field
+    (`streams.memory.consent`): `proposal_id` names it; without one (an acknowledgement said in
+    chat, "yes, update it") it is the thread's latest proposal, if recent.
+    `proactivity_feedback` tells what became of a `memory.proactivity` record: `ignored` slows
+    the user's next ones down (`streams.proactivity`).
 
     `touch` records a read: the query API sends it with the ids it returned and `ts` = the
     read time, and the commands stage refreshes `last_accessed`/`access_count` (a read never
@@ -47,6 +55,12 @@ class Command(BaseModel):
     query: str | None = Field(None, max_length=2000)
     text: str | None = Field(None, max_length=280)
     topic: str | None = Field(None, max_length=200)
+    proposal_id: str | None = Field(None, max_length=200, description="consent: the proposal.")
+    decision: Literal["accept", "reject"] | None = Field(None, description="consent: the answer.")
+    proactivity_id: str | None = Field(
+        None, max_length=200, description="proactivity_feedback: the memory.proactivity record.")
+    feedback: Literal["acted", "ignored"] | None = Field(
+        None, description="proactivity_feedback: what the user did with it.")
     actor: str = Field("user", max_length=200)
     sealed: Sealed | None = Field(
         None, description="query, text and topic, sealed for the user (then those are unset).")

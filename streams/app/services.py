@@ -16,8 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from streams.app.settings import Settings
+from streams.memory.consent import ConsentConfig
 from streams.memory.dedup import DedupConfig
 from streams.observability import metrics
+from streams.proactivity.policy import ProactivityConfig
 from streams.providers.embedders import Embedder, EmbedderProfile, create_embedder, profile_of
 from streams.providers.llm import GuardedLLM
 
@@ -104,4 +106,14 @@ class Services:
             profile=self.profile(), neighbours_k=s.memory_neighbors_k, link_min=s.link_min,
             episodic_merge_window=timedelta(hours=s.episodic_merge_window_hours),
             use_heuristics=s.memory_enable_entity_heuristics,
+            consent=ConsentConfig(
+                enabled=s.consent_enabled, proposal_ttl=timedelta(days=s.consent_proposal_days),
+                ack_window=timedelta(minutes=s.consent_ack_window_minutes),
+                trusted_confidence=s.consent_trusted_confidence),
+            proactivity=ProactivityConfig(
+                enabled=s.proactivity_enabled, weight_min=s.proactivity_weight_min,
+                trust_min=s.proactivity_trust_min,
+                min_interval=timedelta(hours=s.proactivity_min_interval_hours),
+                backoff_factor=s.proactivity_backoff_factor,
+                backoff_max_steps=s.proactivity_backoff_max_steps),
         )

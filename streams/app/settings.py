@@ -144,6 +144,40 @@ class Settings(BaseSettings):
     ttl_importance_max: int = Field(2, description="Only memories this unimportant are TTL-deleted.")
     purge_after_days: int = Field(30, description="Days from soft-delete to purge.")
 
+    # --- consent (seed 001 §10) ------------------------------------------------------------------
+    consent_enabled: bool = Field(
+        True, description="Changes of sensitive profile fields (preferred name, pronouns, city, "
+        "language) wait for the user's consent; changes of benign ones (tone, goals) for a "
+        "second statement or a trusted source. false: every change applies at once.",
+    )
+    consent_proposal_days: float = Field(
+        7.0, gt=0, description="Event-time days a proposed profile change waits for consent before it expires.")
+    consent_ack_window_minutes: float = Field(
+        30.0, gt=0, description="A chat acknowledgement (\"yes, update it\") answers the thread's "
+        "proposal made at most this many event-time minutes before.",
+    )
+    consent_trusted_confidence: float = Field(
+        1.0, ge=0.0, le=1.0, description="A benign profile change this confident (1.0: an explicit "
+        "\"remember …\") applies without corroboration, as does one from an external source.",
+    )
+
+    # --- proactivity (seed 000 §11) --------------------------------------------------------------
+    proactivity_enabled: bool = Field(True, description="Produce memory.proactivity records.")
+    proactivity_weight_min: float = Field(
+        0.4, ge=0.0, le=1.0, description="Least proactivity_weight ((importance-1)/4 x intensity, "
+        "x0.8 when negative) of a proactivity candidate.",
+    )
+    proactivity_trust_min: float = Field(
+        0.6, ge=0.0, le=1.0, description="Least trust_score of a proactivity candidate.")
+    proactivity_min_interval_hours: float = Field(
+        6.0, ge=0.0, description="Least event time between two proactivity records of a user.")
+    proactivity_backoff_factor: float = Field(
+        2.0, ge=1.0, description="The interval is multiplied by this for each record in a row "
+        "the consumer reported ignored (proactivity_feedback); acted resets it.",
+    )
+    proactivity_backoff_max_steps: int = Field(
+        5, ge=0, description="Ignored records counted in the backoff at most.")
+
     # --- embeddings ------------------------------------------------------------------------------
     embedder: str = Field(
         "local-int8",

@@ -19,6 +19,10 @@ AUDIT_VERBS = {
     ("updated", "auto_update_band"): "MERGE", ("updated", "check_band_same_fact"): "MERGE",
     ("superseded", ""): "SUPERSEDE", ("linked", ""): "LINK", ("soft_deleted", ""): "SOFT_DELETE",
     ("restored", ""): "RESTORE", ("deleted", ""): "DELETE", ("purged", ""): "PURGE",
+    # consent decisions (streams.memory.consent), audited under the proposal's marker id
+    ("candidate", "consent_proposed"): "CONSENT_PROPOSED",
+    **{("updated", f"consent_{d}"): f"CONSENT_{d.upper()}"
+       for d in ("applied", "rejected", "expired", "replaced", "corroborated")},
 }
 
 

@@ -1,5 +1,6 @@
 """Explicit changes named by a `memory.commands` record: forget, delete, pin, unpin, restore,
-edit — and, in their own modules, purge_user and block/unblock topic.
+edit — and, in their own modules, purge_user, block/unblock topic, consent
+(`streams.memory.consent`) and proactivity feedback (`streams.proactivity.policy`).
 
 A command is applied once, by `command_id`: a replay returns the events of the first time.
 """
@@ -11,13 +12,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from streams.errors import MemstreamError
-from streams.memory import applied
+from streams.memory import applied, consent
 from streams.memory.applied import Applied
 from streams.memory.blocked_topics import set_topic_blocked
 from streams.memory.model import Memory
 from streams.memory.purge import purge_user
 from streams.memory.tables import command_key
 from streams.memory.vector_index import encode_vector
+from streams.proactivity.policy import record_feedback
 from topics.commands import Command
 from topics.events import MemoryEvent
 
@@ -58,6 +60,14 @@ def _command_events(state: MemoryState, cmd: Command, vector: np.ndarray | None)
         return purge_user(state, cmd.user_id, cmd.thread_id, cmd.ts)
     if cmd.kind in ("block_topic", "unblock_topic"):
         return [set_topic_blocked(state, cmd, cmd.kind == "block_topic")]
+    if cmd.kind == "consent":
+        try:
+            return consent.decide(state, cmd)
+        except consent.ConsentError as exc:
+            raise CommandError(str(exc)) from None
+    if cmd.kind == "proactivity_feedback":
+        record_feedback(state.tables.users, cmd, state.config.proactivity)
+        return []
     events: list[MemoryEvent] = []
     meta = {"command": cmd.kind, "actor": cmd.actor}
 

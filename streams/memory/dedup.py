@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
 from typing import Mapping, Sequence
 
 from streams.providers.embedders import EmbedderProfile
+from streams.memory.consent import ConsentConfig
 from streams.memory.model import Memory
+from streams.proactivity.policy import ProactivityConfig
 
 
 class Action(str, Enum):
@@ -21,13 +23,16 @@ class Action(str, Enum):
 class DedupConfig:
     """How candidates are matched to a user's memories: the embedder profile's bands, how many
     neighbours are searched, the episodic merge window, whether the heuristics may decide a
-    same-fact check, and the score from which neighbours are linked."""
+    same-fact check, and the score from which neighbours are linked; and the policies applied
+    to what is decided: consent for profile changes, proactivity candidates."""
 
     profile: EmbedderProfile
     neighbours_k: int = 10
     episodic_merge_window: timedelta = timedelta(hours=72)
     use_heuristics: bool = True
     link_min: float = 0.6
+    consent: ConsentConfig = field(default_factory=ConsentConfig)
+    proactivity: ProactivityConfig = field(default_factory=ProactivityConfig)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,9 @@
 update or supersede → `memory.events`; and the commands said in chat, applied in turn order.
 
 State: the memory tables and the vector index (`streams.memory.store.MemoryStore`). Outputs:
-`memory.events` (created/updated/superseded), `memory.progress`, `memory.candidates.dlq`.
+`memory.events` (created/updated/superseded), `memory.proactivity` (created/updated memories
+that pass the proactivity thresholds and rate limit, `streams.proactivity.policy`),
+`memory.progress`, `memory.candidates.dlq`.
 
 Idempotency: a candidate's id is deterministic (user, source turn, fact index). The `applied`
 table remembers what each candidate did and the events it produced, so a replayed candidate
@@ -32,6 +34,7 @@ from streams.pipeline.records import Record, StageClock
 from streams.privacy.crypto import SealError
 from streams.privacy.payloads import open_record
 from streams.privacy.sealed import Sealer
+from streams.proactivity.policy import candidates_of
 from streams.providers.embedders import Embed
 from streams.providers.llm import GuardedLLM
 from topics.candidates import CANDIDATE_RECORD, Candidate, ChatCommand
@@ -140,6 +143,9 @@ class DedupStage:
                                     applied.similarity, time.perf_counter() - started)
         for event in applied.events:
             await self.outputs.event(event)
+        for record in candidates_of(current.tables.users, applied.events, current.memory,
+                                    current.config.proactivity):
+            await self.outputs.proactivity(record)
         await self.outputs.progress(clock.stamp(progress_of(candidate, applied.outcome,
                                                              applied.memory_id)))
         return applied.outcome

@@ -14,10 +14,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Literal
 
 from streams.app.settings import Settings
 from streams.errors import InvalidRecord
-from streams.memory import applied, ids
+from streams.memory import applied, consent, ids
 from streams.memory.tables import Table, thread_key, turn_key
 from streams.memory.vector_index import encode_vector
 from streams.memory.users import blocked_topics
@@ -144,6 +145,11 @@ class IngestStage:
             return 0
         topics = blocked_topics(self.tables.users, turn.user_id)
         observed = self.observe_turn(turn)
+        if (ack := self.consent_ack(turn)) is not None:  # "yes, update it" after a proposal
+            metrics.TURNS.labels(outcome="command").inc()
+            await self.outputs.chat_command(consent.acknowledgement_command(turn, ack))
+            await self.outputs.progress(clock.stamp(self._progress(turn, "command", fact_count=1)))
+            return 0
         if self.llm.provider is None:
             result = self.facts.facts(turn, topics)
         else:
@@ -178,6 +184,11 @@ class IngestStage:
             await self.outputs.candidate(candidate)
         await self.outputs.progress(clock.stamp(self._progress(turn, "candidates", len(candidates))))
         return len(candidates)
+
+    def consent_ack(self, turn: Turn) -> Literal["accept", "reject"] | None:
+        """A short answer to a consent proposal said in chat (`streams.memory.consent`); the
+        dedup stage applies it to the thread's proposal, if one was just made."""
+        return consent.acknowledgement(turn) if self.settings.consent_enabled else None
 
     def observe_turn(self, turn: Turn) -> Observed:
         """Add the turn to its thread's buffer (secrets redacted) and see if it closes an episode."""

@@ -18,6 +18,7 @@ from topics import names
 from topics.candidates import Candidate, ChatCommand
 from topics.commands import Command
 from topics.events import MemoryEvent
+from topics.proactivity import ProactivityCandidate
 from topics.progress import TurnProgress
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,11 @@ class Outputs:
     async def progress(self, progress: TurnProgress) -> None:
         await self.send(names.MEMORY_PROGRESS, progress.user_id.encode(),
                         progress.model_dump_json().encode())
+
+    async def proactivity(self, record: ProactivityCandidate) -> None:
+        """A proactivity candidate (ids, scores and tone, no user content: sent in clear)."""
+        await self.send(names.MEMORY_PROACTIVITY, record.user_id.encode(),
+                        record.model_dump_json().encode())
 
     async def candidate(self, candidate: Candidate) -> None:
         user_id = candidate.turn.user_id
