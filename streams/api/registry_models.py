@@ -112,3 +112,36 @@ class WriteResult(BaseModel):
 
 class Error(BaseModel):
     error: str
+
+
+class ProposalView(BaseModel):
+    """A profile change waiting for the user's consent (seed 001 §10): the field, the current
+    and the proposed value, where it was said, and when it expires (event time)."""
+
+    id: str
+    field: str = Field(description="preferred_name, pronouns, city, language (sensitive) or a benign field.")
+    kind: Literal["sensitive", "benign"]
+    entity_key: str
+    category: str
+    current_id: str
+    current_summary: str
+    proposed_summary: str
+    thread_id: str
+    source_turn_ids: list[str]
+    proposed_at: datetime
+    expires_at: datetime
+
+
+class ProposalList(BaseModel):
+    """GET proposals: the user's pending profile changes, oldest first."""
+
+    user_id: str
+    items: list[ProposalView]
+
+
+class FeedbackBody(BaseModel):
+    """POST proactivity feedback: what the user did with a memory.proactivity record."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    feedback: Literal["acted", "ignored"]

@@ -219,7 +219,8 @@ def pending_proposals(state: MemoryState, user_id: str, now: datetime | None) ->
         out.append({k: proposal[k] for k in (
             "id", "field", "kind", "entity_key", "current_id", "current_summary", "thread_id",
             "source_turn_ids", "proposed_at", "expires_at")}
-            | {"proposed_summary": proposal["candidate"]["fact"]["summary"]})
+            | {"proposed_summary": proposal["candidate"]["fact"]["summary"],
+               "category": proposal["candidate"]["fact"].get("category", "Other")})
     return sorted(out, key=lambda p: (p["proposed_at"], p["id"]))
 
 
