@@ -130,7 +130,9 @@ def review(state: MemoryState, candidate: Candidate, memory_id: str, vector: np.
         "thread_id": turn.thread_id, "source_turn_ids": list(candidate.refs),
         "proposed_at": turn.ts.isoformat(),
         "expires_at": (turn.ts + config.proposal_ttl).isoformat(),
-        "candidate": candidate.model_dump(mode="json", exclude={"vector_b64"}),
+        # the fact and the turn's ids, not its words: the rest of the turn is not needed to apply it
+        "candidate": candidate.model_copy(update={"turn": turn.model_copy(update={"text": ""})})
+        .model_dump(mode="json", exclude={"vector_b64"}),
         "vector_b64": encode_vector(vector),
     }
     _save(state, turn.user_id, {**_proposals(state, turn.user_id), pid: proposal}, turn.ts)

@@ -193,3 +193,30 @@ def test_acknowledgements_are_short_answers_only(text, expected):
 def test_an_assistant_turn_is_never_an_acknowledgement():
     turn = Turn(user_id="u", thread_id="t", turn_id="9", role="assistant", text="Yes, update it.", ts=T0)  # type: ignore[arg-type]
     assert consent.acknowledgement(turn) is None
+
+
+def test_a_proposal_keeps_the_fact_but_not_the_words_of_its_turn():
+    s = state()
+    s.apply(said("1", "Ana lives in Lisbon.", "profile:home:city"), vec(1, 0))
+    c = said("2", "Ana moved to Berlin.", "profile:home:city", minutes=5)
+    c = c.model_copy(update={"turn": c.turn.model_copy(update={"text": "I moved to Berlin, pw hunter2"})})
+    s.apply(c, vec(0.6, 0.8))
+    assert "hunter2" not in str(s.tables.users["u"])
+
+
+@pytest.mark.parametrize(("fields", "ok"), [
+    ({"kind": "consent", "decision": "accept", "proposal_id": "consent:x"}, True),
+    ({"kind": "consent", "decision": "reject"}, True),
+    ({"kind": "consent"}, False),
+    ({"kind": "consent", "decision": "maybe"}, False),
+    ({"kind": "proactivity_feedback", "proactivity_id": "p", "feedback": "ignored"}, True),
+    ({"kind": "proactivity_feedback", "proactivity_id": "p"}, False),
+    ({"kind": "proactivity_feedback", "feedback": "acted"}, False),
+])
+def test_consent_and_feedback_commands_need_their_arguments(fields, ok):
+    raw = {"command_id": "c", "user_id": "u", "ts": T0.isoformat(), **fields}
+    if ok:
+        Command.model_validate(raw)
+    else:
+        with pytest.raises(ValueError):
+            Command.model_validate(raw)
