@@ -110,8 +110,8 @@ def _candidate(pid: str, event: MemoryEvent, memory: Memory,
         proactivity_id=pid, user_id=memory.user_id, thread_id=event.thread_id,
         memory_ids=[memory.id], source_turn_ids=list(memory.source_turn_ids),
         reason=(f"{event.kind} {memory.type} memory in {memory.category}: importance "
-                f"{memory.importance}/5, {valence} valence, weight {weight:.2f} >= "
-                f"{config.weight_min:.2f}, trust {memory.trust_score:.2f} >= {config.trust_min:.2f}"),
+                f"{memory.importance}/5, {valence} valence, weight {weight:.3f} >= "
+                f"{config.weight_min:.3f}, trust {memory.trust_score:.3f} >= {config.trust_min:.3f}"),
         tone=tone_of(memory), valence=memory.valence, category=memory.category,
         memory_type=memory.type,
         scores=ProactivityScores(
