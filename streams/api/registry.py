@@ -275,6 +275,8 @@ class UserExport(RegistryView):
         return self.json({
             "user_id": user_id,
             "blocked_topics": current.blocked_topics(user_id),
+            "proposals": [p for p in pending_proposals(current, user_id, None)
+                          if scope is None or p["category"].casefold() in scope],
             "memories": [{**MemoryView.of(m), "history": current.history(m.id)} for m in docs],
         })
 

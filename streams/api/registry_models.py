@@ -81,6 +81,7 @@ class ExportedMemory(MemoryView):
 class Export(BaseModel):
     user_id: str
     blocked_topics: list[str]
+    proposals: list[ProposalView] = Field(default_factory=list, description="Pending profile changes.")
     memories: list[ExportedMemory]
 
 
@@ -145,3 +146,6 @@ class FeedbackBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     feedback: Literal["acted", "ignored"]
+
+
+Export.model_rebuild()

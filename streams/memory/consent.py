@@ -29,7 +29,7 @@ from streams.memory.applied import Applied
 from streams.memory.documents import keys_match, new_memory, same_text
 from streams.memory.model import Memory
 from streams.memory.tables import composite_key
-from streams.memory.users import user_info
+from streams.memory.users import note_turn, user_info
 from streams.memory.vector_index import decode_vector, encode_vector
 from topics.candidates import Candidate
 from topics.commands import Command
@@ -207,6 +207,7 @@ def _apply_proposal(state: MemoryState, proposal: dict[str, Any], cmd: Command) 
     if current:
         events.append(supersede(state, current[0], memory, cmd.thread_id, cmd.ts))
     state.revisions.note_turn_memory(candidate.turn, memory.id)
+    note_turn(state.tables.users, cmd.user_id, cmd.ts, created=True)
     return events
 
 
