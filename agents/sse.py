@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 
-from faust.types import AgentT
+from faust.types import AgentT, EventT
 from pydantic import ValidationError
 
 from streams.api.sse import remember
 from streams.app.factory import MemstreamApp
+from streams.app.faust_compat import event_scope
 from streams.observability.logs import describe_failure
 from streams.privacy.crypto import SealError
 from streams.privacy.payloads import open_event
@@ -21,27 +22,53 @@ def register(app: MemstreamApp) -> AgentT:
     recent = app.sealed.recent_events
     sealer = app.sealed.sealer
     size = app.settings.sse_replay_events
+    within = app.settings.sse_batch_within_ms / 1000
+
+    def opened(value: bytes) -> MemoryEvent | None:
+        try:
+            return open_event(sealer, MemoryEvent.model_validate_json(value))
+        except (ValidationError, ValueError, RecursionError):
+            log.warning("sse: skipped a memory.events record that is not a MemoryEvent")
+        except SealError:  # the user was purged since: nothing of it is shown again
+            pass
+        return None
+
+    def buffer_events(user_id: str, events: list[MemoryEvent]) -> None:
+        """Add a user's events of one batch to the user's buffer, written once, and publish
+        each new one to the user's connected clients."""
+        buffer: list[dict] = list(recent.get(user_id) or [])
+        added = []
+        for event in events:
+            updated = remember(buffer, event, size)
+            if updated is not None:
+                buffer = updated
+                added.append(buffer[-1])
+        if added:
+            recent[user_id] = buffer
+            for entry in added:
+                app.hub.publish(user_id, entry)
 
     async def sse(stream):  # type: ignore[no-untyped-def]
-        """Buffer each user's recent events and fan them out to connected clients; yields once
+        """Buffer each user's recent events and fan them out to connected clients, in batches
+        (a user's buffer is read and rewritten once per batch, not once per event); yields once
         per record (the event id, None for a record skipped)."""
-        async for value in stream:
-            try:
-                event = open_event(sealer, MemoryEvent.model_validate_json(value))
-            except (ValidationError, ValueError, RecursionError):
-                log.warning("sse: skipped a memory.events record that is not a MemoryEvent")
-                yield None
-                continue
-            except SealError:  # the user was purged since: nothing of it is shown again
-                yield None
-                continue
-            try:
-                buffer = remember(list(recent.get(event.user_id) or []), event, size)
-                if buffer is not None:
-                    recent[event.user_id] = buffer
-                    app.hub.publish(event.user_id, buffer[-1])
-            except Exception as exc:  # noqa: BLE001 - one event never stops the partition
-                log.error("sse: event %s not buffered: %s", event.event_id, describe_failure(exc))
-            yield event.event_id
+        async for batch in stream.take_events(app.settings.sse_batch_size, within=within):
+            by_user: dict[str, tuple[EventT, list[MemoryEvent]]] = {}
+            ids: list[str | None] = []
+            for record in batch:
+                event = opened(record.value)
+                ids.append(event.event_id if event is not None else None)
+                if event is not None:
+                    # The buffer's write goes to the partition of the user's last record.
+                    by_user[event.user_id] = (record, [*by_user.get(event.user_id, (None, []))[1], event])
+            for user_id, (last, events) in by_user.items():
+                try:
+                    with event_scope(last):
+                        buffer_events(user_id, events)
+                except Exception as exc:  # noqa: BLE001 - one event never stops the partition
+                    log.error("sse: %d events of a user not buffered: %s", len(events),
+                              describe_failure(exc))
+            for event_id in ids:
+                yield event_id
 
     return app.faust.agent(app.topics.events, name="sse")(sse)

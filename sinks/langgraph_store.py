@@ -1,4 +1,9 @@
-"""`S3VectorsStore`: seed 002's LangGraph store over S3 Vectors, with Bedrock Titan V2 embeddings.
+"""`S3VectorsStore`: seed 002's LangGraph store over S3 Vectors, with the worker's embeddings.
+
+Queries are embedded by the embedder the settings name (`EMBEDDER`: Bedrock Titan V2 in
+production, seed 002's; a local MiniLM kind in development), the one that embedded the memories,
+and the index has its dimension: `from_settings` and the sink take both from
+`embedder_profile(settings)`.
 
 It reads and writes the layout of `sinks/s3vectors_layout.py`, the one the S3 Vectors sink
 writes memories in, so a LangGraph agent can `search((user_id, "semantic"), query=...)` the
@@ -13,7 +18,7 @@ the last one wins.
   those fields (LangGraph path syntax), `False` stores the item without an embedding (found by
   `get` and by filter-only `search`, never by a query). An indexed put with nothing to embed is
   an error. `created_at` survives updates.
-- `search` with a query: Titan embeds it and QueryVectors answers, under the namespace prefix,
+- `search` with a query: the embedder embeds it and QueryVectors answers, under the namespace prefix,
   for indexed items only, with the filter; `score` is the similarity (cosine: 1 - distance;
   Euclidean: 1 / (1 + distance)). `offset + limit` is at most 100, the service's top-K limit.
 - `search` without a query, and `list_namespaces`: S3 Vectors cannot list by filter, so these
@@ -28,12 +33,10 @@ the last one wins.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from botocore.exceptions import BotoCoreError, ClientError
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -49,7 +52,7 @@ from langgraph.store.base.embed import get_text_at_path
 
 from sinks.s3vectors_client import MAX_TOP_K, Boto3VectorsClient, IndexInfo, StoredVector, VectorsClient
 from sinks.s3vectors_filter import compile_filter
-from sinks.s3vectors_index import ensure_index, normalised_distance
+from sinks.s3vectors_index import IndexMismatchError, ensure_index, normalised_distance
 from sinks.s3vectors_layout import (
     FLATTENED_FIELDS,
     build_metadata,
@@ -61,16 +64,10 @@ from sinks.s3vectors_layout import (
     search_item_of,
     vector_key,
 )
-from streams.providers.embedders import TITAN_V2_PROFILE
 from streams.app.settings import Settings
-
-TITAN_DIMENSIONS = (256, 512, 1024)
-TITAN_MAX_CHARS = 50_000  # Titan Text Embeddings V2 takes up to 50,000 characters (8,192 tokens)
-
-
-class EmbeddingError(RuntimeError):
-    """Bedrock did not return an embedding (the message has the error code, never the text)."""
-
+from streams.providers.embedders import TITAN_V2_PROFILE, Embedder
+from streams.providers.embedders.configured import build_embedder, embedder_profile
+from streams.providers.embedders.titan import TitanV2Embedder
 
 class UnsupportedFilterError(ValueError):
     """The filter names a field S3 Vectors cannot filter on in this layout."""
@@ -86,54 +83,17 @@ class TextEmbedder(Protocol):
     def embed_texts(self, texts: Sequence[str]) -> list[list[float]]: ...
 
 
-class TitanEmbedder:
-    """Bedrock Titan Text Embeddings V2 through a boto3 `bedrock-runtime` client's `invoke_model`,
-    one call per text (the model takes a single `inputText`), normalised vectors."""
+class EmbedderTexts:
+    """A memstream `Embedder` (the worker's: Titan V2 for `bedrock`, MiniLM for the local kinds)
+    as the store's `TextEmbedder`, so the store's query vectors come from the model that embedded
+    the memories."""
 
-    def __init__(self, client: Any, *, model_id: str = TITAN_V2_PROFILE.name,
-                 dimension: int = TITAN_V2_PROFILE.dim) -> None:
-        if dimension not in TITAN_DIMENSIONS:
-            raise ValueError(f"Titan V2 embeds in {TITAN_DIMENSIONS} dimensions, not {dimension}")
-        self._client = client
-        self.model_id = model_id
-        self.dimension = dimension
-
-    @classmethod
-    def create(cls, *, region: str, model_id: str = TITAN_V2_PROFILE.name,
-               dimension: int = TITAN_V2_PROFILE.dim, timeout_s: float = 10.0,
-               attempts: int = 3) -> TitanEmbedder:
-        """A client from the default AWS credential chain, botocore's standard retries."""
-        import boto3
-        from botocore.config import Config
-
-        config = Config(retries={"total_max_attempts": attempts, "mode": "standard"},
-                        connect_timeout=timeout_s, read_timeout=timeout_s)
-        client = boto3.client("bedrock-runtime", region_name=region, config=config)
-        return cls(client, model_id=model_id, dimension=dimension)
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self.dimension = embedder.profile.dim
 
     def embed_texts(self, texts: Sequence[str]) -> list[list[float]]:
-        return [self._embed(text) for text in texts]
-
-    def _embed(self, text: str) -> list[float]:
-        body = json.dumps({"inputText": text[:TITAN_MAX_CHARS], "dimensions": self.dimension,
-                           "normalize": True})
-        try:
-            response = self._client.invoke_model(modelId=self.model_id, body=body,
-                                                 contentType="application/json",
-                                                 accept="application/json")
-            payload = json.loads(response["body"].read())
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "error")
-            raise EmbeddingError(f"bedrock {self.model_id}: {code}") from exc
-        except BotoCoreError as exc:
-            raise EmbeddingError(f"bedrock {self.model_id}: {type(exc).__name__}") from exc
-        except (KeyError, TypeError, ValueError):
-            raise EmbeddingError(f"bedrock {self.model_id}: the answer is not JSON") from None
-        embedding = payload.get("embedding") if isinstance(payload, dict) else None
-        if (not isinstance(embedding, list) or len(embedding) != self.dimension
-                or not all(isinstance(x, (int, float)) for x in embedding)):
-            raise EmbeddingError(f"bedrock {self.model_id}: no embedding of {self.dimension} numbers")
-        return [float(x) for x in embedding]
+        return self.embedder.embed(list(texts)).astype(float).tolist()
 
 
 class S3VectorsStore(BaseStore):
@@ -153,30 +113,40 @@ class S3VectorsStore(BaseStore):
 
     @classmethod
     def from_clients(cls, s3v_client: Any, bedrock_client: Any, vector_bucket_name: str,
-                     index_name: str, *, dims: int = 1024, model_id: str = TITAN_V2_PROFILE.name,
-                     distance: str = "COSINE", default_index_fields: Sequence[str] = ("summary",),
+                     index_name: str, *, dims: int = TITAN_V2_PROFILE.dim,
+                     model_id: str = TITAN_V2_PROFILE.name, distance: str = "COSINE",
+                     default_index_fields: Sequence[str] = ("summary",),
                      ensure: bool = True) -> S3VectorsStore:
-        """Seed 002's constructor: boto3 `s3vectors` and `bedrock-runtime` clients. With `ensure`,
-        creates the bucket and index if absent and validates dimension and distance."""
-        store = cls(Boto3VectorsClient(s3v_client, vector_bucket_name, index_name),
-                    TitanEmbedder(bedrock_client, model_id=model_id, dimension=dims),
+        """Seed 002's constructor: boto3 `s3vectors` and `bedrock-runtime` clients, Titan V2 at
+        `dims` (256, 512 or 1024). With `ensure`, creates the bucket and index if absent and
+        validates dimension and distance."""
+        titan = TitanV2Embedder(bedrock_client, model_id=model_id, dimensions=dims)
+        store = cls(Boto3VectorsClient(s3v_client, vector_bucket_name, index_name), EmbedderTexts(titan),
                     distance=distance, default_index_fields=default_index_fields)
         if ensure:
             store.setup()
         return store
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, ensure: bool = True) -> S3VectorsStore:
+    def from_settings(cls, settings: Settings, *, ensure: bool = True,
+                      vectors: VectorsClient | None = None,
+                      embedder: Embedder | None = None) -> S3VectorsStore:
         """The store on the sink's index (S3VECTORS_BUCKET / S3VECTORS_INDEX when set, else S3V_*;
-        AWS_REGION, BEDROCK_EMBED_MODEL_ID)."""
-        store = cls(
-            Boto3VectorsClient.create(region=settings.aws_region,
-                                      bucket=settings.s3vectors_bucket or settings.s3v_bucket,
-                                      index=settings.s3vectors_index or settings.s3v_index_memory),
-            TitanEmbedder.create(region=settings.aws_region, model_id=settings.bedrock_embed_model_id,
-                                 dimension=settings.s3v_dimension or TITAN_V2_PROFILE.dim),
-            distance=settings.s3v_distance,
-        )
+        AWS_REGION), embedding queries with the worker's embedder (EMBEDDER; for bedrock the
+        BEDROCK_EMBED_* settings), so its dimension is the sink's. `vectors` / `embedder` replace
+        the clients the settings would make (tests; an embedder already loaded). An index of
+        another dimension raises IndexMismatchError (with `ensure`)."""
+        profile = embedder_profile(settings)
+        if embedder is None:
+            embedder = build_embedder(settings, settings.embedder_cache_dir or settings.data_dir / "models")
+        if embedder.profile.dim != profile.dim:
+            raise IndexMismatchError(f"the embedder has {embedder.profile.dim} dimensions; "
+                                     f"EMBEDDER={settings.embedder} embeds in {profile.dim}")
+        if vectors is None:
+            vectors = Boto3VectorsClient.create(
+                region=settings.aws_region, bucket=settings.s3vectors_bucket or settings.s3v_bucket,
+                index=settings.s3vectors_index or settings.s3v_index_memory)
+        store = cls(vectors, EmbedderTexts(embedder), distance=settings.s3v_distance)
         if ensure:
             store.setup()
         return store

@@ -42,13 +42,14 @@ def memory_records(event: MemoryEvent, audit: Tables, memories: Tables) -> list[
     Every state is upserted (the destination marks non-active memories unsearchable); events
     about things that are not memories (blocked-topic markers) give nothing.
     """
+    if event.kind in ("purged", "deleted"):
+        # Gone, or a content-free tombstone left by the lifecycle's purge: delete either way.
+        return [SinkRecord(key=event.memory_id, op="delete", user_id=event.user_id,
+                           document={"id": event.memory_id, "type": event.meta.get("type")})]
     document = memories.get(event.memory_id)
     if document is not None:
         return [SinkRecord(key=event.memory_id, op="upsert", user_id=event.user_id,
                            document=dict(document))]
-    if event.kind in ("purged", "deleted"):
-        return [SinkRecord(key=event.memory_id, op="delete", user_id=event.user_id,
-                           document={"id": event.memory_id, "type": event.meta.get("type")})]
     return []
 
 

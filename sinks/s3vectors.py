@@ -1,7 +1,8 @@
 """The S3 Vectors sink: memories into one index of all users, in seed 002's layout.
 
 `S3VectorsDestination` implements `sinks.base.Destination`. `start` creates the bucket and the
-index when absent and checks an existing index's dimension, distance and non-filterable keys.
+index when absent and checks an existing index's dimension (the embedder's, `index_dimension`),
+distance and non-filterable keys. A memory whose embedding has another dimension is rejected.
 `write` lays every record out (`sinks/s3vectors_layout.py`), keeps the last operation per vector
 key (a batch may upsert then delete one memory), and sends the puts and deletes in calls within
 the service's limits. Throttling, 5xx and network errors raise TransientSinkError (the runner
@@ -28,24 +29,21 @@ from sinks.s3vectors_client import (
 )
 from sinks.s3vectors_index import IndexMismatchError, ensure_index
 from sinks.s3vectors_layout import LayoutError, memory_delete_keys, memory_vector
-from streams.providers.embedders import PROFILES, TITAN_V2_PROFILE
 from streams.app.settings import Settings
+from streams.providers.embedders import EmbedderError
+from streams.providers.embedders.configured import embedder_profile
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-EMBEDDER_DIMENSIONS = {**{kind: p.dim for kind, p in PROFILES.items()}, "bedrock": TITAN_V2_PROFILE.dim}
-
 
 def index_dimension(settings: Settings) -> int:
-    """The index dimension: S3V_DIMENSION, else the configured embedder's."""
-    if settings.s3v_dimension:
-        return settings.s3v_dimension
+    """The index dimension: always the configured embedder's (EMBEDDER, and for bedrock
+    BEDROCK_EMBED_DIMENSIONS), the dimension of the vectors the worker writes."""
     try:
-        return EMBEDDER_DIMENSIONS[settings.embedder]
-    except KeyError:
-        raise PermanentSinkError(f"no known dimension for EMBEDDER={settings.embedder!r}; "
-                                 f"set S3V_DIMENSION") from None
+        return embedder_profile(settings).dim
+    except EmbedderError as exc:
+        raise PermanentSinkError(str(exc)) from None
 
 
 class S3VectorsDestination:

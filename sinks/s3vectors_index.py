@@ -46,7 +46,8 @@ def ensure_index(client: VectorsClient, *, dimension: int, distance: str) -> Ind
     if info.dimension != dimension:
         raise IndexMismatchError(
             f"{where} has dimension {info.dimension}, but the embeddings have {dimension}: "
-            f"use another index (S3V_INDEX_MEMORY) or set S3V_DIMENSION / EMBEDDER to match")
+            f"use another index (S3V_INDEX_MEMORY / S3VECTORS_INDEX) or set EMBEDDER / "
+            f"BEDROCK_EMBED_DIMENSIONS to the embedder the index was made with")
     if info.distance != metric:
         raise IndexMismatchError(
             f"{where} measures {info.distance} distance, but S3V_DISTANCE is {metric}")

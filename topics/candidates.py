@@ -8,6 +8,7 @@ far behind the dedup stage is.
 """
 from __future__ import annotations
 
+from datetime import date
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Discriminator, Field, Tag, TypeAdapter
@@ -29,6 +30,14 @@ class Fact(BaseModel):
     entities: list[str] = Field(default_factory=list)
     entity_key: str | None = None
     pinned: bool = Field(False, description="The user asked to pin it.")
+    valence: Literal["positive", "negative", "neutral"] | None = Field(
+        None, description="Sentiment of the sentence it was written from (seed 000 §3).")
+    intensity: float | None = Field(None, ge=0.0, le=1.0,
+                                    description="Strength of that sentiment, 0 neutral to 1.")
+    event_start: date | None = Field(
+        None, description="First day of the dates the fact mentions (\"painted it in 2022\"), "
+                          "apart from when it was said.")
+    event_end: date | None = Field(None, description="Last day of the dates the fact mentions.")
 
 
 class Candidate(BaseModel):

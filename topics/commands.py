@@ -11,7 +11,7 @@ from topics.turns import ID_PATTERN
 
 CommandKind = Literal[
     "forget", "dont_remember", "pin", "unpin", "edit", "delete", "restore", "purge_user",
-    "block_topic", "unblock_topic", "touch", "consent", "proactivity_feedback",
+    "block_topic", "unblock_topic", "touch", "proactivity_feedback", "consent",
 ]
 _NEEDS = {
     "edit": ("memory_id", "text"),
@@ -19,8 +19,8 @@ _NEEDS = {
     "block_topic": ("topic",),
     "unblock_topic": ("topic",),
     "touch": ("memory_ids",),
+    "proactivity_feedback": ("feedback",),
     "consent": ("decision",),
-    "proactivity_feedback": ("proactivity_id", "feedback"),
 }
 
 
@@ -33,8 +33,6 @@ class Command(BaseModel):
     `consent` accepts or rejects a proposed change of a sensitive profile field
     (`streams.memory.consent`): `proposal_id` names it; without one (an acknowledgement said in
     chat, "yes, update it") it is the thread's latest proposal, if recent.
-    `proactivity_feedback` tells what became of a `memory.proactivity` record: `ignored` slows
-    the user's next ones down (`streams.proactivity`).
 
     `touch` records a read: the query API sends it with the ids it returned and `ts` = the
     read time, and the commands stage refreshes `last_accessed`/`access_count` (a read never
@@ -57,11 +55,10 @@ class Command(BaseModel):
     topic: str | None = Field(None, max_length=200)
     proposal_id: str | None = Field(None, max_length=200, description="consent: the proposal.")
     decision: Literal["accept", "reject"] | None = Field(None, description="consent: the answer.")
-    proactivity_id: str | None = Field(
-        None, max_length=200, description="proactivity_feedback: the memory.proactivity record.")
-    feedback: Literal["acted", "ignored"] | None = Field(
-        None, description="proactivity_feedback: what the user did with it.")
     actor: str = Field("user", max_length=200)
+    feedback: Literal["acted", "ignored"] | None = Field(
+        None, description="proactivity_feedback: what became of the user's last proactivity "
+        "candidate (an ignored one backs off the next).")
     sealed: Sealed | None = Field(
         None, description="query, text and topic, sealed for the user (then those are unset).")
 

@@ -25,6 +25,9 @@ EventKind = Literal[
     "restored",
     "deleted",
     "purged",
+    "archived",
+    "consolidated",
+    "promoted",
     "error",
 ]
 

@@ -1,10 +1,9 @@
-"""`memory.proactivity`: memories worth bringing up unprompted (SPEC §2, seed 000 §11).
+"""`memory.proactivity`: memories worth a proactive message, for downstream consumers (SPEC §2,
+seed 000 §11).
 
-One record per memory version that passed the thresholds and the user's rate limit, keyed by
-user_id. The record names memories and turns by id and carries no user content (no summary):
-a consumer that wants the words reads them through the registry or the query API, under the
-user's access rules. Ids are deterministic, so a consumer drops replays by `proactivity_id`,
-and answers with a `proactivity_feedback` command on `memory.commands` (acted | ignored).
+A record carries ids, the reason, the suggested tone and the scores that passed — never the
+user's words: a consumer reads the memories it names through the registry API
+(`GET /v1/users/{user_id}/memories/{memory_id}`), under its own API key and the user's scope.
 """
 from __future__ import annotations
 
@@ -14,32 +13,32 @@ from pydantic import BaseModel, Field
 
 from topics.times import EventTime
 
-Tone = Literal["friendly", "soft_check_in", "neutral"]
+ProactivityReason = Literal["check_in", "upcoming", "goal", "celebrate"]
+ProactivityTone = Literal["soft_check_in", "friendly", "neutral"]
 
 
 class ProactivityScores(BaseModel):
-    """The scores that passed the thresholds, and the thresholds they passed."""
+    """The scores of the memory that passed the thresholds, and the thresholds."""
 
-    proactivity_weight: float = Field(ge=0.0, le=1.0)
-    trust_score: float = Field(ge=0.0, le=1.0)
-    importance: int = Field(ge=1, le=5)
-    intensity: float = Field(ge=0.0, le=1.0, description="0.5 when the memory has none.")
-    weight_min: float
-    trust_min: float
+    proactivity_weight: float
+    trust_score: float
+    importance: int
+    intensity: float
+    valence: str | None = None
+    min_weight: float
+    min_trust: float
 
 
 class ProactivityCandidate(BaseModel):
-    """A memory a downstream agent may bring up, with why (provenance, reason) and how (tone)."""
+    """One proactivity candidate. `candidate_id` is deterministic (memory and its version), so
+    a consumer can drop a replay."""
 
-    proactivity_id: str
+    candidate_id: str
     user_id: str
-    thread_id: str
     memory_ids: list[str] = Field(min_length=1)
-    source_turn_ids: list[str] = Field(description="Provenance: `thread_id:turn_id` of each turn.")
-    reason: str = Field(description="Why it was proposed, without the user's words.")
-    tone: Tone
-    valence: str | None = None
-    category: str
-    memory_type: str
+    source_turn_ids: list[str] = Field(default_factory=list,
+                                       description="Provenance: thread_id:turn_id of each.")
+    reason: ProactivityReason
+    tone: ProactivityTone
     scores: ProactivityScores
-    ts: EventTime = Field(description="Event time of the change that made it a candidate.")
+    ts: EventTime

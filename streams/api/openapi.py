@@ -106,9 +106,6 @@ OPERATIONS: tuple[Operation, ...] = (
               "change (the old value is superseded).", WRITE, params=WRITE_PARAMS),
     Operation("post", USER + "/proposals/{proposal_id}/reject", "Reject the proposed change.",
               WRITE, params=WRITE_PARAMS),
-    Operation("post", USER + "/proactivity/{proactivity_id}/feedback", "What the user did with a "
-              "memory.proactivity record (acted | ignored: the next ones back off).", WRITE,
-              body=m.FeedbackBody, params=WRITE_PARAMS),
     *(Operation("get", path, f"Faust's built-in view {path} (admin key): partition routing "
                 "and raw table entries, for operators.", {200: "object"}, tag="faust")
       for path in ("/", "/router/", "/router/topics", "/router/{name}/", "/router/{name}/{key}/",

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from streams.api import auth
 from streams.api.command_waiter import Outcome, outcome_of_applied
-from streams.api.registry_models import EditBody, FeedbackBody, MemoryView, TopicBody
+from streams.api.registry_models import EditBody, MemoryView, TopicBody
 from streams.api.routing import route_to_owner
 from streams.api.views import MemstreamView, add_views, error
 from streams.memory.consent import pending_proposals
@@ -61,6 +61,8 @@ def _matches(memory: Memory, categories: set[str], state_: str | None, pinned: s
         return False
     if state_ and memory.state != state_:
         return False
+    if memory.state == "purged" and state_ != "purged":
+        return False  # a content-free tombstone (streams.lifecycle.forgetting): nothing to list
     if pinned in ("true", "false") and memory.pinned != (pinned == "true"):
         return False
     haystack = " ".join([memory.summary, *memory.tags, *memory.entities]).casefold()
@@ -347,17 +349,6 @@ def _proposal_action(decision: str, doc: str) -> type[View]:
     return Action
 
 
-class ProactivityFeedback(RegistryView):
-    """POST {feedback: acted|ignored}: what the user did with a memory.proactivity record
-    (ignored ones slow the user's next records down)."""
-
-    @route_to_owner()
-    async def post(self, request: Request, user_id: str, proactivity_id: str) -> Response:
-        body = _body(FeedbackBody, await request.read())
-        return await self.send_commands(request, user_id, [(
-            "proactivity_feedback", {"proactivity_id": proactivity_id, "feedback": body.feedback})])
-
-
 class CommandStatus(RegistryView):
     """GET: whether a command of the user was applied, and its events (?wait=<s> to wait)."""
 
@@ -399,7 +390,6 @@ ROUTES: dict[str, type[View]] = {
        for decision, doc in (
            ("accept", "POST: apply the proposed profile change (the user's consent)."),
            ("reject", "POST: drop the proposed profile change; the current value stays."))},
-    USER + "/proactivity/{proactivity_id}/feedback": ProactivityFeedback,
 }
 
 

@@ -140,12 +140,4 @@ class ProposalList(BaseModel):
     items: list[ProposalView]
 
 
-class FeedbackBody(BaseModel):
-    """POST proactivity feedback: what the user did with a memory.proactivity record."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    feedback: Literal["acted", "ignored"]
-
-
 Export.model_rebuild()

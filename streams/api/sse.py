@@ -91,11 +91,14 @@ class Hub:
 def remember(buffer: list[dict[str, Any]], event: MemoryEvent, size: int) -> list[dict[str, Any]] | None:
     """The user's buffer with `event` added, or None when the event is already in it (a replay).
 
-    A purge keeps only content-free purged events.
+    A purge keeps only content-free purged events: of the whole user, or, for one memory purged
+    by the lifecycle (reason `purge_at`), of that memory.
     """
     if any(e["event_id"] == event.event_id for e in buffer):
         return None
-    if event.kind == "purged":
+    if event.kind == "purged" and event.meta.get("reason") == "purge_at":
+        buffer = [e for e in buffer if e["kind"] == "purged" or e["memory_id"] != event.memory_id]
+    elif event.kind == "purged":
         buffer = [e for e in buffer if e["kind"] == "purged"]
     return [*buffer, event.model_dump(mode="json")][-size:]
 

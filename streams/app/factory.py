@@ -71,6 +71,7 @@ class Tables:
     thread_revs: faust.Table
     recent_events: faust.Table
     user_keys: faust.Table
+    lifecycle: faust.Table
 
 
 TABLES = {
@@ -80,7 +81,8 @@ TABLES = {
     "applied": "candidate id or command key -> {outcome, memory_id, events}: a replayed record "
                "changes nothing and re-sends the identical events.",
     "buffers": "user_id|thread_id -> the thread's last BUFFER_TURNS turns (secrets redacted): the "
-               "context an LLM trigger and classifier see (seed 004 buffer).",
+               "context an LLM trigger and classifier see (seed 004 buffer); user_id -> the user's episodes "
+               "of the day (the daily cap is per user).",
     "turn_log": "user_id|thread_id:turn_id -> {episode, refs}: what ingest decided for a turn, so "
                 "a replay of it decides the same however far back it is.",
     "audit": "memory_id -> audit entries (SPEC §3 verbs, actor, time, old and new value); a purge "
@@ -91,7 +93,15 @@ TABLES = {
                      "reconnecting with Last-Event-ID resumes where it was.",
     "user_keys": "user_id -> the user's data key wrapped by the master key, and when the user was "
                  "purged; the values of every other table are sealed with these keys.",
+    "lifecycle": "partition -> its event-time watermark and calendar; partition|hour|chunk -> the "
+                 "user ids whose next lifecycle run falls in that hour; partition|offset -> the "
+                 "lifecycle events a record made, sealed, re-sent if it is redelivered. Not "
+                 "sealed itself: ids, times and sealed events only.",
 }
+
+
+UNSEALED = ("user_keys", "lifecycle")
+"""Tables that hold no user content, so are not sealed (`streams.pipeline.tables`)."""
 
 
 class MemstreamApp:
@@ -111,7 +121,7 @@ class MemstreamApp:
         self.topics = topics
         self.tables = tables
         self.services = services
-        raw = {name: getattr(tables, name) for name in TABLES if name != "user_keys"}
+        raw = {name: getattr(tables, name) for name in TABLES if name not in UNSEALED}
         self.sealed = stage_tables(raw, tables.user_keys, master_key)
         self.outputs = Outputs(send or self._produce, self.sealed.sealer, settings.dlq_max_raw_bytes)
         self.store = MemoryStore(self.sealed.memory, services.dedup_config)

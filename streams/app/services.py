@@ -9,7 +9,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -19,24 +19,27 @@ from streams.app.settings import Settings
 from streams.memory.consent import ConsentConfig
 from streams.memory.dedup import DedupConfig
 from streams.observability import metrics
-from streams.proactivity.policy import ProactivityConfig
-from streams.providers.embedders import Embedder, EmbedderProfile, create_embedder, profile_of
+from streams.providers.embedders import Embedder, EmbedderProfile, create_embedder
+from streams.providers.embedders.configured import build_embedder, embedder_key, embedder_profile
 from streams.providers.llm import GuardedLLM
 
 log = logging.getLogger(__name__)
 
-_loaded: dict[tuple[str, int, Path | None], Embedder] = {}
+_loaded: dict[Hashable, Embedder] = {}
 _loading = threading.Lock()
+
+
+def _shared(key: Hashable, load: Callable[[], Embedder]) -> Embedder:
+    with _loading:
+        if key not in _loaded:
+            _loaded[key] = load()
+            log.info("embedder ready: %s (%d dims)", _loaded[key].profile.name, _loaded[key].profile.dim)
+        return _loaded[key]
 
 
 def shared_embedder(kind: str, batch_size: int, cache_dir: Path | None = None) -> Embedder:
     """The embedder `kind`, loaded once per process (`cache_dir`: see `create_embedder`)."""
-    with _loading:
-        key = (kind, batch_size, cache_dir)
-        if key not in _loaded:
-            _loaded[key] = create_embedder(kind, batch_size, cache_dir)
-            log.info("embedder ready: %s (%d dims)", _loaded[key].profile.name, _loaded[key].profile.dim)
-        return _loaded[key]
+    return _shared((kind, batch_size, cache_dir), lambda: create_embedder(kind, batch_size, cache_dir))
 
 
 def models_dir(settings: Settings) -> Path:
@@ -45,8 +48,10 @@ def models_dir(settings: Settings) -> Path:
 
 
 def settings_embedder(settings: Settings) -> Embedder:
-    """The embedder of `settings` (EMBEDDER, EMBED_BATCH_SIZE, EMBEDDER_CACHE_DIR), loaded once."""
-    return shared_embedder(settings.embedder, settings.embed_batch_size, models_dir(settings))
+    """The embedder of `settings` (EMBEDDER, EMBED_BATCH_SIZE, EMBEDDER_CACHE_DIR, and for
+    `bedrock` the BEDROCK_EMBED_* settings), loaded once."""
+    cache_dir = models_dir(settings)
+    return _shared(embedder_key(settings, cache_dir), lambda: build_embedder(settings, cache_dir))
 
 
 class Services:
@@ -90,7 +95,7 @@ class Services:
 
         Known without loading the model, so nothing on the event loop waits for a model load.
         """
-        base = self._embedder.profile if self._embedder is not None else profile_of(self.settings.embedder)
+        base = self._embedder.profile if self._embedder is not None else embedder_profile(self.settings)
         s = self.settings
         return EmbedderProfile(
             base.name, base.dim,
@@ -106,14 +111,9 @@ class Services:
             profile=self.profile(), neighbours_k=s.memory_neighbors_k, link_min=s.link_min,
             episodic_merge_window=timedelta(hours=s.episodic_merge_window_hours),
             use_heuristics=s.memory_enable_entity_heuristics,
+            write_rate_limit_per_hour=s.memory_write_rate_limit_per_hour,
             consent=ConsentConfig(
                 enabled=s.consent_enabled, proposal_ttl=timedelta(days=s.consent_proposal_days),
                 ack_window=timedelta(minutes=s.consent_ack_window_minutes),
                 trusted_confidence=s.consent_trusted_confidence),
-            proactivity=ProactivityConfig(
-                enabled=s.proactivity_enabled, weight_min=s.proactivity_weight_min,
-                trust_min=s.proactivity_trust_min,
-                min_interval=timedelta(hours=s.proactivity_min_interval_hours),
-                backoff_factor=s.proactivity_backoff_factor,
-                backoff_max_steps=s.proactivity_backoff_max_steps),
         )

@@ -66,7 +66,10 @@ class Settings(BaseSettings):
     buffer_turns: int = Field(8, ge=1, description="Per-thread buffer of recent turns.")
     memory_k: int = Field(3, ge=1, description="Default top-k of a query.")
     decay_days: int = Field(30, ge=1, description="Days unused before confidence decays (seed 004).")
-    memory_cap: int = Field(200, ge=1, description="Soft cap of semantic items per user (seed 004).")
+    memory_cap: int = Field(
+        200, ge=1, description="Active semantic memories per user at most (seed 004); the lifecycle "
+        "soft-deletes the lowest decay weight, then the least recently used, never a pinned one.",
+    )
 
     # --- trigger / extraction ---------------------------------------------------------------
     trigger_confidence_min: float = Field(0.6, description="Confidence at which a candidate is emitted.")
@@ -89,7 +92,11 @@ class Settings(BaseSettings):
     episodic_merge_window_hours: int = Field(72, description="Episodic merges only within this window.")
     memory_neighbors_k: int = Field(10, description="Neighbours searched during dedup.")
     memory_enable_entity_heuristics: bool = Field(True, description="Same-fact check without an LLM.")
-    memory_write_rate_limit_per_hour: int = Field(20, description="Hot-path writes per user per hour.")
+    memory_write_rate_limit_per_hour: int = Field(
+        20, ge=0, description="New semantic memories per user per event-time hour (seed 002); past it a new fact is still "
+        "stored but down-ranked (importance 1, tag over_write_budget); corrections and updates are "
+        "never limited. 0: no limit.",
+    )
     link_min: float = Field(0.6, description="Neighbours at or above this score become related_to edges.")
 
     # --- episodic capture (seed 003) -----------------------------------------------------------
@@ -107,7 +114,6 @@ class Settings(BaseSettings):
     rank_w_recency: float = Field(0.15, description="Ranking weight of the recency decay.")
     rank_w_pinned: float = Field(0.10, description="Ranking weight of being pinned.")
     rank_w_related: float = Field(0.05, description="Ranking weight of the strongest related edge.")
-    recency_half_life_days: float = Field(90.0, description="Half-life of the recency term.")
     retrieval_mode: Literal["dense", "hybrid"] = Field(
         "hybrid",
         description="dense: the similarity term is the cosine alone. hybrid: the cosine fused "
@@ -143,6 +149,23 @@ class Settings(BaseSettings):
     ttl_days: int = Field(60, description="Days without access before a TTL soft-delete.")
     ttl_importance_max: int = Field(2, description="Only memories this unimportant are TTL-deleted.")
     purge_after_days: int = Field(30, description="Days from soft-delete to purge.")
+    archive_weight_min: float = Field(
+        0.05, ge=0.0, description="Decay weight (seed 000 §6) under which an unused memory is archived.",
+    )
+    archive_unused_days: int = Field(
+        30, ge=0, description="Days without access before a memory may be archived for its decay weight.",
+    )
+    lifecycle_period_hours: int = Field(
+        24, ge=1, description="Event-time hours between two lifecycle runs for one user.",
+    )
+    lifecycle_users_per_record: int = Field(
+        2, ge=1, description="Idle users whose lifecycle one processed record may run (bounds the "
+        "work a record adds to its partition).",
+    )
+    lifecycle_max_changes: int = Field(
+        100, ge=1, description="Transitions one lifecycle pass makes for one user per run at most; "
+        "the rest wait for the next run.",
+    )
 
     # --- consent (seed 001 §10) ------------------------------------------------------------------
     consent_enabled: bool = Field(
@@ -161,23 +184,6 @@ class Settings(BaseSettings):
         "\"remember …\") applies without corroboration, as does one from an external source.",
     )
 
-    # --- proactivity (seed 000 §11) --------------------------------------------------------------
-    proactivity_enabled: bool = Field(True, description="Produce memory.proactivity records.")
-    proactivity_weight_min: float = Field(
-        0.4, ge=0.0, le=1.0, description="Least proactivity_weight ((importance-1)/4 x intensity, "
-        "x0.8 when negative) of a proactivity candidate.",
-    )
-    proactivity_trust_min: float = Field(
-        0.6, ge=0.0, le=1.0, description="Least trust_score of a proactivity candidate.")
-    proactivity_min_interval_hours: float = Field(
-        6.0, ge=0.0, description="Least event time between two proactivity records of a user.")
-    proactivity_backoff_factor: float = Field(
-        2.0, ge=1.0, description="The interval is multiplied by this for each record in a row "
-        "the consumer reported ignored (proactivity_feedback); acted resets it.",
-    )
-    proactivity_backoff_max_steps: int = Field(
-        5, ge=0, description="Ignored records counted in the backoff at most.")
-
     # --- embeddings ------------------------------------------------------------------------------
     embedder: str = Field(
         "local-int8",
@@ -185,26 +191,55 @@ class Settings(BaseSettings):
         "reference). local-int8 (default): the same model on ONNX Runtime with int8 weights (3-4x the "
         "texts/s of local in batches, 13x+ one at a time; cosine 0.99 to local's vectors; LoCoMo "
         "recall within 0.6 points). local-onnx: fp32 on ONNX Runtime (local's vectors; faster one "
-        "at a time only). Each has its own dedup bands; switching keeps the vectors already stored.",
+        "at a time only). bedrock: Amazon Titan Text Embeddings V2 through Bedrock (production; "
+        "BEDROCK_EMBED_*). Each has its own dedup bands; switching keeps the vectors already stored.",
     )
     embedder_cache_dir: Path | None = Field(
         None, description="Where local-onnx/local-int8 keep the ONNX file they make on first load "
         "(written once, atomically, so workers may share it); unset: DATA_DIR/models.",
     )
     embed_batch_size: int = Field(32, description="Texts embedded per model call.")
+    ingest_batch_size: int = Field(
+        32, ge=1, description="Turns ingest takes at once (their candidates embedded in one call).")
+    ingest_batch_within_ms: int = Field(
+        5, ge=1, description="Longest wait to fill an ingest batch (added to a lone turn's latency).")
     dedup_batch_size: int = Field(64, ge=1, description="Candidates dedup takes (and embeds) at once.")
     dedup_batch_within_ms: int = Field(20, ge=1, description="Longest wait to fill a dedup batch.")
+
+    # --- proactivity (seed 000 §11) ------------------------------------------------------------
+    proactivity_enabled: bool = Field(True, description="Send proactivity candidates to memory.proactivity.")
+    proactivity_min_weight: float = Field(
+        0.55, ge=0, le=1, description="Least proactivity_weight of a memory worth reaching out about.")
+    proactivity_min_trust: float = Field(
+        0.6, ge=0, le=1, description="Least trust_score of a memory worth reaching out about.")
+    proactivity_max_per_day: int = Field(
+        2, ge=0, description="Proactivity candidates per user per event-time day, at most.")
+    proactivity_min_interval_hours: float = Field(
+        6.0, gt=0, description="Least event time between two candidates of a user; doubled per "
+        "candidate reported ignored in a row (proactivity_feedback), up to 30 days.")
 
     # --- AWS (seed 002) ---------------------------------------------------------------------------
     aws_region: str = Field("us-east-1", description="AWS region of S3 Vectors and Bedrock.")
     s3v_bucket: str = Field("memstream-vectors", description="S3 Vectors bucket.")
     s3v_index_memory: str = Field("memory-search", description="S3 Vectors index of all users.")
     s3v_distance: str = Field("cosine", description="Distance metric of the index.")
-    s3v_dimension: int | None = Field(
-        None, ge=1, le=4096, description="Dimension of the S3 Vectors index; unset: the embedder "
-        "profile's (local 384, bedrock 1024).",
-    )
     bedrock_embed_model_id: str = Field("amazon.titan-embed-text-v2:0", description="Bedrock embedding model.")
+    bedrock_embed_dimensions: Literal[256, 512, 1024] = Field(
+        1024, description="Output dimension of Titan V2 (EMBEDDER=bedrock); the S3 Vectors index "
+        "has the embedder's dimension (local kinds 384), so changing it needs a new index.",
+    )
+    bedrock_embed_concurrency: int = Field(
+        8, ge=1, le=64, description="Titan calls in flight at once per worker (Titan embeds one "
+        "text per call; a batch runs its calls on a pool this large).",
+    )
+    bedrock_embed_connect_timeout_seconds: float = Field(2.0, gt=0, description="Connect timeout of one Titan call.")
+    bedrock_embed_read_timeout_seconds: float = Field(10.0, gt=0, description="Read timeout of one Titan call.")
+    bedrock_embed_attempts: int = Field(
+        4, ge=1, le=10, description="Attempts per text on throttling, 5xx and timeouts (botocore's "
+        "own retries are off), with exponential backoff and full jitter.",
+    )
+    bedrock_embed_backoff_initial_ms: int = Field(100, ge=1, description="Scale of the first Titan retry backoff.")
+    bedrock_embed_backoff_max_ms: int = Field(5000, ge=1, description="Longest Titan retry backoff.")
 
     # --- tiny LLM (SPEC §4, §6): trigger, classifier, same-fact; rules when none -----------------
     llm_provider: Literal["auto", "anthropic", "bedrock", "none"] = Field(
@@ -256,6 +291,10 @@ class Settings(BaseSettings):
         50, ge=1, description="Recent events kept per user for SSE Last-Event-ID reconnects (the "
         "whole list is rewritten to the table's changelog on every event: keep it small).",
     )
+    sse_batch_size: int = Field(
+        256, ge=1, description="memory.events records the SSE buffer takes at once (one buffer "
+        "write per user per batch).")
+    sse_batch_within_ms: int = Field(20, ge=1, description="Longest wait to fill an SSE batch.")
     sse_ping_seconds: float = Field(15.0, gt=0, description="SSE keep-alive comment interval.")
     sse_queue_events: int = Field(
         1000, ge=1, description="Events buffered per SSE client; a client that falls further "

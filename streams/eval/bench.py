@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -32,6 +33,7 @@ from rich.console import Console
 from rich.table import Table
 
 from streams.api import auth
+from streams.app.settings import get_settings
 from streams.tools.broker import EmbeddedBroker, free_port
 from streams.app.topic_admin import create_topics
 from streams.tools.client import ApiClient, TurnProducer, make_producer
@@ -49,11 +51,13 @@ from streams.eval.bench_stages import (
     rss_report,
     time_embedding,
 )
+from streams.eval.crossval import QuestionResults, cross_validate
+from streams.eval.crossval import render_rows as crossval_rows
 from streams.eval.locomo import LocomoConversation, load_conversation
 from streams.eval.recall import KS, RawTurnBaseline, RecallReport, duplicate_rate
 from streams.read.fusion import Retrieval
 from topics.events import MemoryEvent
-from topics.names import ALL_TOPICS, MEMORY_EVENTS, MEMORY_PROGRESS
+from topics.names import ALL_TOPICS, MEMORY_EVENTS, MEMORY_PROACTIVITY, MEMORY_PROGRESS
 from topics.turns import Turn
 
 TurnKey = tuple[str, str, str]
@@ -90,10 +94,15 @@ class Stack:
 
 def start_worker(broker_url: str, web_port: int, data_dir: Path, app_id: str, partitions: int,
                  log_path: Path, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
-    """Start `memstream worker` as a child process (it dies with its parent)."""
+    """Start `memstream worker` as a child process (it dies with its parent). It keeps its ONNX
+    model files where this process does (not in its fresh DATA_DIR, which would export the model
+    again at every start)."""
+    from streams.app.services import models_dir
     from streams.tools.broker import _die_with_parent
 
     env = dict(os.environ, KAFKA_BROKER_URL=broker_url, WEB_PORT=str(web_port),
+               EMBEDDER_CACHE_DIR=os.environ.get("EMBEDDER_CACHE_DIR",
+                                                 str(models_dir(get_settings()).resolve())),
                DATA_DIR=str(data_dir), APP_ID=app_id, TOPIC_PARTITIONS=str(partitions),
                WEB_HOST="127.0.0.1", TABLE_STORE="rocksdb://", **(extra_env or {}))
     return subprocess.Popen(
@@ -292,39 +301,59 @@ async def warm_worker(stack: Stack, user_id: str) -> None:
         pass
 
 
-async def read_candidate_texts(stack: Stack, users: set[str]) -> list[str] | None:
-    """The summaries of the run's `candidate` events (memory.events, opened with the master
-    key): the texts the dedup stage embedded. None without a master key to open them."""
+@dataclass
+class RunEvents:
+    """What the run's users got on `memory.events` and `memory.proactivity`."""
+
+    candidate_texts: list[str] | None
+    """The summaries of the `candidate` events (the texts the pipeline embedded); None without
+    a master key to open them."""
+    kinds: dict[str, int]
+    """memory.events records by kind (created, updated, soft_deleted, consolidated, …)."""
+    proactivity: int
+    """memory.proactivity records."""
+
+
+async def read_run_events(stack: Stack, users: set[str]) -> RunEvents:
+    """The run's events (`RunEvents`); the kinds and counts need no key (they are not sealed)."""
     from streams.privacy.crypto import master_key_of
-    from streams.app.settings import get_settings
     from streams.tools.unseal import TopicUnsealer, read_records
 
-    master = stack.master_key or master_key_of(get_settings())
-    if master is None:
-        return None
-    unsealer = TopicUnsealer(stack.broker_url, stack.app_id, master)
-    await unsealer.refresh()
-    events: list[dict[str, Any]] = []
-    for _key, value in await read_records(stack.broker_url, MEMORY_EVENTS):
+    kinds: Counter[str] = Counter()
+    sealed: list[MemoryEvent] = []
+    for key, value in await read_records(stack.broker_url, MEMORY_EVENTS):
         raw = json.loads(value or b"{}")
-        if raw.get("kind") != "candidate" or raw.get("user_id") not in users:
+        if raw.get("user_id") not in users:
             continue
-        opened = await unsealer.open_event(MemoryEvent.model_validate(raw))
-        if opened is not None:
-            events.append(opened.model_dump(mode="json"))
-    return candidate_summaries(events, users)
+        kinds[str(raw.get("kind"))] += 1
+        if raw.get("kind") == "candidate":
+            sealed.append(MemoryEvent.model_validate(raw))
+    proactivity = sum(1 for key, _ in await read_records(stack.broker_url, MEMORY_PROACTIVITY)
+                      if (key or b"").decode("utf-8", "replace") in users)
+    master = stack.master_key or master_key_of(get_settings())
+    texts = None
+    if master is not None:
+        unsealer = TopicUnsealer(stack.broker_url, stack.app_id, master)
+        await unsealer.refresh()
+        opened = [await unsealer.open_event(event) for event in sealed]
+        texts = candidate_summaries([e.model_dump(mode="json") for e in opened if e is not None],
+                                    users)
+    return RunEvents(texts, dict(sorted(kinds.items())), proactivity)
 
 
 async def active_summaries(api_url: str, conversations: list[LocomoConversation],
-                           api_key: str | None = None) -> dict[tuple[str, str], list[str]]:
-    """Summaries of the active memories, by (user, memory type)."""
+                           api_key: str | None = None,
+                           ) -> tuple[dict[tuple[str, str], list[str]], dict[str, int]]:
+    """Summaries of the active memories, by (user, memory type); and the memories by state."""
     out: dict[tuple[str, str], list[str]] = {}
+    states: Counter[str] = Counter()
     async with ApiClient(api_url, api_key=api_key) as client:
         for conv in conversations:
             for m in await client.memories(conv.user_id):
+                states[m["state"]] += 1
                 if m["state"] == "active":
                     out.setdefault((conv.user_id, m["type"]), []).append(m["summary"])
-    return out
+    return out, dict(sorted(states.items()))
 
 
 def duplicates(summaries: dict[tuple[str, str], list[str]], embedder: Any) -> float:
@@ -365,7 +394,8 @@ def stored_quality(summaries: dict[tuple[str, str], list[str]], conversations: l
 
 
 async def query_all(api_url: str, conversations: list[LocomoConversation],
-                    api_key: str | None = None) -> tuple[RecallReport, list[float]]:
+                    api_key: str | None = None,
+                    results: QuestionResults | None = None) -> tuple[RecallReport, list[float]]:
     report, latencies = RecallReport(), []
     async with ApiClient(api_url, api_key=api_key) as client:
         for conv in conversations:
@@ -376,14 +406,19 @@ async def query_all(api_url: str, conversations: list[LocomoConversation],
                 items = await client.query(conv.user_id, question.question, top_k=max(KS),
                                            record_access=False)
                 latencies.append((time.perf_counter() - started) * 1000)
-                report.add(question.evidence, [(i["summary"], i["source_turn_ids"]) for i in items])
+                ranked = [(i["summary"], i["source_turn_ids"]) for i in items]
+                report.add(question.evidence, ranked)
+                if results is not None:
+                    results.add(conv.user_id, question.category, question.evidence, ranked)
     return report, latencies
 
 
 def baseline_recall(conversations: list[LocomoConversation], embedder: Any = None,
-                    hybrid: Retrieval | None = None) -> tuple[RecallReport, RecallReport]:
+                    hybrid: Retrieval | None = None,
+                    hybrid_results: QuestionResults | None = None) -> tuple[RecallReport, RecallReport]:
     """Recall of the raw-turn baselines: every turn searched by cosine alone, and by `hybrid`
-    (cosine fused with BM25, as memory queries in hybrid mode; the settings' fusion when None)."""
+    (cosine fused with BM25, as memory queries in hybrid mode; the settings' fusion when None).
+    The hybrid baseline's items per question also go to `hybrid_results` when given."""
     from streams.providers.embedders.minilm import LocalMiniLMEmbedder
 
     embedder = embedder or LocalMiniLMEmbedder()
@@ -396,8 +431,11 @@ def baseline_recall(conversations: list[LocomoConversation], embedder: Any = Non
         vectors = embedder.embed([q.question for q in questions])
         for question, vector in zip(questions, vectors):
             dense_report.add(question.evidence, baseline.search(conv.user_id, vector, max(KS)))
-            hybrid_report.add(question.evidence, baseline.search(
-                conv.user_id, vector, max(KS), text=question.question, retrieval=hybrid))
+            items = baseline.search(conv.user_id, vector, max(KS), text=question.question,
+                                    retrieval=hybrid)
+            hybrid_report.add(question.evidence, items)
+            if hybrid_results is not None:
+                hybrid_results.add(conv.user_id, question.category, question.evidence, items)
     return dense_report, hybrid_report
 
 
@@ -407,8 +445,11 @@ def _settings_retrieval() -> Retrieval:
     return Retrieval.from_settings(get_settings())
 
 
-def run_offline_bench(files: list[Path], console: Console) -> dict[str, Any]:
-    """Recall and memory counts from the worker's stages run in process (no Kafka, no timings)."""
+def run_offline_bench(files: list[Path], console: Console,
+                      cross_validated: bool = False) -> dict[str, Any]:
+    """Recall and memory counts from the worker's stages run in process (no Kafka, no timings);
+    with `cross_validated`, also recall per half of the conversations and per question
+    category (`streams.eval.crossval`)."""
     from streams.app.services import settings_embedder
     from streams.app.settings import get_settings
     from streams.pipeline.inprocess import InProcessPipeline
@@ -422,7 +463,8 @@ def run_offline_bench(files: list[Path], console: Console) -> dict[str, Any]:
     console.print(f"retrieval: {retrieval.mode}" + (
         f" ({retrieval.fusion})" if retrieval.mode == "hybrid" else ""))
     turns = [t for c in conversations for t in c.turns]
-    report = asyncio.run(_offline_recall(pipeline, conversations, turns))
+    results = QuestionResults()
+    report = asyncio.run(_offline_recall(pipeline, conversations, turns, results))
     outcomes = pipeline.outcomes()
     created = outcomes.get("created", 0)
     summaries: dict[tuple[str, str], list[str]] = {}
@@ -430,7 +472,8 @@ def run_offline_bench(files: list[Path], console: Console) -> dict[str, Any]:
         for m in pipeline.store.user_memories(conv.user_id):
             if m.is_visible:
                 summaries.setdefault((conv.user_id, m.type), []).append(m.summary)
-    base, base_hybrid = baseline_recall(conversations, embedder, retrieval)
+    base_results = QuestionResults()
+    base, base_hybrid = baseline_recall(conversations, embedder, retrieval, base_results)
     return {
         **stored_quality(summaries, conversations, files, embedder),
         "duplicate_rate": round(duplicates(summaries, embedder), 4),
@@ -440,24 +483,31 @@ def run_offline_bench(files: list[Path], console: Console) -> dict[str, Any]:
         "memories_per_turn": round(created / max(len(turns), 1), 4), **report.as_dict(),
         "baseline_raw_turns": base.as_dict(),
         "baseline_raw_turns_hybrid": base_hybrid.as_dict(),
+        **_cross_validation(cross_validated, results, base_results, conversations, files),
     }
 
 
 async def _offline_recall(pipeline: Any, conversations: list[LocomoConversation],
-                          turns: list[Turn]) -> RecallReport:
-    """Ingest `turns` through the in-process stages, then ask every scored question."""
+                          turns: list[Turn], results: QuestionResults | None = None) -> RecallReport:
+    """Ingest `turns` through the in-process stages, then ask every scored question (each
+    one's items also go to `results`, for the cross-validated report)."""
     await pipeline.ingest(turns)
     report = RecallReport()
     for conv in conversations:
         for question in conv.scored_questions:
             hits = await pipeline.query(conv.user_id, question.question, max(KS))
-            report.add(question.evidence, [(h.memory.summary, h.memory.source_turn_ids) for h in hits])
+            items = [(h.memory.summary, h.memory.source_turn_ids) for h in hits]
+            report.add(question.evidence, items)
+            if results is not None:
+                results.add(conv.user_id, question.category, question.evidence, items)
     return report
 
 
 def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, partitions: int,
-                     console: Console, rate: float = 0.0) -> dict[str, Any]:
-    """Run the whole benchmark and return the report (see module doc)."""
+                     console: Console, rate: float = 0.0,
+                     cross_validated: bool = False) -> dict[str, Any]:
+    """Run the whole benchmark and return the report (see module doc); `cross_validated`
+    adds recall per half of the conversations and per question category."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -497,13 +547,17 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
             result = asyncio.run(ingest(stack.broker_url, turns, stack.one_record_batches, 120.0,
                                         lambda: bar.advance(task), rate))
         rss_end = asyncio.run(worker_rss(stack))
-        console.print("reading the run's candidate events ...")
-        candidate_texts = asyncio.run(read_candidate_texts(stack, {c.user_id for c in conversations}))
+        console.print("reading the run's events ...")
+        run_events = asyncio.run(read_run_events(stack, {c.user_id for c in conversations}))
+        candidate_texts = run_events.candidate_texts
         console.print("measuring the broker's raw produce->consume rate ...")
         raw_rate = asyncio.run(broker_raw_rate(stack.broker_url, turns, partitions, stack.one_record_batches))
         console.print("querying ...")
-        report, query_ms = asyncio.run(query_all(stack.api_url, conversations, stack.api_key))
-        summaries = asyncio.run(active_summaries(stack.api_url, conversations, stack.api_key))
+        results = QuestionResults()
+        report, query_ms = asyncio.run(query_all(stack.api_url, conversations, stack.api_key,
+                                                 results))
+        summaries, memory_states = asyncio.run(active_summaries(stack.api_url, conversations,
+                                                                stack.api_key))
     finally:
         stack.close()
     from streams.app.services import settings_embedder
@@ -518,7 +572,9 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         embed_alone.update(texts=len(candidate_texts), seconds=round(
             time_embedding(embedder.embed, candidate_texts, settings.dedup_batch_size), 3))
     console.print("raw-turn baselines ...")
-    base, base_hybrid = baseline_recall(conversations, embedder, Retrieval.from_settings(settings))
+    base_results = QuestionResults()
+    base, base_hybrid = baseline_recall(conversations, embedder, Retrieval.from_settings(settings),
+                                        base_results)
     dup = duplicates(summaries, embedder)
 
     e2e = latencies_ms(result.produced_at, result.done_at)
@@ -537,6 +593,9 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         "duplicate_rate": round(dup, 4),
         **stored_quality(summaries, conversations, files, embedder),
         "outcomes": result.outcomes,
+        "memory_events_by_kind": run_events.kinds,
+        "proactivity_records": run_events.proactivity,
+        "memories_by_state": memory_states,
         "ingest_turns_per_s": round(len(turns) / elapsed, 2),
         "broker_raw_msgs_per_s": round(raw_rate, 2),
         "e2e_latency_ms": percentiles(e2e, (50, 95, 99)),
@@ -553,7 +612,19 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         "retrieval": asdict(Retrieval.from_settings(settings)),
         "baseline_raw_turns": base.as_dict(),
         "baseline_raw_turns_hybrid": base_hybrid.as_dict(),
+        **_cross_validation(cross_validated, results, base_results, conversations, files),
     }
+
+
+def _cross_validation(wanted: bool, results: QuestionResults, baseline: QuestionResults,
+                      conversations: list[LocomoConversation], files: list[Path]) -> dict[str, Any]:
+    """`{"cross_validation": ..., "cross_validation_baseline_hybrid": ...}` when `wanted` (else
+    nothing): memories' and the hybrid raw-turn baseline's; see `streams.eval.crossval`."""
+    if not wanted:
+        return {}
+    users, names = [c.user_id for c in conversations], [p.name for p in files]
+    return {"cross_validation": cross_validate(results, users, names),
+            "cross_validation_baseline_hybrid": cross_validate(baseline, users, names)}
 
 
 def render_report(report: dict[str, Any], console: Console) -> None:
@@ -574,6 +645,12 @@ def render_report(report: dict[str, Any], console: Console) -> None:
     table.add_row("memories written (per turn)",
                   f"{report['memories_written']} ({report['memories_per_turn']})", "")
     table.add_row("duplicate rate", f"{report['duplicate_rate']:.2%}", "")
+    if "memory_events_by_kind" in report:
+        kinds = report["memory_events_by_kind"]
+        table.add_row("memory events by kind", ", ".join(f"{k} {n}" for k, n in kinds.items()),
+                      f"{report['proactivity_records']} proactivity records")
+        table.add_row("memories by state", ", ".join(
+            f"{k} {n}" for k, n in report["memories_by_state"].items()), "")
     table.add_row("writing constraints pass", f"{report['writing_pass_rate']:.1%}", "")
     if precision := report.get("precision_against_gold"):
         table.add_row("precision vs gold @0.6/0.7/0.8",
@@ -620,4 +697,20 @@ def render_report(report: dict[str, Any], console: Console) -> None:
     for k in KS:
         table.add_row(f"context words @{k}", f"{report['context_words_mean_at'][k]:.1f}",
                       f"{base['context_words_mean_at'][k]:.1f}", of_hybrid("context_words_mean_at", k, ".1f"))
+    console.print(table)
+    if cv := report.get("cross_validation"):
+        render_cross_validation(cv, console, "memories")
+    if cv := report.get("cross_validation_baseline_hybrid"):
+        render_cross_validation(cv, console, "hybrid raw-turn baseline")
+
+
+def render_cross_validation(cv: dict[str, Any], console: Console, what: str) -> None:
+    """The cross-validated recall: per half, per category, and each fold's gap."""
+    table = Table(title=f"{what}: cross-validated recall_any (gap limit {cv['gap_limit']:.0%} at k=10: "
+                        f"{'within' if cv['within_limit'] else 'EXCEEDED'}, "
+                        f"max gap {cv['max_gap_at_10']:.3f})")
+    for name in ("split", *(f"@{k}" for k in KS), "questions"):
+        table.add_column(name, justify="left" if name == "split" else "right")
+    for row in crossval_rows(cv):
+        table.add_row(*row)
     console.print(table)

@@ -46,12 +46,14 @@ class Pair:
     b: str
     same: bool
     kind: str = ""
+    set: str = ""  # which labelling round wrote it ("" the first; "issue13" the paraphrase round)
 
 
 def as_pair(item: Pair | Mapping[str, Any]) -> Pair:
     if isinstance(item, Pair):
         return item
-    return Pair(str(item["a"]), str(item["b"]), bool(item["same"]), str(item.get("kind", "")))
+    return Pair(str(item["a"]), str(item["b"]), bool(item["same"]), str(item.get("kind", "")),
+                str(item.get("set", "")))
 
 
 def load_pairs(path: str | Path = DEFAULT_PAIRS) -> list[Pair]:
@@ -134,10 +136,13 @@ def metrics(pairs: Sequence[Pair], actions: Sequence[Action]) -> dict[str, Any]:
     for p, a in zip(pairs, actions):
         by_kind[p.kind or ("same" if p.same else "not_same")][a.value] += 1
     changed = by_kind.get("changed_value", Counter())
+    superseded = sum(c["supersede"] for c in by_kind.values())
     return {
         "tp": tp, "fp": fp, "fn": fn, "tn": tn,
         "precision": precision, "recall": recall, "f1": f1,
         "changed_value_supersede_rate": _ratio(changed["supersede"], sum(changed.values())),
+        # of the pairs that superseded, the share that really changed a value
+        "supersede_precision": _ratio(changed["supersede"], superseded),
         "changed_value_merged": changed["update"],
         "by_kind": {k: dict(v) for k, v in sorted(by_kind.items())},
     }
@@ -205,7 +210,13 @@ def evaluate_bands(pairs: Iterable[Pair | Mapping[str, Any]], embed: Embed,
     """
     items = [as_pair(p) for p in pairs]
     scores = cosines(items, embed)
-    current = metrics(items, decisions(items, scores, profile, entities=entities))
+    actions = decisions(items, scores, profile, entities=entities)
+    current = metrics(items, actions)
+    current["by_set"] = {
+        name or "first": {k: v for k, v in metrics(*zip(*[(p, a) for p, a in zip(items, actions)
+                                                          if p.set == name])).items()
+                          if k != "by_kind"}
+        for name in sorted({p.set for p in items})}
     rows = sweep(items, scores, profile, auto_grid=auto_grid, low_grid=low_grid, entities=entities)
     return {
         "profile": profile.name,
@@ -227,9 +238,14 @@ def format_report(result: Mapping[str, Any], top: int = 15) -> str:
         (f"  same fact at current bands: P={cur['precision']:.3f} R={cur['recall']:.3f} "
          f"F1={cur['f1']:.3f} (tp={cur['tp']} fp={cur['fp']} fn={cur['fn']} tn={cur['tn']}); "
          f"changed values superseded {cur['changed_value_supersede_rate']:.0%}, "
-         f"merged {cur['changed_value_merged']}"),
-        "  cosine by kind:",
+         f"merged {cur['changed_value_merged']}; supersede precision "
+         f"{cur['supersede_precision']:.3f}"),
     ]
+    for name, m in cur.get("by_set", {}).items():
+        lines.append(f"    pairs of round {name!r}: same fact P={m['precision']:.3f} "
+                     f"R={m['recall']:.3f}; supersede P={m['supersede_precision']:.3f} "
+                     f"R={m['changed_value_supersede_rate']:.3f}")
+    lines.append("  cosine by kind:")
     for kind, s in result["scores"].items():
         lines.append(f"    {kind:<15} n={s['n']:<3} min={s['min']:.3f} mean={s['mean']:.3f} "
                      f"max={s['max']:.3f}")

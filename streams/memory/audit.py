@@ -17,8 +17,10 @@ from topics.events import MemoryEvent
 AUDIT_VERBS = {
     ("created", ""): "ADD", ("updated", ""): "UPDATE", ("merged", ""): "MERGE",
     ("updated", "auto_update_band"): "MERGE", ("updated", "check_band_same_fact"): "MERGE",
+    ("updated", "restated_same_fact"): "MERGE",
     ("superseded", ""): "SUPERSEDE", ("linked", ""): "LINK", ("soft_deleted", ""): "SOFT_DELETE",
     ("restored", ""): "RESTORE", ("deleted", ""): "DELETE", ("purged", ""): "PURGE",
+    ("soft_deleted", "ttl"): "TTL", ("archived", ""): "ARCHIVE",
     # consent decisions (streams.memory.consent), audited under the proposal's marker id
     ("candidate", "consent_proposed"): "CONSENT_PROPOSED",
     **{("updated", f"consent_{d}"): f"CONSENT_{d.upper()}"

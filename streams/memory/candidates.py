@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from streams.memory import applied, consent, dedup, users
+from streams.memory import applied, consent, dedup, users, write_budget
 from streams.memory.applied import Applied
 from streams.memory.documents import candidate_id, keys_match, merged_memory, new_memory, same_text
 from streams.memory.linking import link
 from streams.memory.model import Memory
 from streams.memory.tables import candidate_key
 from streams.memory.vector_index import UserIndex, decode_vector
+from streams.observability import metrics
 from topics.candidates import Candidate
 from topics.events import MemoryEvent
 
@@ -98,6 +99,13 @@ def _apply(state: MemoryState, candidate: Candidate, vector: np.ndarray,
             outcome, memory = "duplicate", existing
         else:
             outcome, memory = "created", new_memory(candidate, cid, vector)
+            if (decision.action is dedup.Action.create and not memory.pinned
+                    and memory.type != "episodic"  # seed 002 caps hot-path writes only
+                    and not write_budget.spend(state.tables.users, turn.user_id, turn.ts,
+                                               state.config.write_rate_limit_per_hour)):
+                memory = write_budget.down_ranked(memory)
+                meta = {**meta, "write_budget": "over"}
+                metrics.WRITE_BUDGET_OVER.inc()
             if decision.action is dedup.Action.supersede and decision.target is not None:
                 outcome = "superseded"
                 memory = memory.model_copy(update={

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     from streams.memory.state import MemoryState
 
 
+RESTORABLE = ("soft_deleted", "archived")
+"""States a `restore` brings back (a soft-deleted memory only until its purge)."""
+
+
 class CommandError(MemstreamError, ValueError):
     """A command that names a memory the user does not have, or is otherwise inapplicable."""
 
@@ -66,7 +70,7 @@ def _command_events(state: MemoryState, cmd: Command, vector: np.ndarray | None)
         except consent.ConsentError as exc:
             raise CommandError(str(exc)) from None
     if cmd.kind == "proactivity_feedback":
-        record_feedback(state.tables.users, cmd, state.config.proactivity)
+        record_feedback(state.tables.users, cmd.user_id, cmd.feedback == "acted")
         return []
     events: list[MemoryEvent] = []
     meta = {"command": cmd.kind, "actor": cmd.actor}
@@ -89,8 +93,13 @@ def _command_events(state: MemoryState, cmd: Command, vector: np.ndarray | None)
             change(memory, "updated", pinned=cmd.kind == "pin")
     elif cmd.kind == "restore":
         for memory in found:
-            if memory.state == "soft_deleted":
-                change(memory, "restored", state="active")
+            if memory.state in RESTORABLE:
+                # Restored is used: without a fresh `last_accessed` the next lifecycle run
+                # would forget it again at once.
+                change(memory, "restored", state="active", purge_at=None,
+                       last_accessed=max(memory.last_accessed, cmd.ts))
+            elif memory.state == "purged" and cmd.memory_id:
+                raise CommandError("the memory was purged: nothing of it is left to restore")
     elif cmd.kind == "edit":
         if vector is None or not found:
             raise CommandError("edit needs a memory and the new summary's embedding")

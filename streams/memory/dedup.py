@@ -7,10 +7,11 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Mapping, Sequence
 
+import Stemmer
+
 from streams.providers.embedders import EmbedderProfile
 from streams.memory.consent import ConsentConfig
 from streams.memory.model import Memory
-from streams.proactivity.policy import ProactivityConfig
 
 
 class Action(str, Enum):
@@ -23,16 +24,17 @@ class Action(str, Enum):
 class DedupConfig:
     """How candidates are matched to a user's memories: the embedder profile's bands, how many
     neighbours are searched, the episodic merge window, whether the heuristics may decide a
-    same-fact check, and the score from which neighbours are linked; and the policies applied
-    to what is decided: consent for profile changes, proactivity candidates."""
+    same-fact check, and the score from which neighbours are linked; and the consent policy for
+    profile changes (`streams.memory.consent`)."""
 
     profile: EmbedderProfile
     neighbours_k: int = 10
     episodic_merge_window: timedelta = timedelta(hours=72)
     use_heuristics: bool = True
     link_min: float = 0.6
+    write_rate_limit_per_hour: int = 0
+    """New memories per user per event-time hour before they are down-ranked (0: no limit)."""
     consent: ConsentConfig = field(default_factory=ConsentConfig)
-    proactivity: ProactivityConfig = field(default_factory=ProactivityConfig)
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ def bands_for(memory_type: str, profile: EmbedderProfile) -> Bands:
 _NUMBER = re.compile(r"\b(\d+(?:[.,]\d+)?)(?:st|nd|rd|th|s)?\b")
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve".split())}
+_NUMBER_WORDS |= {"twice": "2", "thrice": "3"}
 _NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.I)
 _MONTH = re.compile(r"\b(January|February|March|April|May|June|July|August|September|October|"
                     r"November|December)\b")
@@ -65,7 +68,9 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
 # Polarity: a fact and its negation or its opposite preference are a changed value, not a repeat.
 _NEGATION = re.compile(r"\b(?:not|no longer|never|anymore|any more|doesn't|don't|isn't|stopped|quit)\b",
                        re.I)
-_LIKES = re.compile(r"\b(?:love[sd]?|like[sd]?|enjoy(?:s|ed)?|adore[sd]?|prefer(?:s|red)?)\b", re.I)
+_LIKES = re.compile(r"\b(?:love[sd]?|like[sd]?|enjoy(?:s|ed)?|adore[sd]?|prefer(?:s|red)?|"
+                    r"(?:(?:is|are) )?(?:a )?(?:huge |big )?fan of|(?:is )?passionate about|"
+                    r"would rather)\b", re.I)
 _DISLIKES = re.compile(r"\b(?:hate[sd]?|dislike[sd]?|can't stand|detest(?:s|ed)?)\b", re.I)
 _TIME_WORDS = frozenset("now nowadays currently these days lately still again".split())
 _STOP = frozenset("the a an and or of to in on at for with is was are were has have had be been "
@@ -96,6 +101,96 @@ def _content(text: str) -> set[str]:
     text = _LIKES.sub(" ", _DISLIKES.sub(" ", _NEGATION.sub(" ", text)))
     return {w.lower().removesuffix("'s") for w in _WORD.findall(text)
             if w.lower() not in _STOP | _TIME_WORDS and len(w) > 2}
+
+
+# Words that carry no fact of their own: a restatement adds or drops them freely.
+_FILLER = frozenset("really very much lot lots always usually just also too so quite pretty own "
+                    "going go do does doing get gets she he they her him them their his its it "
+                    "than over more better rather most best".split())
+_STEMMER = Stemmer.Stemmer("english")
+
+
+def _stems(text: str) -> set[str]:
+    """Snowball stems of the content words past the subject (the first word), polarity, time
+    and filler words left out: what a fact says about its subject, spelt either way
+    ("enjoys going on mountain hikes" and "loves hiking in the mountains" -> {mountain, hike})."""
+    text = _LIKES.sub(" ", _DISLIKES.sub(" ", _NEGATION.sub(" ", text)))
+    words = [w.lower().removesuffix("'s").removesuffix("’s") for w in _WORD.findall(text)[1:]]
+    words = [w for w in words if w not in _STOP | _TIME_WORDS | _FILLER and len(w) > 1]
+    return set(_STEMMER.stemWords(words))
+
+
+# Closed classes whose members name different things: "Ana's mother" / "Ana's father", "a dog
+# named Rex" / "a cat named Rex", "reads" / "writes" mystery novels. Two summaries that each
+# name a different member of a class (and not the other's) state different facts.
+_SYNONYMS = {"mom": "mother", "mum": "mother", "dad": "father", "grandma": "grandmother",
+             "grandpa": "grandfather", "neighbor": "neighbour", "kid": "child", "kids": "child",
+             "children": "child"}
+_CLASSES = tuple(frozenset(_STEMMER.stemWords(c.split())) for c in (
+    "mother father sister brother son daughter husband wife boyfriend girlfriend fiance fiancee "
+    "grandmother grandfather aunt uncle cousin niece nephew friend neighbour boss colleague",
+    "dog cat bird parrot fish horse rabbit hamster turtle snake",
+    "reading writing teaching selling buying watching",
+))
+# Mutually exclusive states: a change from one to another is a changed value.
+_STATES = tuple(frozenset(_STEMMER.stemWords(c.split())) for c in (
+    "single dating engaged married divorced widowed separated",
+))
+
+
+def _class_words(text: str) -> set[str]:
+    words = [_SYNONYMS.get(w.lower(), w.lower()) for w in _WORD.findall(text)]
+    return set(_STEMMER.stemWords([w.removesuffix("'s") for w in words]))
+
+
+def _members_differ(a: str, b: str, classes: tuple[frozenset[str], ...]) -> bool:
+    wa, wb = _class_words(a), _class_words(b)
+    return any((ma := wa & c) and (mb := wb & c) and ma.isdisjoint(mb) for c in classes)
+
+
+def different_member(a_summary: str, b_summary: str) -> bool:
+    """Each names a different member of one class (kin, animal, what one does with a work):
+    "Ben's sister lives in Berlin." / "Ben's brother lives in Berlin."."""
+    return _members_differ(a_summary, b_summary, _CLASSES)
+
+
+def changed_state(a_summary: str, b_summary: str) -> bool:
+    """Each states a different one of exclusive states: "Ana is dating Rui." / "Ana is married
+    to Rui."."""
+    return _members_differ(a_summary, b_summary, _STATES)
+
+
+RESTATED_SPAN = 0.1
+"""How far below the check band a restatement is looked for (cosine): "Jon hates running." /
+"Jon can't stand running." score 0.81 with MiniLM int8, below its check band (0.89)."""
+RESTATED_MIN_OVERLAP = 0.5
+"""Jaccard overlap of content stems from which a restatement that only adds words (one side's
+stems within the other's) is the same fact."""
+RESTATED_MIN_SWAP_OVERLAP = 0.6
+"""The overlap a restatement that swaps words must exceed: a one-word swap in a short fact
+("plays football on Saturdays" / "plays chess on Saturdays", 0.5) is another fact."""
+
+
+def restated(a_summary: str, a_entities: Sequence[str], b_summary: str,
+             b_entities: Sequence[str]) -> bool:
+    """The same fact in other words: the same subject and names, no changed value, polarity,
+    class member or state, and most content stems shared ("Ben is a huge fan of jazz." /
+    "Ben loves jazz music."). Stricter than the check band's heuristic, as it is asked of
+    pairs that embed further apart."""
+    if _WORD.findall(a_summary)[:1] != _WORD.findall(b_summary)[:1]:
+        return False  # another subject
+    ea, eb = _entities(a_summary, a_entities), _entities(b_summary, b_entities)
+    if (ea - eb) and (eb - ea):
+        return False  # each names someone or something the other does not
+    if (conflicting_values(a_summary, b_summary) or opposite_polarity(a_summary, b_summary)
+            or different_member(a_summary, b_summary) or changed_state(a_summary, b_summary)):
+        return False
+    sa, sb = _stems(a_summary), _stems(b_summary)
+    overlap = len(sa & sb) / max(len(sa | sb), 1)
+    if sa <= sb or sb <= sa:  # one adds words to the other ("jazz" / "jazz music")
+        return bool(sa & sb) and overlap >= RESTATED_MIN_OVERLAP
+    # each has a word the other lacks: "plays football" / "plays chess" is another fact
+    return overlap > RESTATED_MIN_SWAP_OVERLAP
 
 
 def _polarity(text: str) -> tuple[bool, int]:
@@ -139,6 +234,7 @@ _SLOT = re.compile(
 SLOT_LOW = 0.6
 """A changed single-valued slot is looked for among neighbours down to this cosine."""
 _SLOT_NOISE = frozenset("a an the now currently still again".split())
+_SAME_PREDICATE = {"moved to": "lives in"}  # "moved to Lisbon" changes where one lives
 
 
 def _slot(clause: str) -> tuple[str, str, frozenset[str]] | None:
@@ -149,7 +245,8 @@ def _slot(clause: str) -> tuple[str, str, frozenset[str]] | None:
     value = frozenset(w.lower() for w in _WORD.findall(m.group("value")) + _NUMBER.findall(
         m.group("value")) if w.lower() not in _SLOT_NOISE)
     subject = " ".join(w.lower() for w in _WORD.findall(m.group("subject")))
-    return (subject, m.group("predicate").lower(), value) if value and subject else None
+    predicate = _SAME_PREDICATE.get(m.group("predicate").lower(), m.group("predicate").lower())
+    return (subject, predicate, value) if value and subject else None
 
 
 def changed_slot(summary: str, old_summary: str) -> bool:
@@ -170,7 +267,9 @@ def contradicts(summary: str, entities: Sequence[str], old_summary: str,
     "Ana is not a vegetarian anymore, Ana eats fish now." contradicts "Ana is a vegetarian."."""
     return any(
         changed_slot(clause, old_summary)
-        or ((conflicting_values(clause, old_summary) or opposite_polarity(clause, old_summary))
+        or ((conflicting_values(clause, old_summary) or opposite_polarity(clause, old_summary)
+             or changed_state(clause, old_summary))
+            and not different_member(clause, old_summary)
             and same_subject(clause, entities if clause == summary else (), old_summary,
                              old_entities))
         for clause in clauses(summary)
@@ -187,9 +286,11 @@ def same_fact_heuristic(
 ) -> bool:
     """Seed 002: entity overlap >= 70 % and no conflicting number or date (and, here, no
     flipped polarity; without entities, most content words must be shared)."""
-    return (same_subject(a_summary, a_entities, b_summary, b_entities)
+    return ((same_subject(a_summary, a_entities, b_summary, b_entities)
+             or restated(a_summary, a_entities, b_summary, b_entities))
             and not conflicting_values(a_summary, b_summary)
-            and not opposite_polarity(a_summary, b_summary))
+            and not opposite_polarity(a_summary, b_summary)
+            and not different_member(a_summary, b_summary))
 
 
 def decide(
@@ -232,6 +333,8 @@ def decide(
             if memory_type == "semantic" and (conflicting_values(summary, memory.summary)
                                               or opposite_polarity(summary, memory.summary)):
                 return DedupDecision(Action.create, None, score, "auto_band_different_value")
+            if memory_type == "semantic" and different_member(summary, memory.summary):
+                return DedupDecision(Action.create, None, score, "auto_band_different_member")
             return DedupDecision(Action.update, memory, score, "auto_update_band")
         if score >= bands.check_low:
             if same_fact is not None and memory.id in same_fact:
@@ -242,6 +345,14 @@ def decide(
             if same:
                 return DedupDecision(Action.update, memory, score, "check_band_same_fact")
             return DedupDecision(Action.create, None, score, "check_band_different_fact")
+        if memory_type == "semantic" and score >= bands.check_low - RESTATED_SPAN:
+            # a restatement below the check band: an LLM's answer when it was asked about this
+            # neighbour, else the stricter restated-fact rule
+            if same_fact is not None and memory.id in same_fact:
+                if same_fact[memory.id]:
+                    return DedupDecision(Action.update, memory, score, "restated_same_fact")
+            elif use_heuristics and restated(memory.summary, memory.entities, summary, entities):
+                return DedupDecision(Action.update, memory, score, "restated_same_fact")
         if score < conflict_low:
             break  # neighbours are sorted: nothing further can reach the bands
     best = neighbours[0][1] if neighbours else 0.0

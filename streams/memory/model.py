@@ -1,7 +1,7 @@
 """The memory document (SPEC §3)."""
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -37,7 +37,13 @@ class Memory(BaseModel):
     access_count: int = 0
     valid_from: datetime | None = None
     valid_to: datetime | None = None
+    event_start: date | None = Field(
+        None, description="First day of the dates the summary mentions (\"in 2022\"), which a "
+                          "time filter sees besides `date_iso` (when it was said).")
+    event_end: date | None = Field(None, description="Last day of the dates the summary mentions.")
     superseded_by: str | None = None
+    purge_at: datetime | None = Field(
+        None, description="When a soft-deleted memory is purged (restorable until then).")
     related_ids: list[str] = Field(default_factory=list)
     relations: dict[str, float] = Field(
         default_factory=dict, description="related_to edges: memory id -> strength (cosine)."

@@ -58,6 +58,11 @@ def thread_key(user_id: str, thread_id: str) -> str:
     return composite_key(user_id, thread_id)
 
 
+def user_day_key(user_id: str) -> str:
+    """Key of the user's count of episodes of the day (in the turn buffers' table)."""
+    return composite_key(user_id)
+
+
 def turn_key(user_id: str, thread_id: str, turn_id: str) -> str:
     """Key of what ingest decided for one turn."""
     return composite_key(user_id, thread_id, turn_id)

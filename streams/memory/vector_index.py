@@ -65,10 +65,14 @@ class Columns:
     pinned: np.ndarray
     updated: np.ndarray
     day: np.ndarray
+    event_start: np.ndarray
+    """First day (YYYYMMDD, 0 when none) of the dates the summary mentions."""
+    event_end: np.ndarray
 
 
 _COLUMN_TYPES = {"visible": np.bool_, "episodic": np.bool_, "category": np.int32,
-                 "importance": np.int8, "pinned": np.bool_, "updated": np.float64, "day": np.int32}
+                 "importance": np.int8, "pinned": np.bool_, "updated": np.float64, "day": np.int32,
+                 "event_start": np.int32, "event_end": np.int32}
 
 
 @dataclass
@@ -139,7 +143,9 @@ class UserIndex:
         code = self.category_codes.setdefault(memory.category.casefold(), len(self.category_codes))
         values = {"visible": memory.is_visible, "episodic": memory.type == "episodic",
                   "category": code, "importance": memory.importance, "pinned": memory.pinned,
-                  "updated": memory.updated_at.timestamp(), "day": _day(memory.date_iso)}
+                  "updated": memory.updated_at.timestamp(), "day": _day(memory.date_iso),
+                  "event_start": _day(memory.event_start and memory.event_start.isoformat()),
+                  "event_end": _day(memory.event_end and memory.event_end.isoformat())}
         for name, value in values.items():
             self._columns[name][row] = value
 

@@ -90,6 +90,27 @@ EPISODIC_SKIPS = Counter(
     "daily_cap, no_topic, blocked_topic, or duplicate (dedup found it stored already).",
     ["reason"], registry=REGISTRY,
 )
+LIFECYCLE_TRANSITIONS = Counter(
+    "memstream_lifecycle_transitions_total",
+    "Memory changes made by the event-time lifecycle, by pass and event kind (soft_deleted, "
+    "purged, archived, consolidated, promoted...).",
+    ["lifecycle_pass", "kind"], registry=REGISTRY,
+)
+LIFECYCLE_RUNS = Counter(
+    "memstream_lifecycle_runs_total",
+    "Lifecycle runs for one user, by trigger (active: the user's own record; idle: the partition's "
+    "watermark passed the user's due time).", ["trigger"], registry=REGISTRY,
+)
+LIFECYCLE_ERRORS = Counter(
+    "memstream_lifecycle_errors_total",
+    "Lifecycle passes that failed for one user (logged; the partition moved on).",
+    ["lifecycle_pass", "error"], registry=REGISTRY,
+)
+WRITE_BUDGET_OVER = Counter(
+    "memstream_write_budget_over_total",
+    "New memories past the user's MEMORY_WRITE_RATE_LIMIT_PER_HOUR, stored down-ranked.",
+    registry=REGISTRY,
+)
 SIMILARITY = Histogram(
     "memstream_dedup_similarity",
     "Best same-type neighbour's cosine similarity seen by dedup (seed 003 similarity_scores).",
@@ -162,3 +183,8 @@ def record_decision(memory_type: str, outcome: str, similarity: float | None, se
 def render() -> bytes:
     """The text exposition of every memstream metric."""
     return generate_latest(REGISTRY)
+
+PROACTIVITY_CANDIDATES = Counter(
+    "memstream_proactivity_candidates_total",
+    "Proactivity candidates sent to memory.proactivity, by reason.", ["reason"], registry=REGISTRY,
+)

@@ -2,9 +2,11 @@
 update or supersede → `memory.events`; and the commands said in chat, applied in turn order.
 
 State: the memory tables and the vector index (`streams.memory.store.MemoryStore`). Outputs:
-`memory.events` (created/updated/superseded), `memory.proactivity` (created/updated memories
-that pass the proactivity thresholds and rate limit, `streams.proactivity.policy`),
-`memory.progress`, `memory.candidates.dlq`.
+`memory.events` (created/updated/superseded), `memory.progress`, `memory.candidates.dlq`.
+
+Lifecycle: after each record, in its scope, the stage hands its event time to the lifecycle
+runner (`streams.lifecycle.runner`), which moves the partition's watermark and runs the passes
+that are due (forgetting, promotion, consolidation, insights) for a bounded number of users.
 
 Idempotency: a candidate's id is deterministic (user, source turn, fact index). The `applied`
 table remembers what each candidate did and the events it produced, so a replayed candidate
@@ -17,8 +19,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,32 +33,34 @@ from streams.observability import metrics
 from streams.observability.logs import describe_failure
 from streams.pipeline.commands import apply_command
 from streams.pipeline.outputs import Outputs
-from streams.pipeline.records import Record, StageClock
+from streams.pipeline.records import Record, RecordScope, StageClock, no_scope
 from streams.privacy.crypto import SealError
 from streams.privacy.payloads import open_record
 from streams.privacy.sealed import Sealer
-from streams.proactivity.policy import candidates_of
+from streams.proactivity import ProactivityPolicy
 from streams.providers.embedders import Embed
 from streams.providers.llm import GuardedLLM
 from topics.candidates import CANDIDATE_RECORD, Candidate, ChatCommand
 from topics.progress import TurnProgress
 
+if TYPE_CHECKING:
+    from streams.lifecycle.runner import LifecycleRunner
+
 log = logging.getLogger(__name__)
 STAGE = "dedup"
-
-RecordScope = Callable[[Record], AbstractContextManager[object]]
-"""The scope a record is processed in (the worker's: its Faust event is the current one)."""
-
-
-def no_scope(record: Record) -> AbstractContextManager[object]:
-    return nullcontext()
 
 
 class DedupStage:
     """Candidates (and commands said in chat) in, memory events out."""
 
     def __init__(self, store: MemoryStore, embed: Embed, llm: GuardedLLM, outputs: Outputs,
-                 record_scope: RecordScope = no_scope) -> None:
+                 record_scope: RecordScope = no_scope,
+                 lifecycle: LifecycleRunner | None = None,
+                 proactivity: ProactivityPolicy | None = None) -> None:
+        """`lifecycle` runs after each record (module doc); `proactivity` decides which created
+        or changed memories go to `memory.proactivity` (none without it)."""
+        self.lifecycle = lifecycle
+        self.proactivity = proactivity
         self.store = store
         self.embed = embed
         self.llm = llm
@@ -78,6 +83,9 @@ class DedupStage:
         for (record, item), clock in zip(parsed, clocks):
             with self.record_scope(record):
                 outcomes.append(await self._handle_one(record, item, vectors.get(id(item)), clock))
+                if self.lifecycle is not None:
+                    user_id, ts = event_time_of(item)
+                    await self.lifecycle.after_record(record.partition, user_id, ts, record.offset)
             # Applying a candidate is CPU work on the event loop: let ingest take the next turn
             # (and the web routes answer) between two, rather than after the whole batch.
             await asyncio.sleep(0)
@@ -137,15 +145,20 @@ class DedupStage:
                 for m in current.check_band(candidate, vector)[:2]
             }
         applied = current.apply(candidate, vector, same_fact)
+        stored = None
         if not applied.replayed:
             stored = current.memory(applied.memory_id)  # a correction said as an event is semantic
             metrics.record_decision(stored.type if stored else candidate.fact.type, applied.outcome,
                                     applied.similarity, time.perf_counter() - started)
         for event in applied.events:
             await self.outputs.event(event)
-        for record in candidates_of(current.tables.users, applied.events, current.memory,
-                                    current.config.proactivity):
-            await self.outputs.proactivity(record)
+        if (not applied.replayed and self.proactivity is not None and stored is not None
+                and applied.outcome in ("created", "updated", "superseded")):
+            # After the memory's own events; a replay sent it (or decided not to) the first time.
+            offer = self.proactivity.consider(current.tables.users, stored, candidate.turn.ts)
+            if offer is not None:
+                metrics.PROACTIVITY_CANDIDATES.labels(reason=offer.reason).inc()
+                await self.outputs.proactivity(offer)
         await self.outputs.progress(clock.stamp(progress_of(candidate, applied.outcome,
                                                              applied.memory_id)))
         return applied.outcome
@@ -196,6 +209,15 @@ def parse_candidate(record: Record, sealer: Sealer) -> Candidate | ChatCommand |
     except (ValueError, RecursionError):
         # Our own internal topic: a bad record here is a bug or a foreign producer.
         return InvalidRecord("invalid_candidate", "record is not a valid Candidate or ChatCommand")
+
+
+def event_time_of(item: Candidate | ChatCommand | InvalidRecord) -> tuple[str | None, datetime | None]:
+    """The user and event time of a record (none for one that did not parse)."""
+    if isinstance(item, Candidate):
+        return item.turn.user_id, item.turn.ts
+    if isinstance(item, ChatCommand):
+        return item.command.user_id, item.command.ts
+    return None, None
 
 
 def progress_of(candidate: Candidate, outcome: str, memory_id: str | None) -> TurnProgress:

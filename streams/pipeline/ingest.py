@@ -9,23 +9,24 @@ Run by `agents/ingest.py` in the worker and by `streams.pipeline.inprocess` with
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Literal
+from typing import Literal, TypeVar
 
 from streams.app.settings import Settings
 from streams.errors import InvalidRecord
 from streams.memory import applied, consent, ids
-from streams.memory.tables import Table, thread_key, turn_key
+from streams.memory.tables import Table, thread_key, turn_key, user_day_key
 from streams.memory.vector_index import encode_vector
 from streams.memory.users import blocked_topics
 from streams.observability import metrics
 from streams.observability.logs import describe_failure
 from streams.pipeline.outputs import Outputs
-from streams.pipeline.records import Record, StageClock
+from streams.pipeline.records import Record, RecordScope, StageClock, no_scope
 from streams.privacy.user_keys import UserKeys
 from streams.providers.embedders import Embed
 from streams.providers.llm import GuardedLLM
@@ -42,6 +43,7 @@ from topics.turns import Turn
 log = logging.getLogger(__name__)
 STAGE = "ingest"
 HOT_COMMANDS = (CommandKind.forget, CommandKind.dont_remember)
+T = TypeVar("T")
 
 
 def wall_clock() -> datetime:
@@ -53,7 +55,8 @@ class IngestTables:
     """The state ingest keeps, co-partitioned with the memory tables by user_id."""
 
     buffers: Table
-    """[user, thread] -> the thread's last turns (secrets redacted) and episodic state."""
+    """[user, thread] -> the thread's last turns (secrets redacted) and episodic state;
+    [user] -> the user's episodes of the day (the daily cap is per user)."""
     turn_log: Table
     """[user, thread, turn] -> {episode, refs}: what ingest decided for the turn, so a
     replay of it decides the same however far back it is."""
@@ -63,16 +66,32 @@ class IngestTables:
     """The users' data keys: when a user was purged."""
 
 
+@dataclass
+class TurnPlan:
+    """What ingest decided for one turn, before anything is sent."""
+
+    turn: Turn
+    clock: StageClock
+    outcome: str = "skipped"
+    """disabled | command | candidates | skipped"""
+    candidates: list[Candidate] = field(default_factory=list)
+    command: ExplicitCommand | None = None
+    consent: Literal["accept", "reject"] | None = None
+    """A short answer to a consent proposal ("yes, update it"), `streams.memory.consent`."""
+
+
 class IngestStage:
     """Turns in, candidates (or a hot-path command) out."""
 
     def __init__(self, settings: Settings, tables: IngestTables, llm: GuardedLLM,
                  outputs: Outputs, now: Callable[[], datetime] = wall_clock,
-                 embed: Embed | None = None) -> None:
+                 embed: Embed | None = None, record_scope: RecordScope = no_scope) -> None:
         """`now` is the worker's clock, used only to refuse turns dated too far ahead; `embed`,
-        when given, embeds each candidate's summary here (`Candidate.vector_b64`)."""
+        when given, embeds each candidate's summary here (`Candidate.vector_b64`);
+        `record_scope` is the scope each record's table writes and sends are made in."""
         self.settings = settings
         self.embed = embed
+        self.record_scope = record_scope
         self.now = now
         self.tables = tables
         self.llm = llm
@@ -81,11 +100,11 @@ class IngestStage:
         self.episodes = rules_from(settings)
 
     async def with_vectors(self, candidates: list[Candidate]) -> list[Candidate]:
-        """The candidates with their summaries' embeddings. The model runs off the event loop,
-        so in a worker it embeds this turn's facts while dedup applies earlier ones: the two
-        costs overlap instead of adding up. On a failure the candidates go without (dedup
-        embeds them)."""
-        if self.embed is None:
+        """The candidates with their summaries' embeddings, in one model call. The model runs
+        off the event loop, so in a worker it embeds these facts while dedup applies earlier
+        ones: the two costs overlap instead of adding up. On a failure the candidates go
+        without (dedup embeds them)."""
+        if self.embed is None or not candidates:
             return candidates
         try:
             vectors = await self.embed([c.fact.summary for c in candidates])
@@ -97,28 +116,58 @@ class IngestStage:
                 for c, v in zip(candidates, vectors)]
 
     async def handle(self, record: Record) -> int:
-        """Process one raw record; return the facts emitted.
+        """Process one raw record; return the facts emitted (see `handle_batch`)."""
+        return (await self.handle_batch([record]))[0]
 
-        Never raises: a bad record, or any failure while processing it, dead-letters the record
-        (`chat.turns.dlq`) and the partition moves on.
+    async def handle_batch(self, records: Sequence[Record]) -> list[int]:
+        """Process records in order; return the facts emitted by each.
+
+        Each turn is decided first (trigger, extraction, policy, its thread's buffer), then the
+        candidates of the whole batch are embedded in one model call, then each turn's records
+        are sent, in turn order. Never raises: a bad record, or any failure while processing
+        one, dead-letters that record (`chat.turns.dlq`) and the others go on; the partition
+        never blocks.
         """
         started = time.perf_counter()
-        metrics.STAGE_RECORDS.labels(stage=STAGE).inc()
-        clock = StageClock.start(record, STAGE)
+        metrics.STAGE_RECORDS.labels(stage=STAGE).inc(len(records))
+        plans: list[TurnPlan | None] = []
+        for record in records:
+            with self.record_scope(record):
+                plans.append(await self._guarded(record, self._plan(record)))
+            # Deciding a turn is CPU work on the event loop: let dedup apply a candidate (and the
+            # web routes answer) between two turns, rather than after the whole batch.
+            await asyncio.sleep(0)
+        embedded = iter(await self.with_vectors(
+            [c for plan in plans if plan is not None for c in plan.candidates]))
+        emitted = []
+        for record, plan in zip(records, plans):
+            if plan is None:
+                emitted.append(0)
+                continue
+            plan.candidates = [next(embedded) for _ in plan.candidates]
+            with self.record_scope(record):
+                sent = await self._guarded(record, self._send(plan))
+            emitted.append(sent or 0)
+        metrics.STAGE_SECONDS.labels(stage=STAGE).observe(
+            (time.perf_counter() - started) / max(len(records), 1))
+        return emitted
+
+    async def _guarded(self, record: Record, work: Awaitable[T]) -> T | None:
+        """`work`'s result; or None once a failure has dead-lettered `record`."""
         try:
-            turn = self.parse(record)
-            return await self.process_turn(turn, clock)
+            return await work
         except InvalidRecord as exc:
             await self._dead_letter(record, exc.reason, exc.detail)
-            return 0
         except Exception as exc:  # noqa: BLE001 - a bug must not stop the partition
             metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
             log.error("ingest failed on %s[%d]@%d: %s", record.topic, record.partition,
                       record.offset, describe_failure(exc))
             await self._dead_letter(record, "internal_error", type(exc).__name__)
-            return 0
-        finally:
-            metrics.STAGE_SECONDS.labels(stage=STAGE).observe(time.perf_counter() - started)
+        return None
+
+    async def _plan(self, record: Record) -> TurnPlan:
+        clock = StageClock.start(record, STAGE)
+        return await self.decide(self.parse(record), clock)
 
     def parse(self, record: Record) -> Turn:
         """The record's turn; raises `InvalidRecord` (a turn dated too far ahead included)."""
@@ -136,20 +185,24 @@ class IngestStage:
         return turn
 
     async def process_turn(self, turn: Turn, clock: StageClock | None = None) -> int:
-        """Run one valid turn through trigger, extraction and policy; return the facts emitted.
+        """Run one valid turn through trigger, extraction and policy and send what it gives;
+        return the facts emitted. Every turn gets one progress record from this stage."""
+        plan = await self.decide(turn, clock or StageClock(None, time.perf_counter()))
+        plan.candidates = await self.with_vectors(plan.candidates)
+        return await self._send(plan)
 
-        Every turn gets one progress record from this stage (stamped by `clock`)."""
-        clock = clock or StageClock(None, time.perf_counter())
+    async def decide(self, turn: Turn, clock: StageClock) -> TurnPlan:
+        """What one valid turn gives (trigger, extraction, policy), its thread's buffer
+        updated; nothing is sent yet."""
+        plan = TurnPlan(turn, clock)
         if not self.settings.memory_enabled:
-            await self.outputs.progress(clock.stamp(self._progress(turn, "disabled")))
-            return 0
+            plan.outcome = "disabled"
+            return plan
         topics = blocked_topics(self.tables.users, turn.user_id)
         observed = self.observe_turn(turn)
         if (ack := self.consent_ack(turn)) is not None:  # "yes, update it" after a proposal
-            metrics.TURNS.labels(outcome="command").inc()
-            await self.outputs.chat_command(consent.acknowledgement_command(turn, ack))
-            await self.outputs.progress(clock.stamp(self._progress(turn, "command", fact_count=1)))
-            return 0
+            plan.outcome, plan.consent = "command", ack
+            return plan
         if self.llm.provider is None:
             result = self.facts.facts(turn, topics)
         else:
@@ -157,21 +210,35 @@ class IngestStage:
         for reason in result.blocked:
             metrics.POLICY_BLOCKS.labels(reason=reason).inc()
         if result.command is not None and result.command.kind in HOT_COMMANDS:
-            metrics.TURNS.labels(outcome="command").inc()
-            await self.send_hot_command(turn, result.command, clock)
-            return 0
+            plan.outcome, plan.command = "command", result.command
+            return plan
         episode = observed.episode if self.settings.episodic_enabled else None
         if episode is not None and mentions_topic(episode.summary, topics):
             metrics.EPISODIC_SKIPS.labels(reason="blocked_topic").inc()
             episode = None
-        candidates = candidates_of(turn, result, episode, observed.refs)
-        if not candidates:
-            metrics.TURNS.labels(outcome="skipped").inc()
+        plan.candidates = candidates_of(turn, result, episode, observed.refs)
+        plan.outcome = "candidates" if plan.candidates else "skipped"
+        return plan
+
+    async def _send(self, plan: TurnPlan) -> int:
+        """Send what a turn gave: its candidates (with their events) or its command, and its
+        progress record; return the facts emitted."""
+        turn, clock = plan.turn, plan.clock
+        if plan.outcome == "disabled":
+            await self.outputs.progress(clock.stamp(self._progress(turn, "disabled")))
+            return 0
+        metrics.TURNS.labels(outcome=plan.outcome).inc()
+        if plan.command is not None:
+            await self.send_hot_command(turn, plan.command, clock)
+            return 0
+        if plan.consent is not None:  # on memory.candidates, behind the proposal it answers
+            await self.outputs.chat_command(consent.acknowledgement_command(turn, plan.consent))
+            await self.outputs.progress(clock.stamp(self._progress(turn, "command", fact_count=1)))
+            return 0
+        if not plan.candidates:
             await self.outputs.progress(clock.stamp(self._progress(turn, "skipped")))
             return 0
-        metrics.TURNS.labels(outcome="candidates").inc()
-        candidates = await self.with_vectors(candidates)
-        for candidate in candidates:
+        for candidate in plan.candidates:
             fact, confidence = candidate.fact, candidate.confidence
             memory_id = ids.memory_id(turn.user_id, turn.thread_id, turn.turn_id, candidate.fact_index)
             metrics.CANDIDATES.labels(type=fact.type).inc()
@@ -182,8 +249,9 @@ class IngestStage:
                 meta={"type": fact.type, "source_turn_id": turn.ref, "confidence": confidence},
             ))
             await self.outputs.candidate(candidate)
-        await self.outputs.progress(clock.stamp(self._progress(turn, "candidates", len(candidates))))
-        return len(candidates)
+        await self.outputs.progress(clock.stamp(
+            self._progress(turn, "candidates", len(plan.candidates))))
+        return len(plan.candidates)
 
     def consent_ack(self, turn: Turn) -> Literal["accept", "reject"] | None:
         """A short answer to a consent proposal said in chat (`streams.memory.consent`); the
@@ -194,18 +262,27 @@ class IngestStage:
         """Add the turn to its thread's buffer (secrets redacted) and see if it closes an episode."""
         key = thread_key(turn.user_id, turn.thread_id)
         logged = turn_key(turn.user_id, turn.thread_id, turn.turn_id)
+        day_key = user_day_key(turn.user_id)
         seen = self.tables.turn_log.get(logged)
         buffer = self.tables.buffers.get(key)
+        user_day = self.tables.buffers.get(day_key) or {}
         observed = observe(buffer, turn, self.episodes, self.settings.episodic_window_n,
-                           policy.redact, seen)
+                           policy.redact, seen, user_day)
         if seen is None:
-            # The turn's record lists the buffer write, and is made first: a replay makes the
-            # write again if the worker was killed before it, or if a recovery rolled it back.
-            self.tables.turn_log[logged] = {**observed.record,
-                                            "buffer_write": applied.change(buffer, observed.entry)}
+            # The turn's record lists the buffer writes, and is made first: a replay makes the
+            # writes again if the worker was killed before them, or if a recovery rolled them back.
+            record = {**observed.record, "buffer_write": applied.change(buffer, observed.entry)}
+            if observed.user_day is not None:
+                record["user_day_write"] = applied.change(user_day or None, observed.user_day)
+            self.tables.turn_log[logged] = record
             self.tables.buffers[key] = observed.entry
-        elif "buffer_write" in seen:
-            applied.redo_change(self.tables.buffers, key, seen["buffer_write"])
+            if observed.user_day is not None:
+                self.tables.buffers[day_key] = observed.user_day
+        else:
+            if "buffer_write" in seen:
+                applied.redo_change(self.tables.buffers, key, seen["buffer_write"])
+            if "user_day_write" in seen:
+                applied.redo_change(self.tables.buffers, day_key, seen["user_day_write"])
         return observed
 
     async def send_hot_command(self, turn: Turn, command: ExplicitCommand, clock: StageClock) -> None:

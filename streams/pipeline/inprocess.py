@@ -19,16 +19,19 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict, deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from streams.app.services import Services
 from streams.app.settings import Settings
+from streams.lifecycle.passes import LifecyclePass
+from streams.lifecycle.runner import LifecycleRunner, service_passes
 from streams.memory.store import MemoryStore
 from streams.pipeline.commands import CommandsStage
 from streams.pipeline.dedup import DedupStage
 from streams.pipeline.ingest import IngestStage
+from streams.proactivity import ProactivityPolicy
 from streams.pipeline.outputs import Outputs
 from streams.pipeline.records import Record
 from streams.pipeline.tables import stage_tables
@@ -95,7 +98,9 @@ class LocalTopics:
 class InProcessPipeline:
     """Turns in, memories in dicts, queries answered — the worker's stages, in this process."""
 
-    def __init__(self, settings: Settings, embedder: Embedder) -> None:
+    def __init__(self, settings: Settings, embedder: Embedder,
+                 passes: Sequence[LifecyclePass] = ()) -> None:
+        """`passes`: lifecycle passes besides the service's own (`service_passes`)."""
         self.settings = settings
         self.topics = LocalTopics()
         self.services = Services(settings, embedder=embedder)
@@ -106,7 +111,13 @@ class InProcessPipeline:
         self.store = MemoryStore(self.tables, self.services.dedup_config)
         self.ingest_stage = IngestStage(settings, self.sealed.ingest, self.services.llm, outputs,
                                         embed=self.services.embed)
-        self.dedup_stage = DedupStage(self.store, self.services.embed, self.services.llm, outputs)
+        self.lifecycle_table: dict[Any, Any] = {}
+        self.lifecycle = LifecycleRunner.from_settings(
+            settings, self.store, self.lifecycle_table,
+            [*service_passes(settings, self.services), *passes], outputs)
+        self.dedup_stage = DedupStage(self.store, self.services.embed, self.services.llm, outputs,
+                                      lifecycle=self.lifecycle,
+                                      proactivity=ProactivityPolicy.from_settings(settings))
         self.commands_stage = CommandsStage(settings, self.store, self.services.embed, outputs)
         self.consumers = Consumers(self.ingest_stage.handle, self.dedup_stage.handle_batch,
                                    self.commands_stage.handle)

@@ -48,14 +48,14 @@ class Outputs:
         await self.send(names.MEMORY_EVENTS, event.user_id.encode(),
                         seal_event(self.sealer, event).model_dump_json().encode())
 
+    async def proactivity(self, candidate: ProactivityCandidate) -> None:
+        """A proactivity candidate: ids, reason, tone and scores, no content (`topics.proactivity`)."""
+        await self.send(names.MEMORY_PROACTIVITY, candidate.user_id.encode(),
+                        candidate.model_dump_json().encode())
+
     async def progress(self, progress: TurnProgress) -> None:
         await self.send(names.MEMORY_PROGRESS, progress.user_id.encode(),
                         progress.model_dump_json().encode())
-
-    async def proactivity(self, record: ProactivityCandidate) -> None:
-        """A proactivity candidate (ids, scores and tone, no user content: sent in clear)."""
-        await self.send(names.MEMORY_PROACTIVITY, record.user_id.encode(),
-                        record.model_dump_json().encode())
 
     async def candidate(self, candidate: Candidate) -> None:
         user_id = candidate.turn.user_id

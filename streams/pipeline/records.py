@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,3 +50,13 @@ class StageClock:
         """`progress` with this record's queueing and work time so far."""
         work = round((time.perf_counter() - self.started) * 1000, 3)
         return progress.model_copy(update={"queued_ms": self.queued_ms, "work_ms": work})
+
+
+RecordScope = Callable[[Record], AbstractContextManager[object]]
+"""The scope a record is processed in (the worker's: its Faust event is the current one, so
+its table writes go to its own partition's changelog)."""
+
+
+def no_scope(record: Record) -> AbstractContextManager[object]:
+    """No scope (in process, without Kafka)."""
+    return nullcontext()

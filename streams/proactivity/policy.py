@@ -1,157 +1,139 @@
-"""Which memory changes become `memory.proactivity` records, and how often per user.
+"""Which new or changed memories become proactivity candidates (seed 000 §11), and how often.
 
-A created or updated memory (semantic, episodic or consolidated; active, not private) whose
-`proactivity_weight` and `trust_score` reach the thresholds becomes a candidate — if the user's
-rate limit allows: at most one per `min_interval` of event time, an interval multiplied by
-`backoff_factor` for each candidate in a row the consumer reported ignored (capped at
-`backoff_max_steps`), and reset when one is acted on. Event time only, so a replay decides as
-the live run did.
+A memory qualifies when it has a reason to reach out — a negative event worth a check-in, an
+upcoming dated event, a goal, a strongly positive event — and its `proactivity_weight` and
+`trust_score` pass their thresholds. The weight follows seed 000 §3's ingredients: normalised
+importance, emotional intensity (a negative one counts 0.8, as in `valence_intensity_norm`) and
+the reason. The tone comes from the valence: negative → a soft check-in, positive → friendly.
 
-State, per user in the `users` table under "proactivity": the time of the last record, the
-ignored streak, the decisions of the latest memory versions (a replayed candidate re-sends
-the record it made, never a new one), and the feedback already counted.
-
-Delivery is at-least-once: the decision is written before the record is sent, and a replay of
-the candidate re-sends it (same `proactivity_id`).
+Rate limit, per user and in event time (the turn's time, never the worker's clock): at most
+`max_per_day` candidates per event-time day, and at least `min_interval` between two; each
+candidate the consumer reports ignored (`proactivity_feedback` command) doubles that interval
+(capped at `max_interval`); one reported acted on resets it. The state lives in the user's
+`users` record under `proactivity`.
 """
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from streams.memory import ids
 from streams.memory.model import Memory
-from streams.memory.tables import Table, composite_key
-from streams.memory.users import user_info
-from streams.proactivity.scoring import intensity_of, proactivity_weight, tone_of, valence_of
-from topics.commands import Command
-from topics.events import MemoryEvent
-from topics.proactivity import ProactivityCandidate, ProactivityScores
+from streams.memory.tables import Table
+from topics.proactivity import (
+    ProactivityCandidate, ProactivityReason, ProactivityScores, ProactivityTone,
+)
 
-KINDS = frozenset({"created", "updated"})
-TYPES = frozenset({"semantic", "episodic", "consolidated"})
+STATE_KEY = "proactivity"
+REASON_WEIGHT: dict[str, float] = {"check_in": 1.0, "upcoming": 1.0, "goal": 0.8, "celebrate": 0.6}
+GOAL_CATEGORIES = frozenset({"goals"})
 
 
 @dataclass(frozen=True)
-class ProactivityConfig:
-    """Thresholds (seed 000 §11) and the per-user rate limit."""
+class ProactivityPolicy:
+    """Thresholds and rate limit of proactivity candidates (settings `PROACTIVITY_*`)."""
 
     enabled: bool = True
-    weight_min: float = 0.4
-    trust_min: float = 0.6
+    min_weight: float = 0.55
+    min_trust: float = 0.6
+    max_per_day: int = 2
     min_interval: timedelta = timedelta(hours=6)
-    backoff_factor: float = 2.0
-    backoff_max_steps: int = 5
-    kept: int = 64
-    """Decisions and feedback ids remembered per user (for replays and repeated feedback)."""
+    max_interval: timedelta = timedelta(days=30)
 
-    def interval(self, ignored_streak: int) -> timedelta:
-        """The least event time between two records of a user with this ignored streak."""
-        return self.min_interval * self.backoff_factor ** min(ignored_streak, self.backoff_max_steps)
+    @classmethod
+    def from_settings(cls, settings: Any) -> ProactivityPolicy:
+        return cls(enabled=settings.proactivity_enabled,
+                   min_weight=settings.proactivity_min_weight,
+                   min_trust=settings.proactivity_min_trust,
+                   max_per_day=settings.proactivity_max_per_day,
+                   min_interval=timedelta(hours=settings.proactivity_min_interval_hours))
 
+    def consider(self, users: Table, memory: Memory, ts: datetime) -> ProactivityCandidate | None:
+        """The candidate `memory` (just created or changed at event time `ts`) makes, or None;
+        a candidate is counted against the user's rate limit."""
+        if not self.enabled or memory.state != "active" or memory.private:
+            return None
+        reason = reason_of(memory, ts)
+        if reason is None:
+            return None
+        weight = proactivity_weight(memory, reason)
+        if weight < self.min_weight or memory.trust_score < self.min_trust:
+            return None
+        info = dict(users.get(memory.user_id) or {})
+        rate = dict(info.get(STATE_KEY) or {})
+        if not self._allowed(rate, ts):
+            return None
+        day = ts.date().isoformat()
+        rate["sent_today"] = (rate.get("sent_today", 0) if rate.get("day") == day else 0) + 1
+        rate["day"], rate["last_sent"] = day, ts.isoformat()
+        info[STATE_KEY] = rate
+        users[memory.user_id] = info
+        return ProactivityCandidate(
+            candidate_id=ids.event_id(memory.id, "proactivity", memory.version),
+            user_id=memory.user_id, memory_ids=[memory.id],
+            source_turn_ids=list(memory.source_turn_ids), reason=reason, tone=tone_of(memory),
+            scores=ProactivityScores(
+                proactivity_weight=round(weight, 4), trust_score=memory.trust_score,
+                importance=memory.importance, intensity=intensity_of(memory),
+                valence=memory.valence, min_weight=self.min_weight, min_trust=self.min_trust),
+            ts=ts,
+        )
 
-def proactivity_id(memory: Memory) -> str:
-    """Deterministic id of the candidate made from one version of a memory."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, composite_key("proactivity", memory.id,
-                                                            str(memory.version))))
+    def interval(self, rate: dict[str, Any]) -> timedelta:
+        """The least time between two candidates: doubled per candidate ignored in a row."""
+        return min(self.min_interval * (2 ** int(rate.get("ignored_streak", 0))), self.max_interval)
 
-
-def candidates_of(users: Table, events: Iterable[MemoryEvent],
-                  memory_of: Callable[[str], Memory | None],
-                  config: ProactivityConfig) -> list[ProactivityCandidate]:
-    """The records to send for the events of one change (a replay gets the first time's)."""
-    if not config.enabled:
-        return []
-    out = []
-    for event in events:
-        if event.kind not in KINDS:
-            continue
-        memory = memory_of(event.memory_id)
-        if memory is None or memory.user_id != event.user_id:
-            continue
-        record = _decide(users, event, memory, config)
-        if record is not None:
-            out.append(record)
-    return out
-
-
-def _decide(users: Table, event: MemoryEvent, memory: Memory,
-            config: ProactivityConfig) -> ProactivityCandidate | None:
-    pid = proactivity_id(memory)
-    info = user_info(users, memory.user_id, event.ts)
-    rate = _rate(info)
-    if pid in rate["decided"]:  # a replay: what was decided then
-        made = rate["decided"][pid]
-        return ProactivityCandidate.model_validate(made) if made else None
-    record = _candidate(pid, event, memory, config)
-    if record is not None and not _allowed(rate, event.ts, config):
-        record = None
-    if record is not None:
-        rate["last_at"] = event.ts.isoformat()
-    rate["decided"][pid] = record.model_dump(mode="json") if record else None
-    rate["decided"] = dict(list(rate["decided"].items())[-config.kept:])
-    info["proactivity"] = rate
-    users[memory.user_id] = info
-    return record
+    def _allowed(self, rate: dict[str, Any], ts: datetime) -> bool:
+        if rate.get("day") == ts.date().isoformat() and rate.get("sent_today", 0) >= self.max_per_day:
+            return False
+        last = rate.get("last_sent")
+        return last is None or ts - datetime.fromisoformat(last) >= self.interval(rate)
 
 
-def _candidate(pid: str, event: MemoryEvent, memory: Memory,
-               config: ProactivityConfig) -> ProactivityCandidate | None:
-    """The record, if the memory passes the thresholds (rate limit aside)."""
-    if memory.type not in TYPES or not memory.is_visible or memory.private:
-        return None
-    weight = proactivity_weight(memory)
-    if weight < config.weight_min or memory.trust_score < config.trust_min:
-        return None
-    valence = valence_of(memory)
-    return ProactivityCandidate(
-        proactivity_id=pid, user_id=memory.user_id, thread_id=event.thread_id,
-        memory_ids=[memory.id], source_turn_ids=list(memory.source_turn_ids),
-        reason=(f"{event.kind} {memory.type} memory in {memory.category}: importance "
-                f"{memory.importance}/5, {valence} valence, weight {weight:.3f} >= "
-                f"{config.weight_min:.3f}, trust {memory.trust_score:.3f} >= {config.trust_min:.3f}"),
-        tone=tone_of(memory), valence=memory.valence, category=memory.category,
-        memory_type=memory.type,
-        scores=ProactivityScores(
-            proactivity_weight=weight, trust_score=memory.trust_score,
-            importance=memory.importance, intensity=intensity_of(memory),
-            weight_min=config.weight_min, trust_min=config.trust_min),
-        ts=event.ts,
-    )
-
-
-def _allowed(rate: dict[str, Any], now: datetime, config: ProactivityConfig) -> bool:
-    last = rate.get("last_at")
-    if last is None:
-        return True
-    return now - datetime.fromisoformat(last) >= config.interval(int(rate["ignored_streak"]))
-
-
-def _rate(info: dict[str, Any]) -> dict[str, Any]:
-    rate = dict(info.get("proactivity") or {})
-    rate.setdefault("last_at", None)
-    rate.setdefault("ignored_streak", 0)
-    rate["decided"] = dict(rate.get("decided") or {})
-    rate["feedback"] = list(rate.get("feedback") or [])
+def record_feedback(users: Table, user_id: str, acted: bool) -> dict[str, Any]:
+    """Note that the consumer acted on (or ignored) a candidate of the user; return the new
+    rate state."""
+    info = dict(users.get(user_id) or {})
+    rate = dict(info.get(STATE_KEY) or {})
+    rate["ignored_streak"] = 0 if acted else int(rate.get("ignored_streak", 0)) + 1
+    info[STATE_KEY] = rate
+    users[user_id] = info
     return rate
 
 
-def record_feedback(users: Table, cmd: Command, config: ProactivityConfig) -> None:
-    """A `proactivity_feedback` command: `ignored` lengthens the user's interval (backoff),
-    `acted` resets it. Feedback on one record counts once."""
-    info = user_info(users, cmd.user_id, cmd.ts)
-    rate = _rate(info)
-    if cmd.proactivity_id in rate["feedback"]:
-        return
-    rate["ignored_streak"] = rate["ignored_streak"] + 1 if cmd.feedback == "ignored" else 0
-    rate["feedback"] = [*rate["feedback"], cmd.proactivity_id][-config.kept:]
-    info["proactivity"] = rate
-    users[cmd.user_id] = info
+def intensity_of(memory: Memory) -> float:
+    return float(memory.intensity) if memory.intensity is not None else 0.0
 
 
-def rate_state(users: Table, user_id: str) -> dict[str, Any]:
-    """The user's rate state (last record time and ignored streak), for the registry and tests."""
-    rate = _rate(dict(users.get(user_id) or {}))
-    return {"last_at": rate["last_at"], "ignored_streak": rate["ignored_streak"]}
+def valence_of(memory: Memory) -> str:
+    return (memory.valence or "neutral").strip().lower()
+
+
+def reason_of(memory: Memory, ts: datetime) -> ProactivityReason | None:
+    """Why reaching out about `memory` could help, or None."""
+    valence, intensity = valence_of(memory), intensity_of(memory)
+    if valence == "negative" and intensity >= 0.4:
+        return "check_in"
+    if memory.valid_from is not None and memory.valid_from > ts:
+        return "upcoming"
+    if memory.category.casefold() in GOAL_CATEGORIES:
+        return "goal"
+    if valence == "positive" and intensity >= 0.6:
+        return "celebrate"
+    return None
+
+
+def proactivity_weight(memory: Memory, reason: ProactivityReason) -> float:
+    """0..1: 0.5 normalised importance + 0.3 emotional intensity (a negative one × 0.8, seed
+    000 §3) + 0.2 the reason's own weight."""
+    intensity = intensity_of(memory) * (0.8 if valence_of(memory) == "negative" else 1.0)
+    importance_norm = (min(max(memory.importance, 1), 5) - 1) / 4
+    return 0.5 * importance_norm + 0.3 * min(max(intensity, 0.0), 1.0) + 0.2 * REASON_WEIGHT[reason]
+
+
+def tone_of(memory: Memory) -> ProactivityTone:
+    valence = valence_of(memory)
+    if valence == "negative":
+        return "soft_check_in"
+    return "friendly" if valence == "positive" else "neutral"

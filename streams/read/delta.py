@@ -7,6 +7,7 @@ MAX_BULLETS = 3
 _SIGNS = {
     "created": "+created", "updated": "↑updated", "merged": "↔merged", "superseded": "↻superseded",
     "soft_deleted": "-deleted", "deleted": "-deleted", "restored": "↺restored", "linked": "~linked",
+    "archived": "↓archived", "purged": "×purged",
 }
 
 
@@ -17,5 +18,8 @@ def render_delta(since_rev: int, changes: Sequence[dict[str, Any]]) -> str:
     lines = [f"Memory updates since rev {since_rev}:"]
     for change in changes[:MAX_BULLETS]:
         sign = _SIGNS.get(change["kind"], change["kind"])
+        if change["kind"] == "purged":  # a purged memory left no content to show
+            lines.append(f"- {sign}: a memory forgotten earlier is gone for good")
+            continue
         lines.append(f"- {sign}: [{change['category']}] {change['summary']} (imp={change['importance']})")
     return "\n".join(lines)

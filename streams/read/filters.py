@@ -34,12 +34,15 @@ def base_mask(index: UserIndex, categories: frozenset[str], filters: QueryFilter
 
 
 def episodic_mask(index: UserIndex, window: DateWindow | None) -> np.ndarray:
-    """Rows of episodic memories, dated inside `window` when there is one."""
+    """Rows of episodic memories in `window` when there is one: said on a day inside it, or
+    mentioning dates that overlap it ("Ana painted it in 2022", said in 2023, is in 2022)."""
     cols = index.columns()
     mask = cols.episodic.copy()
     if window is not None:
         start, end = (int(d.strftime("%Y%m%d")) for d in (window.start, window.end))
-        mask &= (cols.day >= start) & (cols.day <= end)
+        said = (cols.day >= start) & (cols.day <= end)
+        mentioned = (cols.event_start > 0) & (cols.event_start <= end) & (cols.event_end >= start)
+        mask &= said | mentioned
     return mask
 
 

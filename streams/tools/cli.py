@@ -440,6 +440,7 @@ def bench_locomo(
     baseline: Annotated[Optional[str], typer.Option(help="Also run this baseline on the same turns after the run, in the same command: mem0 (its add(infer=False); see `bench mem0`).")] = None,
     mem0_python: Mem0PythonOpt = None,
     mem0_torch_threads: Mem0ThreadsOpt = 0,
+    cross_validate: Annotated[bool, typer.Option("--cross-validate", help="Also report recall per half of the conversations (first half, second half), per LoCoMo question category, and each half's gap to the other as development/held-out split.")] = False,
 ) -> None:
     """Replay LoCoMo conversations through the pipeline and report throughput, latency and recall.
 
@@ -455,11 +456,14 @@ def bench_locomo(
     if baseline not in (None, "mem0"):
         console.print(f"unknown baseline {baseline!r}; known: mem0")
         raise typer.Exit(2)
+    if cross_validate and len(files) < 2:
+        console.print("--cross-validate needs at least two conversation files (one per half)")
+        raise typer.Exit(2)
     if offline:
-        report = run_offline_bench(files, console)
+        report = run_offline_bench(files, console, cross_validated=cross_validate)
     else:
         report = run_locomo_bench(files, broker=broker, api=api, partitions=partitions,
-                                  console=console, rate=rate)
+                                  console=console, rate=rate, cross_validated=cross_validate)
     if python is not None:
         from streams.eval.bench_mem0 import Mem0RunFailed, attach_mem0
         from streams.eval.locomo import load_conversation

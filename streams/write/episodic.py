@@ -73,11 +73,23 @@ def has_outcome(turn: Turn) -> bool:
     return turn.role == Role.assistant and bool(_OUTCOME.search(turn.text))
 
 
-def due(state: dict[str, Any], turn: Turn, rules: EpisodeRules) -> str | None:
+def day_count(user_day: dict[str, Any] | None, day: str) -> int:
+    """Episodes the user's day record counts on `day`."""
+    return int(user_day.get("count", 0)) if user_day and user_day.get("day") == day else 0
+
+
+def counted(user_day: dict[str, Any] | None, day: str) -> dict[str, Any]:
+    """The user's day record with one more episode on `day`."""
+    return {"day": day, "count": day_count(user_day, day) + 1}
+
+
+def due(state: dict[str, Any], turn: Turn, rules: EpisodeRules,
+        user_day: dict[str, Any] | None = None) -> str | None:
     """Why an episode is due after `turn` ("outcome" or "overflow"), or None.
 
-    `state` is the thread's episodic state: turns since the last episode, its time, and the
-    per-day count (day in the user's zone).
+    `state` is the thread's episodic state: turns since the last episode and its time.
+    `user_day` is the user's count of episodes of the day (day in the user's zone): the daily
+    cap is per user, across threads (seed 003). Without it, the thread's own count is used.
     """
     since = int(state.get("turns_since", 0))
     if since >= rules.buffer_turns:
@@ -93,7 +105,9 @@ def due(state: dict[str, Any], turn: Turn, rules: EpisodeRules) -> str | None:
         EPISODIC_SKIPS.labels(reason="cooldown").inc()
         return None
     day, _, _ = time_bucket(turn.ts, user_zone(turn))
-    if state.get("day") == day and int(state.get("day_count", 0)) >= rules.max_per_day:
+    counts = user_day if user_day is not None else {"day": state.get("day"),
+                                                    "count": state.get("day_count", 0)}
+    if day_count(counts, day) >= rules.max_per_day:
         EPISODIC_SKIPS.labels(reason="daily_cap").inc()
         return None
     return reason
@@ -179,6 +193,8 @@ class Observed:
     episode: Fact | None
     refs: list[str]
     record: dict[str, Any]
+    user_day: dict[str, Any] | None = None
+    """The user's new day record when this turn closed an episode (None: unchanged)."""
 
     @property
     def context(self) -> list[Turn]:
@@ -186,13 +202,15 @@ class Observed:
 
 
 def observe(entry: dict[str, Any] | None, turn: Turn, rules: EpisodeRules, window_n: int,
-            redact: Any = lambda text: text, seen: dict[str, Any] | None = None) -> Observed:
+            redact: Any = lambda text: text, seen: dict[str, Any] | None = None,
+            user_day: dict[str, Any] | None = None) -> Observed:
     """Add `turn` to its thread's buffer (last `buffer_turns` turns, texts passed through
     `redact`) and decide whether it closes an episode; `refs` is the episode's provenance.
 
     `seen` is the record this function returned when it saw the turn before. A replayed turn
     (after a crash, or re-sent) changes nothing and closes the episode it closed the first
     time, however far back it is: the decision is per turn, not per buffer position.
+    `user_day` is the user's episode count of the day (`due`).
     """
     entry = dict(entry or {"turns": [], "episodic": {}})
     if seen is not None:
@@ -202,7 +220,7 @@ def observe(entry: dict[str, Any] | None, turn: Turn, rules: EpisodeRules, windo
     turns = [Turn.model_validate(t) for t in entry["turns"]]
     turns.append(turn.model_copy(update={"text": redact(turn.text), "metadata": {}}))
     state = dict(entry.get("episodic") or {})
-    reason = due(state, turn, rules)
+    reason = due(state, turn, rules, user_day)
     fact, refs = None, []
     if reason is not None:
         since = int(state.get("turns_since", 0)) + 1
@@ -214,4 +232,7 @@ def observe(entry: dict[str, Any] | None, turn: Turn, rules: EpisodeRules, windo
     entry["turns"] = [t.model_dump(mode="json") for t in turns[-max(rules.buffer_turns, window_n):]]
     entry["episodic"] = after_turn(state, turn, captured=fact is not None)
     record = {"episode": fact.model_dump(mode="json") if fact else None, "refs": refs}
-    return Observed(entry, fact, refs, record)
+    new_day = None
+    if fact is not None and user_day is not None:
+        new_day = counted(user_day, time_bucket(turn.ts, user_zone(turn))[0])
+    return Observed(entry, fact, refs, record, new_day)

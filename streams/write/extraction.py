@@ -10,6 +10,12 @@ photo (LoCoMo caption) becomes "Ana shared a photo of …". Each summary is chec
 `writing.validate_summary` after `writing.normalise_summary` (seed 001 §9) and dropped when it
 still fails; each fact is classified (type, category, importance, tags, entities, entity key).
 
+No spaCy: the official English models are not published on PyPI (only third-party re-uploads
+of their weights are), and even a re-upload of en_core_web_sm 3.8, measured on the LoCoMo
+development turns on the project machine, cost 3.4 ms a turn for sentence splitting alone
+(tok2vec + senter), 8.5 ms with named entities and 9.8 ms for the full pipeline — against about
+1.2 ms for this whole extractor (`python -m streams.eval.extraction_profile`).
+
 Sentences that open on a pronoun ("It was Matt Patterson.", "They're my rock.") are not written:
 they answer a question or lean on a sentence the fact would not carry. Each fact is one sentence:
 on the LoCoMo development set, joining a neighbouring sentence (for context, or when the best
@@ -20,15 +26,20 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, timedelta
 from functools import lru_cache
+from typing import Any
 from zoneinfo import ZoneInfo
 
+from streams.write.categories import categorise
+from streams.write.importance import ImportanceInputs, salience
+from streams.write.importance import level as importance_level
+from streams.write.mentioned_dates import mentioned_span
 from streams.write.policy import find_secrets
+from streams.write.sentiment import Sentiment, intensity_norm, sentiment
 from streams.write.text_rules import (
     STOPWORDS,
     Part,
     Signals,
     clean_sentence,
-    content_words,
     fact_sentences,
     is_past_tense,
     memory_type,
@@ -102,6 +113,9 @@ _KEYS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b" + _PET + r"\s+(?:named|called)\s+([A-Z][a-z]+)\b.*?\b(?:[Ss]he|[Hh]e|[Ii]t|who|\2)"
                 r"(?:\s+is|" + _APOS + r"s|\s+turned|\s+turns)\s+(?:now\s+)?(\d{1,2})\b"),
      "profile:pet:{1}:age"),
+    (re.compile(r"\b(?:[Mm]y|[Oo]ur)\s+(son|daughter|brother|sister|husband|wife|partner|boyfriend|"
+                r"girlfriend|mom|dad|mother|father),?\s+([A-Z][a-z]+),?\s+(?:is|" + _APOS +
+                r"s|turned|turns|just turned)\s+(?:now\s+)?(\d{1,3})\b"), "profile:{0}:{1}:age"),
     # "Luna turned 4": a named someone's age, kind unknown; `*` matches the kind of an existing
     # key (`profile:pet:luna:age`), see `streams.memory.documents.keys_match`.
     (re.compile(r"^([A-Z][a-z]+)\s+(?:just\s+)?(?:turned|turns)\s+(\d{1,2})\b"), "profile:*:{0}:age"),
@@ -129,26 +143,17 @@ _KEYS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(_I + r" have an? (son|daughter|brother|sister) (?:named|called) [A-Z]"),
      "profile:family:{0}:name"),
 )
-_NAMED = re.compile(r"\b(?:named|called)\s+([A-Z][a-z]+)|\bmy " + _PET[:-1] +
-                    r"|son|daughter|brother|sister|husband|wife|partner)\s+([A-Z][a-z]+)")
-_BIG_EVENT = re.compile(
-    r"\b(?:adopted|married|engaged|divorced|graduated|moved|born|passed away|died|hired|"
-    r"promoted|new job|pregnant|retired|important|goal|dream)\b", re.I,
-)
-_CATEGORIES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (name, re.compile(r"\b(?:" + kw + r")", re.I)) for name, kw in (
-        ("Budget", r"budget|spend|spending|afford|expenses?\b|saving(?:s)? up|cheap|expensive"),
-        ("Finance", r"money|salary|paid\b|pay\b|price|cost|bank|invest|stock|loan|mortgage|"
-                    r"debt|tax|dollars?|euros?|savings|income|credit|\$|€|£"),
-        ("Education", r"school|college|universit|degree|class(?:es)?\b|course|stud(?:y|ied|ying)|"
-                      r"exam|learn|teacher|student|education|edu\b|graduat|thesis|homework"),
-        ("Goals", r"goal|plan|dream|aim\b|hope to|want to|going to|gonna|career|aspir|"
-                  r"resolution|training for|working towards"),
-        ("Personal", r"famil|kids?\b|child|dog|cat\b|pet|friend|husband|wife|partner|love|like|"
-                     r"hobby|live|born|birthday|paint|music|book|hik|camp|travel|home|feel|"
-                     r"enjoy|art|sport|run|swim|garden|cook"),
-    )
-)
+_PEOPLE = (r"son|daughter|brother|sister|husband|wife|partner|boyfriend|girlfriend|fianc[eé]e?|"
+           r"mom|mum|dad|mother|father|grandma|grandpa|grandmother|grandfather|aunt|uncle|"
+           r"cousin|niece|nephew|friend|best friend|buddy|boss|coworker|colleague|neighbou?r|"
+           r"roommate|mentor|teacher|coach")
+_NAMED = re.compile(r"\b(?:named|called)\s+([A-Z][a-z]+)|\b(?:[Mm]y|[Oo]ur) " + _PET[:-1] +
+                    r"|" + _PEOPLE + r")\s+([A-Z][a-z]+)\b(?!\s+and\s+[A-Z])")
+_NAMED_PAIR = re.compile(r"\b(?:[Mm]y|[Oo]ur)\s+(?:\w+\s+)?(?:kids|children|sons|daughters|parents|"
+                         r"friends|brothers|sisters|cousins|grandparents|dogs|cats|pets)"
+                         r",?\s+([A-Z][a-z]+\s+and\s+[A-Z][a-z]+)\b")
+_TRUST = {Role.user: 0.7, Role.assistant: 0.5, Role.tool: 0.5, Role.system: 0.5}
+"""Seed 000 §3 trust of what a turn says: the user about themself above the assistant."""
 _WEEKDAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _SHIFT, _WEEK_WORD = {"last": -1, "this": 0, "next": 1}, {-1: "before", 0: "of", 1: "after"}
 _NUM_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
@@ -296,10 +301,21 @@ def resolve_dates(text: str, day: date) -> str:
         given = (m.group("prep") or "").strip()
         if m.start() == 0 and not given and re.match(r"\s+(?:was|is|were|has been)\b", text[m.end():]):
             return value  # "Last Sunday was awesome" → "11 June 2023 was awesome"
+        if given.lower() == "over" and prep == "on":  # "came over yesterday": a particle
+            return f"{given} on {value}"
         if given:
             return f"{given} {value}" if prep in ("on", "in", "") else f"{given} {prep} {value}"
         return f"{prep} {value}".strip()
     return re.sub(r" +", " ", _REL_DATE.sub(sub, text)).replace(" ,", ",").replace(" .", ".")
+
+
+def annotations(source: str, day: date) -> dict[str, Any]:
+    """The `Fact` fields read from the words a fact was written from, said on `day`: valence
+    and intensity (VADER) and the span of the dates it mentions (relative ones resolved)."""
+    feeling = sentiment(source)
+    span = mentioned_span(resolve_dates(source, day), day)
+    return {"valence": feeling.valence, "intensity": feeling.intensity,
+            "event_start": span[0] if span else None, "event_end": span[1] if span else None}
 
 
 def _turn_day(turn: Turn) -> date:
@@ -344,7 +360,8 @@ def third_person(sentence: str, name: str, *, assistant: bool = False, family: b
     s = _I_VERB.sub(lambda m: f"{_NAME}{m.group(1)} {_third_singular(m.group(2))}", s)
     for pattern, repl in _PRONOUNS:
         s = pattern.sub(repl, s)
-    if s.startswith(_NAME):  # "X lives in Y and X loves Z" -> "X lives in Y and loves Z"
+    if s.startswith(_NAME + " "):  # "X lives in Y and X loves Z" -> "X lives in Y and loves Z"
+        # (not after "X's wife …": "X's wife is 40 and X is 42" keeps its second subject)
         s = re.sub(r"\band " + _NAME + r" (?=[a-z])(?!(?:are|were|have|do)\b)", "and ", s)
     if assistant:
         for pattern, repl in _YOU:
@@ -364,25 +381,85 @@ _SHORT_ABOUT = re.compile(r"^(?:[Ss]he|[Hh]e)(?:\s+(?P<verb>is|was|turned|turns|
                           r"(?P<rest>[^.!?]{1,40})[.!?]*$")
 
 
-def _resolve_he_she(sentences: list[str]) -> list[str]:
-    """"… a dog named Luna. She loves walks." → "… Luna loves walks." (subject he/she only).
+def _lower_first(text: str) -> str:
+    """"My sister Anna" → "my sister Anna" (a mention put inside another sentence)."""
+    return text[:1].lower() + text[1:]
 
-    A short attribute right after the naming sentence is joined to it, so the fact keeps it:
-    "I have a dog named Luna. She is 3." → "I have a dog named Luna, who is 3."
+
+def _resolve_he_she(sentences: list[str]) -> list[str]:
+    """"… a dog named Luna. She loves walks." → "… Luna loves walks." (subject he/she only);
+    "My kids Max and Lily … They love soccer." → "My kids Max and Lily love soccer." (a
+    sentence opening on "they" right after two named people of the speaker's). Across
+    sentences the whole mention replaces the pronoun ("She works as a chef." after "My sister
+    Anna …" → "My sister Anna works as a chef."), so the fact keeps whose sister Anna is.
+
+    A short attribute with a number right after the naming sentence is joined to it, and
+    `split_compound` then makes it its own keyed fact: "I have a dog named Luna. She is 3." →
+    "I have a dog named Luna, who is 3." → "… a dog named Luna." + "My dog Luna is 3."
     """
-    out, named = [], None
+    out, named, pair, mention = [], None, None, ""
     for s in sentences:
-        if named and out and (m := _SHORT_ABOUT.match(s)) and _NAMED.search(out[-1]):
+        if pair and (m := re.match(r"[Tt]hey(?=\s+[a-z])(?!['’])", s)):  # "They both love …"
+            s = pair[:1].upper() + pair[1:] + s[m.end():]
+        pair = (_lower_first(found.group(0)) if (found := _NAMED_PAIR.search(s)) else None) or (
+            pair if not re.search(r"\b[Tt]hey\b", s) else None)
+        if (named and out and (m := _SHORT_ABOUT.match(s)) and _NAMED.search(out[-1])
+                and re.search(r"\d", m.group("rest"))):
             out[-1] = f"{out[-1].rstrip('.!')}, who {m.group('verb') or 'is'} {m.group('rest').strip()}."
             continue
-        if named:
-            s = re.sub(r"\b([Ss]he|[Hh]e)\b(?!['’]ll)", named, s, count=1)
+        if named:  # the whole mention, so the fact keeps whose sister Anna is
+            s = re.sub(r"\b([Ss]he|[Hh]e)\b(?!['’]ll)",
+                       lambda h: mention if h.start() else mention[:1].upper() + mention[1:],
+                       s, count=1)
         for m in _NAMED.finditer(s):
             named = m.group(1) or m.group(3)
+            mention = named if m.group(1) else _lower_first(m.group(0).lstrip())
             tail = s[m.end():]
             s = s[: m.end()] + re.sub(r"\b(?:[Ss]he|[Hh]e)\b", named, tail, count=1)
         out.append(s)
     return out
+
+
+_KIND_OF = re.compile(r"\b(?:(?:an?|my|our)\s+)?" + _PET[:-1] + r"|son|daughter|brother|sister|"
+                      r"husband|wife|partner|boyfriend|girlfriend|friend|cousin|niece|nephew)"
+                      r"\s+(?:(?:named|called)\s+)?([A-Z][a-z]+)\b")
+_ATTRIBUTE = re.compile(r"\s*(?:,|;|\s-|\s–|\sand)\s+(?:who|(?P<name>[A-Z][a-z]+))"
+                        r"(?P<verb>\s+(?:is|was|just turned|turned|turns)\b|['’]s\b)"
+                        r"(?P<rest>[^,;.!?]*?\d[^,;.!?]*)(?P<end>[,;.!?]|$)")
+
+
+_ATTRIBUTE_FIRST = re.compile(
+    r"^(?P<who>(?:[Mm]y|[Oo]ur)\s+(?:" + _PET[1:-1] + r"|" + _PEOPLE + r")\s+[A-Z][a-z]+)"
+    r"(?P<attr>(?:\s+is|\s+was|['’]s|\s+just turned|\s+turned|\s+turns)\s+(?:now\s+)?\d[^,;.!?]*?)"
+    r",?\s+and\s+(?P<rest>(?:also\s+|already\s+|really\s+)?(?:[a-z]+s|has|is|was|does)\b[^.!?]*)"
+    r"(?P<end>[.!?]*)$")
+
+
+def split_compound(sentence: str) -> list[str]:
+    """A sentence that introduces someone and states a changeable attribute of theirs, as two
+    atomic sentences, so that a later change of the attribute supersedes only that part:
+    "I adopted a dog named Luna last year, Luna is 3 now." → "I adopted a dog named Luna last
+    year." and "My dog Luna is 3 now." (`_resolve_he_she` has put the name for "she"). An
+    attribute is a clause with a number ("is 3", "turned 40") about the one just named. The
+    same when the attribute comes first: "My son Max is 7 and loves soccer." → "My son Max is
+    7." and "My son Max loves soccer."."""
+    if first := _ATTRIBUTE_FIRST.match(sentence):  # "My son Max is 7 and loves soccer."
+        who = first.group("who")
+        return [f"{who}{first.group('attr')}.", f"{who} {first.group('rest').rstrip()}."]
+    named = _KIND_OF.search(sentence)
+    if not named:
+        return [sentence]
+    kind, name = named.group(1).lower(), named.group(2)
+    m = _ATTRIBUTE.search(sentence, named.end())
+    if not m or (m.group("name") and m.group("name") != name):
+        return [sentence]
+    keep_end = m.group("end") in ",;" and not m.group(0).lstrip(" ,;").startswith("who")
+    head = (sentence[:m.start()] + sentence[m.end() - keep_end:]).rstrip(" ,;")
+    own = re.search(r"(?<![\w'’])(?:I|[Mm]y|[Ww]e|[Oo]ur)(?![\w'’])", sentence[:m.start()])
+    owner = "My" if own else "The"
+    verb = " is" if m.group("verb").strip() in ("'s", "’s") else m.group("verb")
+    tail = f"{owner} {kind} {name}{verb}{m.group('rest').rstrip()}."
+    return [head if head.endswith((".", "!", "?")) else head + ".", tail]
 
 
 def _entity_key(sentence: str) -> str | None:
@@ -392,38 +469,6 @@ def _entity_key(sentence: str) -> str | None:
             groups = [g.lower() if g else "" for g in m.groups()]
             return template.format(*groups) if groups else template
     return None
-
-
-def _category(text: str) -> str:
-    """Best-matching SPEC §8 default category, "Other" when none matches."""
-    counts = [(len(p.findall(text)), -i, name) for i, (name, p) in enumerate(_CATEGORIES)]
-    best = max(counts)
-    return best[2] if best[0] else "Other"
-
-
-_DATED = re.compile(r"\b(?:19|20)\d\d\b")
-
-
-def _importance(text: str, sig: Signals, key: str | None, summary: str = "") -> int:
-    """How much the fact is likely to matter later, 1–4 (5 is for pinned commands).
-
-    4: a deterministic key, a big life event, or something specific — a dated event or named
-    people, places, titles. 3: other life events, identity, quantities. 2: preferences and plain
-    statements. 1: small talk — short remarks (under 11 words with the speaker's name), and
-    vague plans ("going to keep it up").
-    """
-    if key or _BIG_EVENT.search(text):
-        return 4
-    if _DATED.search(summary) or any(not e.isdigit() for e in sig.entities):
-        return 4
-    if sig.identity:
-        return 3
-    cw = content_words(text)
-    if len((summary or text).split()) < 11 or cw < 4 or (sig.plan and cw < 6):
-        return 1
-    if sig.life_event or sig.number:
-        return 3
-    return 2
 
 
 def _entities(sentence: str, sig: Signals, speaker: str) -> list[str]:
@@ -520,8 +565,9 @@ class RulesExtractor:
             return []  # if unsure, don't store (seed 004 §2)
         if turn.role == Role.user and (cmd := parse_command(text)):
             return self._command_facts(turn, cmd.kind, cmd.payload)
-        sentences = _resolve_he_she([clean_sentence(s, image=bool(caption))
-                                     for s in split_sentences(text)])
+        sentences = [atom for s in _resolve_he_she([clean_sentence(s, image=bool(caption))
+                                                    for s in split_sentences(text)])
+                     for atom in split_compound(s)]
         picked = fact_sentences(sentences, turn.role, (turn.speaker_name,), self.max_facts)
         facts = [f for part in picked if (f := self._sentence_fact(turn, part, text))]
         if (caption and turn.role == Role.user and len(facts) < self.max_facts
@@ -562,14 +608,25 @@ class RulesExtractor:
         return "semantic" if _entity_key(sentence) else memory_type(sentence, sig)
 
     def _make(self, turn: Turn, summary: str, kind: str, source: str, sig: Signals, *,
-              importance: int | None = None, extra_tags: tuple[str, ...] = ()) -> Fact:
-        """The fact record: category, importance, tags, entities and key from `source`."""
+              explicit: bool = False, pinned: bool = False, extra_tags: tuple[str, ...] = (),
+              salience_value: float | None = None) -> Fact:
+        """The fact record: category, importance, valence/intensity, the dates it mentions,
+        tags, entities and key from `source` (the turn's own words)."""
         name = turn.speaker_name
         key = _entity_key(source)
         full = sentence_signals(source)
+        notes = annotations(source, _turn_day(turn))
+        feeling = Sentiment(notes["valence"], notes["intensity"])
+        inputs = ImportanceInputs(
+            salience=salience(source, full, key is not None, summary,
+                              dated=notes["event_start"] is not None)
+            if salience_value is None
+            else salience_value,
+            trust=_TRUST[turn.role], intensity_norm=intensity_norm(feeling), explicit=explicit,
+            pinned=pinned)
         return Fact(
-            type=kind, summary=summary, category=_category(source),
-            importance=importance or _importance(source, full, key, summary),
+            type=kind, summary=summary, category=categorise(source),
+            importance=importance_level(inputs), **notes,
             tags=list(dict.fromkeys([*extra_tags, *_tags(source, full, name)]))[:6],
             entities=_entities(source, full, name), entity_key=key,
         )
@@ -578,14 +635,13 @@ class RulesExtractor:
         """"remember …" / "pin …": the payload as one high-importance fact."""
         if kind not in (CommandKind.remember, CommandKind.pin) or not payload:
             return []
-        importance = 5 if kind == CommandKind.pin else 4
         sig = sentence_signals(payload)
         summary = normalise_summary(self._write(turn, payload, True, payload), self.max_chars)
         if validate_summary(summary, "semantic", max_chars=self.max_chars) or find_secrets(summary):
             return []
         kind_ = self._kind(payload, sig)
-        return [self._make(turn, summary, kind_, payload, sig, importance=importance,
-                           extra_tags=("explicit",))]
+        return [self._make(turn, summary, kind_, payload, sig, explicit=True,
+                           pinned=kind == CommandKind.pin, extra_tags=("explicit",))]
 
     def _caption_fact(self, turn: Turn, caption: str) -> Fact | None:
         """A shared image (LoCoMo caption) as a low-importance fact."""
@@ -596,10 +652,9 @@ class RulesExtractor:
         summary = normalise_summary(f"{turn.speaker_name} shared {what}", self.max_chars)
         if validate_summary(summary, "semantic", max_chars=self.max_chars):
             return None
-        sig = sentence_signals(caption)
-        return Fact(type="semantic", summary=summary, category="Personal", importance=2,
-                    tags=["image", *_tags(caption, sig, turn.speaker_name)][:5],
-                    entities=_entities(caption, sig, turn.speaker_name))
+        fact = self._make(turn, summary, "semantic", caption, sentence_signals(caption),
+                          extra_tags=("image",), salience_value=1 / 3)
+        return fact.model_copy(update={"category": "Personal", "entity_key": None})
 
     @staticmethod
     def _dedup(facts: list[Fact]) -> list[Fact]:

@@ -1,6 +1,7 @@
 """Consent and proactivity on a running worker over the embedded broker: a sensitive profile
 change waits as a proposal the registry lists and accepts; an important memory becomes a
-`memory.proactivity` record a plain Kafka consumer reads, and feedback on it is accepted."""
+`memory.proactivity` record a plain Kafka consumer reads (the worker's app must declare the
+topic to produce to it)."""
 from __future__ import annotations
 
 import asyncio
@@ -45,16 +46,12 @@ def test_a_city_change_waits_for_consent_and_the_registry_applies_it(worker):
 
 def test_an_important_memory_reaches_memory_proactivity_with_its_provenance(worker):
     user = unique_user("proactive")
-    turns = [make_turn(user, "1", "Pin this: I am running the Berlin marathon on September 29.")]
+    turns = [make_turn(user, "1", "I lost my job at the bakery today and I feel awful about it.")]
     run(produce(worker.broker_url, turns))
     [raw] = run(read_all(worker.broker_url, MEMORY_PROACTIVITY,
                          lambda v: v.get("user_id") == user, expected=1))
     record = ProactivityCandidate.model_validate(raw)
     [memory] = [m for m in run(memories(worker.api_url, user)) if m["id"] in record.memory_ids]
     assert record.source_turn_ids == memory["source_turn_ids"] == ["t1:1"]
-    assert record.scores.proactivity_weight >= record.scores.weight_min
-    assert record.tone == "neutral" and record.reason
-    status, body = run(call(worker.api_url, "POST",
-                            f"/v1/users/{user}/proactivity/{record.proactivity_id}/feedback?wait=1",
-                            {"feedback": "ignored"}, ADMIN_KEY))
-    assert status == 200, body
+    assert record.scores.proactivity_weight >= record.scores.min_weight
+    assert record.candidate_id and record.reason

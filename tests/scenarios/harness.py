@@ -16,6 +16,7 @@ A scenario file::
      "speaker": "Ana",                      # display name of the user (default "Ana")
      "xfail": "reason",                     # optional: a known pipeline defect (strict xfail)
      "commands_first": false,               # optional: commands overtake queued candidates
+     "settings": {"memory_cap": 2},         # optional: settings of the worker (env names, lower case)
      "steps": [
         {"user": "My dog Luna is 3.", "thread": "s1"},     # a user turn (thread default "s1")
         {"assistant": "Noted!"},                            # an assistant turn
@@ -38,7 +39,7 @@ A scenario file::
         "query": {"text": "How old is Luna?", "top_contains": ["4"], "none_contains": ["3."]},
         "proposals": {"pending": 1, "fields": ["city"], "proposed_contains": ["Berlin"],
                       "decisions": ["CONSENT_PROPOSED", "CONSENT_APPLIED"]},  # pending consent
-        "proactivity": {"count": 1, "memory_contains": ["marathon"], "tone": "neutral"}
+        "proactivity": {"count": 1, "memory_contains": ["job"], "tone": "soft_check_in"}
      }}
 
 `proposals.decisions`: the audit verbs of the user's (one) consent proposal, pending or decided.
@@ -165,7 +166,8 @@ def _find(docs: list[Memory], contains: list[str] | str, state: str | None = Non
 async def replay(case: dict[str, Any], embedder: Any, settings: Settings | None = None) -> Replay:
     """Run the steps of `case` through a worker's agents; commands that are dead-lettered are
     collected as errors, not raised."""
-    settings = settings or Settings(table_store="memory://", data_dir=Path(tempfile.mkdtemp()))
+    settings = settings or Settings(table_store="memory://", data_dir=Path(tempfile.mkdtemp()),
+                                    **case.get("settings", {}))
     topics = LocalTopics()
     app = build_worker(settings, send=topics.send, embedder=embedder)
     agents = app.faust.agents
@@ -335,6 +337,8 @@ def _check_memory(run: Replay, spec: dict[str, Any]) -> list[str]:
             problems.append(f"{label}: pinned {m.pinned} != {spec['pinned']}")
         if "importance_min" in spec and m.importance < spec["importance_min"]:
             problems.append(f"{label}: importance {m.importance} < {spec['importance_min']}")
+        if "importance_max" in spec and m.importance > spec["importance_max"]:
+            problems.append(f"{label}: importance {m.importance} > {spec['importance_max']}")
         if "type" in spec and m.type != spec["type"]:
             problems.append(f"{label}: type {m.type} != {spec['type']}")
         if "sources" in spec and len(m.source_turn_ids) != spec["sources"]:

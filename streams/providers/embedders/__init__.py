@@ -3,10 +3,13 @@
 - `local-int8` (the default): all-MiniLM-L6-v2 on ONNX Runtime with int8 weights (`onnx_minilm`),
   the fastest on a CPU; its vectors sit at cosine 0.99 to the reference's;
 - `local`: the same model in fp32 through sentence-transformers (`minilm`), the reference;
-- `local-onnx`: fp32 on ONNX Runtime, the reference's vectors.
+- `local-onnx`: fp32 on ONNX Runtime, the reference's vectors;
+- `bedrock`: Amazon Titan Text Embeddings V2 through Bedrock (`titan`), production's; 1024 d by
+  default (`BEDROCK_EMBED_DIMENSIONS` 256/512/1024), seed 002's bands.
 
 The ONNX kinds export (and quantise) the model once, cached under `cache_dir`
-(`EMBEDDER_CACHE_DIR`, else DATA_DIR/models). `memstream bench embedder` measures them side by side.
+(`EMBEDDER_CACHE_DIR`, else DATA_DIR/models). `memstream bench embedder` measures the local kinds side by side.
+`configured` builds the one the settings name.
 """
 from __future__ import annotations
 
@@ -22,23 +25,36 @@ from streams.providers.embedders.profiles import (
 
 __all__ = ["Embed", "Embedder", "EmbedderError", "EmbedderProfile", "MINILM_PROFILE",
            "MINILM_ONNX_PROFILE", "MINILM_INT8_PROFILE", "TITAN_V2_PROFILE", "PROFILES",
-           "profile_of", "create_embedder"]
+           "BEDROCK", "EMBEDDER_KINDS", "profile_of", "create_embedder"]
 
 PROFILES = {"local": MINILM_PROFILE, "local-onnx": MINILM_ONNX_PROFILE, "local-int8": MINILM_INT8_PROFILE}
-"""The profile of each embedder kind, known without loading its model."""
+"""The profile of each local embedder kind, known without loading its model."""
+BEDROCK = "bedrock"
+EMBEDDER_KINDS = (*PROFILES, BEDROCK)
+"""Every value EMBEDDER takes."""
 
 
-def profile_of(kind: str) -> EmbedderProfile:
-    """The profile of embedder `kind` (the `EMBEDDER` setting); raises `EmbedderError`."""
+def profile_of(kind: str, *, dimensions: int | None = None) -> EmbedderProfile:
+    """The profile of embedder `kind` (the `EMBEDDER` setting); `dimensions` is Titan's output
+    dimension for `bedrock` (default 1024). Raises `EmbedderError`."""
+    if kind == BEDROCK:
+        from streams.providers.embedders.titan import titan_profile
+
+        return titan_profile(dimensions or TITAN_V2_PROFILE.dim)
     if kind not in PROFILES:
-        raise EmbedderError(f"unknown embedder {kind!r}; this build supports: {', '.join(PROFILES)}")
+        raise EmbedderError(f"unknown embedder {kind!r}; this build supports: {', '.join(EMBEDDER_KINDS)}")
     return PROFILES[kind]
 
 
 def create_embedder(kind: str, batch_size: int = 32, cache_dir: Path | None = None) -> Embedder:
     """The embedder named by the `EMBEDDER` setting; `cache_dir` holds the ONNX kinds' files
-    (default: .memstream/models)."""
+    (default: .memstream/models). `bedrock` gets the default Titan options here; the settings'
+    ones come through `configured.build_embedder`."""
     profile_of(kind)
+    if kind == BEDROCK:
+        from streams.providers.embedders.titan import TitanOptions, TitanV2Embedder
+
+        return TitanV2Embedder.create(TitanOptions())
     if kind == "local":
         from streams.providers.embedders.minilm import LocalMiniLMEmbedder
 

@@ -19,7 +19,7 @@ from typing import TypeAlias, TypeVar
 from pydantic import BaseModel
 
 from streams.memory.dedup import same_fact_heuristic
-from streams.write.extraction import RulesExtractor, fit, resolve_dates
+from streams.write.extraction import RulesExtractor, annotations, fit, resolve_dates
 from streams.write.policy import find_secrets
 from streams.providers.llm.base import LLMProvider, Task
 from streams.providers.llm.errors import LLMError, LLMInvalidOutput, LLMTimeout
@@ -153,6 +153,7 @@ class GuardedLLM:
                 type=item.type or out.decision, summary=summary, category=item.category,
                 importance=item.importance, tags=list(dict.fromkeys(item.tags)),
                 entities=list(dict.fromkeys(item.entities)), entity_key=item.entity_key,
+                **annotations(summary, day),
             ))
         return facts
 

@@ -42,7 +42,7 @@ TINY = [
      0.70, Action.create),  # below the bands: fn
     (Pair("Ana's dog Luna is 3.", "Ana's dog Luna is 4.", False, "changed_value"), 0.95,
      Action.supersede),  # changed number: tn, superseded
-    (Pair("Caroline adopted a dog named Luna.", "Caroline adopted a cat named Mochi.", False,
+    (Pair("Caroline adopted a puppy named Luna.", "Caroline adopted a kitten named Mochi.", False,
           "different_fact"), 0.92, Action.update),  # auto band merges a different fact: fp
     (Pair("Priya is allergic to peanuts.", "Jon works at Siemens.", False, "unrelated"), 0.10,
      Action.create),  # tn
@@ -170,3 +170,15 @@ def test_precision_of_same_fact_at_the_current_minilm_bands(minilm_embedder):
     assert current["precision"] >= 0.9, (
         f"P={current['precision']:.3f} R={current['recall']:.3f} F1={current['f1']:.3f} "
         f"by kind {current['by_kind']}")
+
+
+def test_the_issue13_pairs_merge_restatements_and_keep_supersedes(minilm_embedder):
+    """The 120 pairs written for issue 13 (restated preferences, changed values, swapped
+    details): merges are precise, restatements are found, no changed value merges."""
+    pairs = [p for p in load_pairs(DEFAULT_PAIRS) if p.set == "issue13"]
+    assert len(pairs) >= 100
+    result = evaluate_bands(pairs, minilm_embedder.embed, minilm_embedder.profile,
+                            auto_grid=(), low_grid=())
+    current = result["current"]
+    assert current["precision"] >= 0.95 and current["recall"] >= 0.85, current["by_kind"]
+    assert current["changed_value_merged"] == 0 and current["supersede_precision"] == 1.0

@@ -94,3 +94,70 @@ def test_a_changed_slot_supersedes_below_the_conflict_band() -> None:
     old = memory("Ana lives in Lisbon.")
     decision = run([(old, 0.77)], summary="Ana lives in Berlin.")
     assert decision.action is dedup.Action.supersede and decision.target is old
+
+
+# --- issue 13: restated facts without an LLM --------------------------------------------------
+
+@pytest.mark.parametrize("old, new", [
+    ("Jon hates running.", "Jon can't stand running."),
+    ("Ben is a huge fan of jazz.", "Ben loves jazz music."),
+    ("Ana loves hiking in the mountains.", "Ana really enjoys going on mountain hikes."),
+    ("Caroline prefers tea over coffee.", "Caroline would rather drink tea than coffee."),
+])
+def test_a_restated_preference_below_the_check_band_is_the_same_fact(old: str, new: str) -> None:
+    target = memory(old)
+    decision = run([(target, 0.75)], summary=new)  # seed bands: check band from 0.80
+    assert decision.action is Action.update and decision.target is target
+    assert decision.reason == "restated_same_fact"
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Rui plays football on Saturdays.", "Rui plays chess on Saturdays."),   # a swapped word
+    ("Ana loves hiking.", "Ana bought new hiking boots."),                  # related, not restated
+    ("Ana loves jazz.", "Ana hates jazz."),                                 # polarity
+    ("Ana loves jazz.", "Ben loves jazz."),                                 # another subject
+])
+def test_what_is_not_restated_stays_apart(old: str, new: str) -> None:
+    assert run([(memory(old), 0.75)], summary=new).action is not Action.update
+
+
+def test_the_restated_check_stops_at_its_span_and_defers_to_an_llm_answer() -> None:
+    old = memory("Jon hates running.")
+    below = SEED_BANDS.semantic_check_low - dedup.RESTATED_SPAN - 0.01
+    assert run([(old, below)], summary="Jon can't stand running.").action is Action.create
+
+    def asked(answers):
+        return decide(memory_type="semantic", summary="Jon can't stand running.", entities=(),
+                      event_time=T0, neighbours=[(old, 0.75)], profile=SEED_BANDS,
+                      merge_window=timedelta(hours=72), same_fact=answers).action
+
+    assert asked({old.id: False}) is Action.create  # the LLM said no: its answer decides
+    assert asked({"another": True}) is Action.update  # not asked about this one: the rule
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Ben's sister lives in Berlin.", "Ben's brother lives in Berlin."),
+    ("Jon has a dog named Rex.", "Jon has a cat named Rex."),
+    ("Melanie loves reading mystery novels.", "Melanie loves writing mystery novels."),
+    ("Ana's mom is a teacher.", "Ana's father is a teacher."),
+])
+def test_another_class_member_is_another_fact_even_in_the_auto_band(old: str, new: str) -> None:
+    decision = run([(memory(old), 0.95)], summary=new)
+    assert decision.action is Action.create
+
+
+def test_a_changed_member_does_not_supersede_another_subject() -> None:
+    old = memory("Melanie's daughter turned 7 in May 2023.")
+    decision = run([(old, 0.89)], summary="Melanie's son turned 10 in May 2023.")
+    assert decision.action is Action.create
+
+
+@pytest.mark.parametrize("old, new, score", [
+    ("Ana is dating Rui.", "Ana is married to Rui.", 0.9),            # exclusive states
+    ("Ana lives in Berlin.", "Ana moved to Lisbon.", 0.7),            # moved to = lives in
+    ("Jon plays tennis twice a week.", "Jon plays tennis four times a week.", 0.94),
+])
+def test_changed_values_still_supersede(old: str, new: str, score: float) -> None:
+    target = memory(old)
+    decision = run([(target, score)], summary=new)
+    assert decision.action is Action.supersede and decision.target is target

@@ -132,6 +132,8 @@ async def test_extract_returns_the_models_facts(llm: GuardedLLM, fake_api: FakeM
     assert [f.type for f in facts] == ["semantic", "semantic"]  # second type from the decision
     assert facts[1].entity_key == "profile:pet:luna:age"
     assert facts[0].importance == 4 and facts[0].category == "Personal"
+    assert (str(facts[0].event_start), str(facts[0].event_end)) == ("2023-05-07", "2023-05-07")
+    assert facts[1].valence == "positive" and facts[1].intensity  # "loves the beach"
     data = json.loads(fake_api.requests[0]["body"]["messages"][0]["content"])
     assert data["turn"]["date"] == "2023-05-08" and data["turn"]["weekday"] == "Monday"
 

@@ -57,8 +57,8 @@ def test_every_kind_has_its_own_profile() -> None:
                         "local-int8": MINILM_INT8_PROFILE}
     assert len({p.name for p in PROFILES.values()}) == 3  # metrics and caches tell them apart
     assert all(p.dim == 384 for p in PROFILES.values())
-    with pytest.raises(EmbedderError, match="local-int8"):
-        profile_of("bedrock")
+    with pytest.raises(EmbedderError, match="local-int8, bedrock"):
+        profile_of("titan")
 
 
 def test_int8_is_the_default_kind() -> None:
@@ -89,7 +89,7 @@ def test_the_cache_dir_defaults_to_the_data_dir(tmp_path: Path, monkeypatch: pyt
         seen.append(cache)
         return type("Fake", (), {"profile": MINILM_ONNX_PROFILE})()
 
-    monkeypatch.setattr("streams.app.services.create_embedder", create)
+    monkeypatch.setattr("streams.providers.embedders.configured.create_embedder", create)
     settings_embedder(settings(embedder="local-onnx", data_dir=tmp_path / "w1", embedder_cache_dir=None))
     assert seen == [tmp_path / "w1" / "models"]
 

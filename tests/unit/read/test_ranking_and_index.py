@@ -5,7 +5,7 @@ import numpy as np
 from streams.memory import ids
 from streams.memory.model import Memory
 from streams.read.query import rank
-from streams.read.ranking import RankWeights, importance_norm, recency_decay, score
+from streams.read.ranking import RankWeights, importance_norm, score
 from streams.memory.vector_index import UserIndex, VectorIndex, decode_vector, encode_vector
 
 T0 = datetime(2024, 5, 1, tzinfo=timezone.utc)
@@ -23,8 +23,10 @@ def unit(*xs: float) -> np.ndarray:
 
 def test_importance_norm_and_decay():
     assert importance_norm(1) == 0 and importance_norm(5) == 1
-    assert recency_decay(T0 - timedelta(days=90), T0, 90) == 0.5
-    assert recency_decay(T0 + timedelta(days=1), T0, 90) == 1.0
+    w = RankWeights()
+    # importance 2: half-life 90 days; not in the past: no decay
+    assert score(mem("a", importance=2, accessed=T0 - timedelta(days=90)), 0, T0, w) == 0.20 * 0.25 + 0.15 * 0.5
+    assert score(mem("a", importance=2, accessed=T0 + timedelta(days=1)), 0, T0, w) == 0.20 * 0.25 + 0.15
 
 
 def test_score_formula_weights():

@@ -33,6 +33,9 @@ from streams.memory.model import Memory
 from streams.app.settings import Settings
 
 REGION = os.environ.get("MEMSTREAM_IT_REGION", "us-east-1")
+DIM = 256
+"""The dimension of the tests' vectors: the smallest Titan V2 output (EMBEDDER=bedrock,
+BEDROCK_EMBED_DIMENSIONS=256), which `Backend.settings` selects."""
 FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                     "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
 
@@ -127,7 +130,7 @@ class Backend:
     def settings(self, index: str, **overrides: Any) -> Settings:
         values: dict[str, Any] = {"aws_region": REGION, "s3v_bucket": self.bucket,
                                   "s3v_index_memory": index, "s3v_distance": "cosine",
-                                  "s3v_dimension": 8, "embedder": "local"}
+                                  "embedder": "bedrock", "bedrock_embed_dimensions": DIM}
         return Settings(**{**values, **overrides})
 
     def cleanup(self) -> None:
@@ -164,7 +167,7 @@ def embedding_b64(vector: Any) -> str:
     return base64.b64encode(np.asarray(vector, dtype=np.float32).tobytes()).decode()
 
 
-def memory_document(memory_id: str, summary: str, *, user_id: str = "ana", dimension: int = 8,
+def memory_document(memory_id: str, summary: str, *, user_id: str = "ana", dimension: int = DIM,
                     vector: Any = None, **fields: Any) -> dict[str, Any]:
     """A memory as the sink receives it: `Memory.model_dump(mode="json")` with its embedding."""
     if vector is None:

@@ -5,19 +5,15 @@ the network failure, moto for the paging of a real put.
 """
 from __future__ import annotations
 
-import io
-import json
 from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
 from botocore.config import Config
-from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
 from sinks.base import PermanentSinkError, SinkRecord, TransientSinkError
-from sinks.langgraph_store import EmbeddingError, TitanEmbedder
 from sinks.s3vectors import S3VectorsDestination
 from sinks.s3vectors_client import (
     Boto3VectorsClient,
@@ -50,7 +46,7 @@ def stubbed() -> Iterator[tuple[Boto3VectorsClient, Stubber]]:
 
 
 def settings() -> Settings:
-    return Settings(s3v_bucket="bkt", s3v_index_memory="idx", s3v_dimension=8)
+    return Settings(s3v_bucket="bkt", s3v_index_memory="idx", embedder="bedrock", bedrock_embed_dimensions=256)
 
 
 @pytest.mark.parametrize(("code", "status", "error"), [
@@ -97,7 +93,7 @@ async def test_only_the_vectors_the_service_refuses_are_rejected(stubbed: tuple[
     client, stubber = stubbed
     a, b = memory_document("a", "Ana has a dog."), memory_document("b", "Ana likes tea.")
     body = [{"key": v.key, "data": {"float32": v.data}, "metadata": v.metadata}
-            for v in (memory_vector(a, 8), memory_vector(b, 8))]
+            for v in (memory_vector(a, 256), memory_vector(b, 256))]
     stubber.add_client_error("put_vectors", "ValidationException", "Invalid record", 400,
                              expected_params={**WHERE, "vectors": body})
     stubber.add_response("put_vectors", {}, {**WHERE, "vectors": body[:1]})
@@ -153,35 +149,6 @@ def test_puts_and_gets_are_split_at_the_service_limits(backend: Backend) -> None
     assert sent == {"PutVectors": [500, 500, 100], "GetVectors": [100] * 11}
     assert sorted(v.key for v in client.list_vectors()) == keys
     assert sorted(v.key for v in found) == keys
-
-
-def titan_answer(embedding: list[float]) -> dict[str, Any]:
-    payload = json.dumps({"embedding": embedding, "inputTextTokenCount": 3}).encode()
-    return {"body": StreamingBody(io.BytesIO(payload), len(payload)), "contentType": "application/json"}
-
-
-def test_titan_request_and_answer() -> None:
-    bedrock = boto3.client("bedrock-runtime", region_name="us-east-1", aws_access_key_id="testing",
-                           aws_secret_access_key="testing")
-    with Stubber(bedrock) as stubber:
-        request = {"modelId": "amazon.titan-embed-text-v2:0", "contentType": "application/json",
-                   "accept": "application/json",
-                   "body": json.dumps({"inputText": "Ana has a dog.", "dimensions": 256, "normalize": True})}
-        stubber.add_response("invoke_model", titan_answer([0.5] * 256), request)
-        stubber.add_response("invoke_model", titan_answer([0.5] * 255))
-        stubber.add_client_error("invoke_model", "ThrottlingException", "slow down", 429)
-        titan = TitanEmbedder(bedrock, dimension=256)
-
-        assert titan.embed_texts(["Ana has a dog."]) == [[0.5] * 256]
-        with pytest.raises(EmbeddingError, match="no embedding of 256 numbers"):
-            titan.embed_texts(["short answer"])
-        with pytest.raises(EmbeddingError, match="ThrottlingException"):
-            titan.embed_texts(["throttled"])
-
-
-def test_titan_dimensions_are_checked() -> None:
-    with pytest.raises(ValueError, match="not 384"):
-        TitanEmbedder(object(), dimension=384)
 
 
 def test_ensure_index_tolerates_another_worker_creating_it_first(

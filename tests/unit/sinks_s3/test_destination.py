@@ -13,7 +13,7 @@ from sinks.s3vectors_layout import (
     metadata_bytes,
     vector_key,
 )
-from tests.unit.sinks_s3.conftest import Backend, bag_of_words, memory_document
+from tests.unit.sinks_s3.conftest import DIM, Backend, bag_of_words, memory_document
 
 
 def upsert(document: dict) -> SinkRecord:
@@ -39,16 +39,16 @@ def stored(backend: Backend, index: str) -> dict[str, StoredVector]:
 async def test_start_creates_the_index_with_value_json_non_filterable(backend: Backend) -> None:
     destination, index = await started(backend)
     info = backend.client(index).describe_index()
-    assert info is not None and (info.dimension, info.distance) == (8, "cosine")
+    assert info is not None and (info.dimension, info.distance) == (DIM, "cosine")
     assert set(info.non_filterable_keys or ()) == {"value_json", "namespace"}
     await destination.start()  # an existing index that fits is accepted
 
 
 async def test_start_refuses_an_index_of_another_dimension_or_distance(backend: Backend) -> None:
     _, index = await started(backend)
-    other_dimension = S3VectorsDestination(backend.settings(index, s3v_dimension=16),
+    other_dimension = S3VectorsDestination(backend.settings(index, bedrock_embed_dimensions=512),
                                            client=backend.client(index))
-    with pytest.raises(PermanentSinkError, match="has dimension 8, but the embeddings have 16"):
+    with pytest.raises(PermanentSinkError, match="has dimension 256, but the embeddings have 512"):
         await other_dimension.start()
     other_distance = S3VectorsDestination(backend.settings(index, s3v_distance="euclidean"),
                                           client=backend.client(index))
@@ -59,7 +59,7 @@ async def test_start_refuses_an_index_of_another_dimension_or_distance(backend: 
 async def test_start_refuses_an_index_where_value_json_is_filterable(backend: Backend) -> None:
     index = backend.new_index()
     client = backend.client_in_bucket(index)
-    client.create_index(dimension=8, distance="cosine", non_filterable_keys=["other"])
+    client.create_index(dimension=DIM, distance="cosine", non_filterable_keys=["other"])
     with pytest.raises(PermanentSinkError, match="without value_json, namespace as non-filterable"):
         await S3VectorsDestination(backend.settings(index), client=client).start()
 
@@ -126,7 +126,7 @@ async def test_the_service_refuses_filterable_metadata_over_2kb(backend: Backend
     """Why the layout cuts: the same document with its whole summary filterable is refused."""
     _, index = await started(backend)
     client = backend.client(index)
-    vector = StoredVector("k1", {"ns_0": "ana", "summary": "really " * 600}, bag_of_words("dog", 8))
+    vector = StoredVector("k1", {"ns_0": "ana", "summary": "really " * 600}, bag_of_words("dog", DIM))
     with pytest.raises(VectorsValidationError):
         client.put_vectors([vector])
 
@@ -134,7 +134,7 @@ async def test_the_service_refuses_filterable_metadata_over_2kb(backend: Backend
 async def test_records_that_cannot_be_laid_out_are_rejected_alone(backend: Backend) -> None:
     destination, index = await started(backend)
     good = memory_document("m1", "Ana has a dog named Luna.")
-    wrong_dimension = memory_document("m2", "Ana likes tea.", dimension=16)
+    wrong_dimension = memory_document("m2", "Ana likes tea.", dimension=512)
     no_embedding = {**memory_document("m3", "Ana likes coffee."), "embedding_b64": None}
     someone_else = memory_document("m4", "Bo likes jazz.", user_id="bo")
     records = [upsert(good), upsert(wrong_dimension), upsert(no_embedding),
@@ -143,7 +143,7 @@ async def test_records_that_cannot_be_laid_out_are_rejected_alone(backend: Backe
     rejected = await destination.write(records)
 
     assert [(r.record.key, r.reason) for r in rejected] == [
-        ("m2", "s3vectors layout: the embedding has 16 dimensions; the index has 8"),
+        ("m2", "s3vectors layout: the embedding has 512 dimensions; the index has 256"),
         ("m3", "s3vectors layout: the memory has no embedding_b64"),
         ("m4", "s3vectors layout: the document's user_id is not the record's"),
     ]

@@ -20,7 +20,7 @@ from sinks.s3vectors_layout import (
     metadata_bytes,
     vector_key,
 )
-from tests.unit.sinks_s3.conftest import memory_document
+from tests.unit.sinks_s3.conftest import DIM, memory_document
 
 STAMP = "2023-05-08T13:56:00Z"
 
@@ -40,7 +40,7 @@ def test_namespaces_that_could_collide_are_refused(namespace: tuple[str, ...]) -
 def test_memory_metadata_is_seed_002s_layout() -> None:
     document = memory_document("m1", "Ana has a dog named Luna.", category="Personal", importance=4,
                                tags=["pet"], pinned=True)
-    vector = memory_vector(document, 8)
+    vector = memory_vector(document, DIM)
 
     assert vector.key == vector_key(("ana", "semantic"), "m1")
     meta = vector.metadata
@@ -52,17 +52,17 @@ def test_memory_metadata_is_seed_002s_layout() -> None:
         "user_id": "ana", "type": "semantic", "category": "Personal", "importance": 4,
         "pinned": True, "tags": ["pet"], "summary": "Ana has a dog named Luna."}
     assert json.loads(meta["value_json"]) == {k: v for k, v in document.items() if k != "embedding_b64"}
-    assert len(vector.data or ()) == 8
+    assert len(vector.data or ()) == DIM
 
 
 def test_inactive_memories_are_not_searchable() -> None:
     document = memory_document("m1", "Ana lives in Porto.", state="superseded")
-    assert memory_vector(document, 8).metadata["is_indexed"] is False
+    assert memory_vector(document, DIM).metadata["is_indexed"] is False
 
 
 def test_document_round_trips_with_its_embedding() -> None:
     document = memory_document("m1", "Ana has a dog named Luna.", tags=["pet"], related_ids=["m0"])
-    vector = memory_vector(document, 8)
+    vector = memory_vector(document, DIM)
     assert document_of(vector) == document
     assert "embedding_b64" not in document_of(StoredVector(vector.key, vector.metadata))
 
@@ -72,7 +72,7 @@ def test_a_large_document_keeps_everything_in_value_json_and_2kb_filterable() ->
         "m1", "Ana " + "really " * 600 + "likes dogs.", category="Personal",
         tags=[f"tag-{i:03d}" for i in range(300)], entities=[f"entity {i}" for i in range(400)],
         source_turn_ids=[f"thread-1:turn-{i}" for i in range(500)])
-    vector = memory_vector(document, 8)
+    vector = memory_vector(document, DIM)
 
     filterable = filterable_part(vector.metadata)
     assert metadata_bytes(filterable) <= MAX_FILTERABLE_BYTES
@@ -108,11 +108,11 @@ def test_fields_fill_the_budget_in_priority_order() -> None:
 def test_records_that_cannot_be_laid_out_are_named(change: dict, reason: str) -> None:
     document = {**memory_document("m1", "Ana has a dog."), **change}
     with pytest.raises(LayoutError, match=reason):
-        memory_vector(document, 8)
+        memory_vector(document, DIM)
 
 
 def test_a_wrong_dimension_is_refused() -> None:
-    with pytest.raises(LayoutError, match="has 8 dimensions; the index has 1024"):
+    with pytest.raises(LayoutError, match="has 256 dimensions; the index has 1024"):
         memory_vector(memory_document("m1", "Ana has a dog."), 1024)
 
 

@@ -10,12 +10,12 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 
 from sinks.base import SinkRecord
-from sinks.langgraph_store import MissingIndexFieldError, S3VectorsStore, TitanEmbedder, UnsupportedFilterError
+from sinks.langgraph_store import EmbedderTexts, MissingIndexFieldError, S3VectorsStore, UnsupportedFilterError
 from sinks.s3vectors import S3VectorsDestination
 from sinks.s3vectors_filter import InvalidFilterError
-from tests.unit.sinks_s3.conftest import Backend, FakeBedrockRuntime, memory_document
+from streams.providers.embedders.titan import TitanV2Embedder
+from tests.unit.sinks_s3.conftest import DIM, Backend, FakeBedrockRuntime, memory_document
 
-DIM = 256
 ANA = ("ana", "semantic")
 FACTS = {
     "luna": ("Ana has a dog named Luna.", "Personal"),
@@ -33,7 +33,7 @@ def index(backend: Backend) -> str:
 
 @pytest.fixture
 def store(backend: Backend, index: str) -> S3VectorsStore:
-    store = S3VectorsStore(backend.client(index), TitanEmbedder(backend.bedrock, dimension=DIM))
+    store = S3VectorsStore(backend.client(index), EmbedderTexts(TitanV2Embedder(backend.bedrock, dimensions=DIM)))
     store.setup()
     return store
 
@@ -179,11 +179,11 @@ def test_list_namespaces(store: S3VectorsStore) -> None:
 
 async def test_it_reads_what_the_sink_wrote(backend: Backend, index: str, store: S3VectorsStore) -> None:
     """Same layout both ways: memstream's memories are a LangGraph agent's store."""
-    titan = TitanEmbedder(backend.bedrock, dimension=DIM)
+    titan = EmbedderTexts(TitanV2Embedder(backend.bedrock, dimensions=DIM))
     luna, old = ("Ana has a dog named Luna.", "Ana lives in Porto.")
     documents = [memory_document("m1", luna, dimension=DIM, vector=titan.embed_texts([luna])[0], category="Personal"),
                  memory_document("m2", old, dimension=DIM, vector=titan.embed_texts([old])[0], state="superseded")]
-    sink = S3VectorsDestination(backend.settings(index, s3v_dimension=DIM), client=backend.client(index))
+    sink = S3VectorsDestination(backend.settings(index), client=backend.client(index))
     await sink.start()
     await sink.write([SinkRecord(key=d["id"], op="upsert", user_id="ana", document=d) for d in documents])
 
@@ -218,9 +218,9 @@ def test_a_langgraph_graph_reads_memories_through_the_store(store: S3VectorsStor
 def test_from_settings_opens_the_sinks_index(backend: Backend) -> None:
     if backend.name != "moto":
         pytest.skip("creates an index named by settings")
-    settings = backend.settings("unused", s3v_dimension=None, s3vectors_bucket="sink-bucket",
+    settings = backend.settings("unused", bedrock_embed_dimensions=1024, s3vectors_bucket="sink-bucket",
                                 s3vectors_index="sink-index")
-    store = S3VectorsStore.from_settings(settings)  # creates the bucket and the 1024 d index
+    store = S3VectorsStore.from_settings(settings)  # creates the bucket and the index of the embedder (Titan, 1024 d)
 
     store.put(ANA, "k", {"summary": "Ana has a dog."}, index=False)  # no embedding: no Bedrock call
     assert backend.client("unused").describe_index() is None  # not the S3V_* index

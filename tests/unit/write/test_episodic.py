@@ -78,3 +78,23 @@ def test_observe_closes_an_episode_on_overflow_with_the_window_as_provenance():
     closing = observe(entry, turn(texts[4], 4), rules, window_n=10, seen=log["4"])
     assert closing.episode == episodes[0][0] and closing.refs == episodes[0][1], \
         "a replayed closing turn closes the same episode again"
+
+
+def test_the_daily_cap_counts_the_users_episodes_across_threads():
+    from streams.write.episodic import observe
+
+    rules = EpisodeRules(cooldown_turns=1, cooldown_minutes=10, max_per_day=2, buffer_turns=8)
+    user_day: dict = {}
+    closed = []
+    for thread in ("a", "b", "c"):
+        entry = None
+        for i, text in enumerate(["I want to plan a trip to Lisbon with Marta.",
+                                  "Done: we decided to book the Lisbon flights for June."]):
+            t = turn(text, i, role="assistant" if i else "user").model_copy(update={"thread_id": thread})
+            observed = observe(entry, t, rules, window_n=10, user_day=user_day)
+            entry = observed.entry
+            if observed.episode is not None:
+                closed.append(thread)
+                user_day = observed.user_day
+    assert closed == ["a", "b"], "the third thread's episode is over the user's daily cap"
+    assert user_day == {"day": "2024-12-30", "count": 2}

@@ -44,17 +44,35 @@ def test_greetings_filler_and_questions_give_nothing(ex: RulesExtractor, text: s
     assert ex.extract(turn(text)) == []
 
 
-def test_the_pet_example(ex: RulesExtractor) -> None:
+def test_the_pet_example_is_split_into_atomic_facts(ex: RulesExtractor) -> None:
+    """Issue 13 item 4: the adoption and the age are separate facts, only the age is keyed, so
+    "Luna turned 4" supersedes the age and leaves the adoption."""
     facts = ex.extract(turn("I adopted a dog named Luna last year, she is 3 now."))
     assert_well_formed(facts)
-    assert len(facts) == 1
-    fact = facts[0]
-    assert fact.type in {"semantic", "episodic"}
-    assert fact.summary.startswith("Caroline ")
-    assert "Luna" in fact.summary and "2022" in fact.summary  # "last year" resolved
-    assert fact.entity_key == "profile:pet:luna:age"
-    assert "Luna" in fact.entities
-    assert fact.importance >= 3
+    adoption, age = facts
+    assert adoption.summary == "Caroline adopted a dog named Luna in 2022."  # "last year" resolved
+    assert adoption.entity_key is None and "Luna" in adoption.entities
+    assert (adoption.event_start, adoption.event_end) == (date(2022, 1, 1), date(2022, 12, 31))
+    assert age.summary == "Caroline's dog Luna is 3 now."
+    assert age.entity_key == "profile:pet:luna:age"
+    assert adoption.importance >= 3 and age.importance >= 3
+
+
+@pytest.mark.parametrize(("text", "atoms"), [
+    ("My son Max is 7 and loves soccer.",
+     [("Caroline's son Max is 7.", "profile:son:max:age"), ("Caroline's son Max loves soccer.", None)]),
+    ("My dog Luna is 3 years old and has a blue collar.",
+     [("Caroline's dog Luna is 3 years old.", "profile:pet:luna:age"),
+      ("Caroline's dog Luna has a blue collar.", None)]),
+    ("My dog Luna is 3 and a half.", [("Caroline's dog Luna is 3 and a half.", "profile:pet:luna:age")]),
+])
+def test_an_age_stated_first_is_its_own_fact(ex: RulesExtractor, text: str, atoms: list) -> None:
+    assert [(f.summary, f.entity_key) for f in ex.extract(turn(text))] == atoms
+
+
+def test_a_second_subject_after_someone_of_the_speakers_is_kept(ex: RulesExtractor) -> None:
+    assert [f.summary for f in ex.extract(turn("My wife Sara is 40 and I am 42."))] == [
+        "Caroline's wife Sara is 40 and Caroline is 42."]
 
 
 def test_simple_pet_age_key(ex: RulesExtractor) -> None:

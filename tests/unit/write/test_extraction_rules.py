@@ -99,19 +99,31 @@ def test_neutral_tone() -> None:
         "John typically holds it for 30 seconds")
 
 
-def test_importance_levels() -> None:
+def test_importance_levels_spread_over_one_to_five() -> None:
+    """Seed 000 §3: what the fact is about, its trust and its sentiment's intensity; pin is 5."""
     def importance(text: str) -> int:
         facts = RulesExtractor().extract(turn(text))
         assert len(facts) == 1, facts
         return facts[0].importance
 
-    assert importance("I went to a LGBTQ support group yesterday.") == 4          # dated event
-    assert importance("I adopted a dog named Luna from the shelter.") == 4       # big event, named
-    assert importance("Max is my childhood dog.") == 3                            # identity
-    assert importance("I finished building the big wooden bookshelf for the kids' new bedroom.") == 3
-    assert importance("I love the way the evening light falls across the quiet lake.") == 2
-    assert importance("I'm going to keep it up.") == 1                            # vague
-    assert importance("I went to the store again.") == 1                          # short
+    assert importance("My grandma passed away last week and I am heartbroken.") == 5  # big, intense
+    assert importance("I got married last summer, best day of my life!") == 5
+    assert importance("Pin this: my passport expires in June 2027.") == 5            # pinned
+    assert importance("I adopted a dog named Luna from the shelter.") == 4          # big event
+    assert importance("I went to a LGBTQ support group yesterday.") == 3           # named, dated
+    assert importance("Max is my childhood dog.") == 3                               # identity
+    assert importance("I love the way the evening light falls across the quiet lake.") == 3  # felt
+    assert importance("I finished building the big wooden bookshelf for the kids' new bedroom.") == 2
+    assert importance("I'm going to keep it up.") == 1                               # vague
+    assert importance("I went to the store again.") == 1                             # short
+
+
+def test_intensity_moves_importance() -> None:
+    calm = RulesExtractor().extract(turn("I walked along the river with my neighbour after work."))
+    moved = RulesExtractor().extract(turn("I walked along the river with my neighbour after work, "
+                                          "it was wonderful and so beautiful!"))
+    assert calm[0].valence == "neutral" and moved[0].valence == "positive"
+    assert moved[0].intensity > 0.5 and moved[0].importance > calm[0].importance
 
 
 def test_every_fact_meets_the_writing_constraints() -> None:

@@ -1,0 +1,205 @@
+"""Forgetting (SPEC §4, §8; seeds 000 §6, 001 §7, 004 §7): four transitions, in this order.
+
+- purge: a soft-deleted memory whose `purge_at` has passed becomes a content-free tombstone
+  (`state=purged`, kind `purged`); its audit history is replaced by a tombstone too. The document
+  stays (without content) so that a replay of the turn that created it cannot bring it back.
+- TTL soft-delete: unused (`last_accessed`) for more than `TTL_DAYS`, importance at most
+  `TTL_IMPORTANCE_MAX`, not pinned → `state=soft_deleted`, `purge_at = now + PURGE_AFTER_DAYS`
+  (kind `soft_deleted`, reason `ttl`). Restorable until the purge (`restore` command).
+- decay archive: unused for more than `ARCHIVE_UNUSED_DAYS` and the decay weight
+  (`streams.memory.decay`) under `ARCHIVE_WEIGHT_MIN`, not pinned → `state=archived` (kind
+  `archived`, reason `decay`). Kept, never served, restorable.
+- memory cap: more than `MEMORY_CAP` active semantic memories → the excess, lowest decay weight
+  then least recently used first, never pinned, is soft-deleted (reason `memory_cap`).
+
+Every transition is announced once: the next run finds the memory in its new state. At most
+`LIFECYCLE_MAX_CHANGES` transitions per user per run; the rest wait for the next run.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from streams.lifecycle.passes import LIFECYCLE_THREAD, thread_of
+from streams.memory.decay import days_unused, decay_weight
+from streams.memory.model import Memory
+from streams.memory.state import MemoryState
+from streams.memory import ids
+from streams.memory.tables import candidate_key, thread_key
+from topics.events import MemoryEvent
+
+ACTOR = "lifecycle"
+_CONTENT_CLEARED: dict[str, Any] = {
+    "summary": "", "category": "", "tags": [], "entities": [], "entity_key": None, "related_ids": [],
+    "relations": {}, "consolidated_from": [], "source_turn_ids": [], "valence": None,
+    "intensity": None, "embedding_b64": None, "date_iso": None, "week": None, "year": None,
+    "agent_id": None, "run_id": None, "actor_id": None, "superseded_by": None, "purge_at": None,
+}
+
+
+@dataclass(frozen=True)
+class ForgetConfig:
+    ttl_days: int = 60
+    ttl_importance_max: int = 2
+    purge_after_days: int = 30
+    archive_weight_min: float = 0.05
+    archive_unused_days: int = 30
+    memory_cap: int = 200
+    max_changes: int = 100
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> ForgetConfig:
+        return cls(
+            ttl_days=settings.ttl_days, ttl_importance_max=settings.ttl_importance_max,
+            purge_after_days=settings.purge_after_days,
+            archive_weight_min=settings.archive_weight_min,
+            archive_unused_days=settings.archive_unused_days, memory_cap=settings.memory_cap,
+            max_changes=settings.lifecycle_max_changes,
+        )
+
+
+class ForgettingPass:
+    """The `forgetting` lifecycle pass (a `streams.lifecycle.passes.LifecyclePass`)."""
+
+    name = "forgetting"
+
+    def __init__(self, config: ForgetConfig = ForgetConfig()) -> None:
+        self.config = config
+
+    async def __call__(self, state: MemoryState, user_id: str, now: datetime) -> list[MemoryEvent]:
+        return forget(state, user_id, now, self.config)
+
+
+def forget(state: MemoryState, user_id: str, now: datetime, config: ForgetConfig) -> list[MemoryEvent]:
+    """Make the user's due transitions at `now` (module doc); return their events."""
+    memories = sorted(state.index.user(user_id).docs.values(), key=lambda m: m.id)
+    events: list[MemoryEvent] = []
+    budget = config.max_changes
+
+    changed: set[str] = set()
+
+    def room(memory: Memory) -> bool:
+        """Budget left, and the memory not changed yet in this run (one transition per run)."""
+        if len(events) >= budget or memory.id in changed:
+            return False
+        changed.add(memory.id)
+        return True
+
+    for memory in memories:
+        if is_purge_due(memory, now, config) and room(memory):
+            events.append(purge(state, memory, now))
+    for memory in memories:
+        if is_ttl_due(memory, now, config) and room(memory):
+            events.append(soft_delete(state, memory, now, config, "ttl"))
+    for memory in memories:
+        if is_archive_due(memory, now, config) and room(memory):
+            events.append(transition(state, memory, now, "archived", "decay", {"state": "archived"},
+                                     weight=round(decay_weight(memory, now), 4)))
+    for memory in over_cap(state, user_id, now, config, changed):
+        if room(memory):
+            events.append(soft_delete(state, memory, now, config, "memory_cap"))
+    return events
+
+
+def purge_time(memory: Memory, config: ForgetConfig) -> datetime:
+    """When a soft-deleted memory is purged: its `purge_at`, or, for one soft-deleted by a
+    command (which sets none), `PURGE_AFTER_DAYS` after that change."""
+    return memory.purge_at or memory.updated_at + timedelta(days=config.purge_after_days)
+
+
+def is_purge_due(memory: Memory, now: datetime, config: ForgetConfig) -> bool:
+    return (memory.state == "soft_deleted" and not memory.pinned
+            and purge_time(memory, config) <= now)
+
+
+def is_ttl_due(memory: Memory, now: datetime, config: ForgetConfig) -> bool:
+    return (memory.state in ("active", "archived") and not memory.pinned
+            and memory.importance <= config.ttl_importance_max
+            and days_unused(memory, now) > config.ttl_days)
+
+
+def is_archive_due(memory: Memory, now: datetime, config: ForgetConfig) -> bool:
+    return (memory.state == "active" and not memory.pinned
+            and days_unused(memory, now) > config.archive_unused_days
+            and decay_weight(memory, now) < config.archive_weight_min)
+
+
+def over_cap(state: MemoryState, user_id: str, now: datetime, config: ForgetConfig,
+             changed: set[str] = frozenset()) -> list[Memory]:  # type: ignore[assignment]
+    """The active semantic memories past the cap, in eviction order: lowest decay weight, then
+    least recently used, then id (deterministic); pinned ones count but are never evicted.
+    Memories in `changed` left the active ones in this run already."""
+    active = [m for m in state.index.user(user_id).docs.values()
+              if m.state == "active" and m.type == "semantic" and m.id not in changed]
+    excess = len(active) - config.memory_cap
+    if excess <= 0:
+        return []
+    evictable = sorted((m for m in active if not m.pinned),
+                       key=lambda m: (decay_weight(m, now), m.last_accessed, m.id))
+    return evictable[:excess]
+
+
+def soft_delete(state: MemoryState, memory: Memory, now: datetime, config: ForgetConfig,
+                reason: str) -> MemoryEvent:
+    purge_at = now + timedelta(days=config.purge_after_days)
+    return transition(state, memory, now, "soft_deleted", reason,
+                      {"state": "soft_deleted", "purge_at": purge_at})
+
+
+def transition(state: MemoryState, memory: Memory, now: datetime, kind: str, reason: str,
+               update: dict[str, Any], weight: float | None = None) -> MemoryEvent:
+    """Store `memory` changed by `update` and announce it as `kind` (with `reason`)."""
+    changed = memory.model_copy(update={**update, "version": memory.version + 1, "updated_at": now})
+    state.store(changed)
+    meta: dict[str, Any] = {"reason": reason}
+    if weight is not None:
+        meta["weight"] = weight
+    if changed.purge_at is not None:
+        meta["purge_at"] = changed.purge_at.isoformat()
+    return state.announce(kind, changed, thread_of(memory), now, meta, old=memory, actor=ACTOR)
+
+
+def purge(state: MemoryState, memory: Memory, now: datetime) -> MemoryEvent:
+    """Replace the memory by a content-free tombstone (its vector leaves the document too)."""
+    tombstone = memory.model_copy(update={**_CONTENT_CLEARED, "state": "purged",
+                                          "version": memory.version + 1, "updated_at": now})
+    # Not `state.store`: that would copy the vector back into the document from the index.
+    state.tables.memories[tombstone.id] = tombstone.model_dump(mode="json")
+    state.index.user(tombstone.user_id).update_doc(tombstone)
+    event = state.announce("purged", tombstone, thread_of(memory), now, {"reason": "purge_at"},
+                           actor=ACTOR)
+    for thread_id in sorted({thread_of(memory), LIFECYCLE_THREAD}):
+        scrub_change_log(state, memory.user_id, thread_id, memory.id)
+    scrub_applied(state, memory)
+    return event
+
+
+FACT_INDEXES = range(6)
+"""Fact indexes a turn's candidates can have (up to 5 facts, then its episode)."""
+
+
+def scrub_applied(state: MemoryState, memory: Memory) -> None:
+    """Replace the `applied` records of the candidates a purged memory came from by content-free
+    ones: they keep blocking a replay of those turns (which must not bring the memory back),
+    without the memory's summary in their events and writes."""
+    refs = {part for ref in memory.source_turn_ids
+            for part in (tuple(ref.split(":", 1)), tuple(ref.rsplit(":", 1))) if len(part) == 2}
+    for thread_id, turn_id in sorted(refs):
+        for index in FACT_INDEXES:
+            key = candidate_key(memory.user_id, ids.memory_id(memory.user_id, thread_id, turn_id, index))
+            record = state.tables.applied.get(key)
+            if record and record.get("memory_id") == memory.id and record.get("events"):
+                state.tables.applied[key] = {"outcome": "purged", "memory_id": memory.id, "events": []}
+
+
+def scrub_change_log(state: MemoryState, user_id: str, thread_id: str, memory_id: str) -> None:
+    """Blank the summary and category of a purged memory's lines in a thread's change log (the
+    delta header then shows that something was forgotten, never what)."""
+    thread = state.revisions.thread(user_id, thread_id)
+    changes = thread.get("changes", [])
+    if not any(c.get("memory_id") == memory_id and c.get("summary") for c in changes):
+        return
+    thread["changes"] = [{**c, "summary": "", "category": ""} if c.get("memory_id") == memory_id
+                         else c for c in changes]
+    state.revisions.table[thread_key(user_id, thread_id)] = thread

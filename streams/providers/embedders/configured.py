@@ -1,0 +1,52 @@
+"""The embedder the settings name, and its profile, for every part that needs them.
+
+The worker (`streams.app.services`), the S3 Vectors sink and the LangGraph `S3VectorsStore` all
+take the vector dimension from `embedder_profile(settings)`, so the index, the vectors the worker
+writes and the query vectors of the store can never disagree.
+"""
+from __future__ import annotations
+
+from collections.abc import Hashable
+from pathlib import Path
+from typing import Any
+
+from streams.app.settings import Settings
+from streams.providers.embedders import BEDROCK, Embedder, EmbedderProfile, create_embedder, profile_of
+from streams.providers.embedders.titan import TitanOptions, TitanV2Embedder
+
+
+def titan_options(settings: Settings) -> TitanOptions:
+    """The BEDROCK_EMBED_* settings (and AWS_REGION) as the Titan embedder's options."""
+    return TitanOptions(
+        region=settings.aws_region, model_id=settings.bedrock_embed_model_id,
+        dimensions=settings.bedrock_embed_dimensions, concurrency=settings.bedrock_embed_concurrency,
+        connect_timeout_s=settings.bedrock_embed_connect_timeout_seconds,
+        read_timeout_s=settings.bedrock_embed_read_timeout_seconds,
+        attempts=settings.bedrock_embed_attempts,
+        backoff_initial_s=settings.bedrock_embed_backoff_initial_ms / 1000,
+        backoff_max_s=settings.bedrock_embed_backoff_max_ms / 1000,
+    )
+
+
+def embedder_profile(settings: Settings) -> EmbedderProfile:
+    """The profile (name, dimension, dedup bands) of the EMBEDDER setting, without loading it;
+    raises `EmbedderError` for an unknown kind."""
+    if settings.embedder == BEDROCK:
+        return profile_of(BEDROCK, dimensions=settings.bedrock_embed_dimensions)
+    return profile_of(settings.embedder)
+
+
+def embedder_key(settings: Settings, cache_dir: Path | None) -> Hashable:
+    """What identifies one loaded embedder: two settings with the same key share it."""
+    if settings.embedder == BEDROCK:
+        return (BEDROCK, titan_options(settings))
+    return (settings.embedder, settings.embed_batch_size, cache_dir)
+
+
+def build_embedder(settings: Settings, cache_dir: Path | None = None, *,
+                   bedrock_client: Any | None = None) -> Embedder:
+    """The embedder of the settings (loaded now). `bedrock_client`: the `bedrock-runtime` client
+    of the `bedrock` kind (default: one from the AWS credential chain with BEDROCK_EMBED_* timeouts)."""
+    if settings.embedder == BEDROCK:
+        return TitanV2Embedder.create(titan_options(settings), client=bedrock_client)
+    return create_embedder(settings.embedder, settings.embed_batch_size, cache_dir)

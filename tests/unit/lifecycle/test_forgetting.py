@@ -1,0 +1,108 @@
+"""The forgetting pass over a user's memories, at event times the test chooses."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+
+from streams.lifecycle.forgetting import ForgetConfig, ForgettingPass
+from streams.memory.decay import decay_weight, half_life_days
+from streams.memory.model import Memory
+from tests.unit.memory.test_memory_state import state as memory_state
+
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+CONFIG = ForgetConfig(ttl_days=60, ttl_importance_max=2, purge_after_days=30,
+                      archive_weight_min=0.05, archive_unused_days=30, memory_cap=200)
+
+
+def memory(memory_id: str, importance: int = 2, pinned: bool = False, accessed: datetime = T0,
+           kind: str = "semantic") -> Memory:
+    return Memory(id=memory_id, user_id="u", type=kind, summary=f"Ana fact {memory_id}.",  # type: ignore[arg-type]
+                  importance=importance, pinned=pinned, created_at=T0, updated_at=T0,
+                  last_accessed=accessed, thread_id="t1", source_turn_ids=[f"t1:{memory_id}"])
+
+
+def seeded(*memories: Memory):  # type: ignore[no-untyped-def]
+    s = memory_state()
+    for position, m in enumerate(memories):
+        s.store(m, np.asarray([1.0, position + 1.0], dtype=np.float32) / np.hypot(1, position + 1))
+    return s
+
+
+async def run(s, days: float, config: ForgetConfig = CONFIG):  # type: ignore[no-untyped-def]
+    return await ForgettingPass(config)(s, "u", T0 + timedelta(days=days))
+
+
+async def test_an_unimportant_memory_unused_for_61_days_is_soft_deleted_once_with_a_purge_date():
+    s = seeded(memory("old"), memory("important", importance=4), memory("pinned", pinned=True))
+    assert await run(s, 59) == [], "not yet 60 days"
+    events = await run(s, 61)
+    assert [(e.kind, e.memory_id, e.meta["reason"]) for e in events] == [("soft_deleted", "old", "ttl")]
+    old = s.memory("old")
+    assert old is not None and old.state == "soft_deleted"
+    assert old.purge_at == T0 + timedelta(days=91)
+    assert s.history("old")[-1]["verb"] == "TTL" and s.history("old")[-1]["actor"] == "lifecycle"
+    assert await run(s, 61) == [], "a transition is announced once"
+    assert s.changes_since("u", "t1", 0)[0]["kind"] == "soft_deleted"
+
+
+async def test_the_purge_comes_after_the_window_and_leaves_a_content_free_tombstone():
+    s = seeded(memory("old"))
+    await run(s, 61)
+    assert await run(s, 90) == [], "still restorable"
+    events = await run(s, 91)
+    assert [(e.kind, e.summary) for e in events] == [("purged", "")]
+    raw = s.tables.memories["old"]
+    assert raw["state"] == "purged" and raw["summary"] == "" and raw["source_turn_ids"] == []
+    assert raw["embedding_b64"] is None
+    assert [entry["verb"] for entry in s.history("old")] == ["PURGE"]
+    assert all("fact old" not in c["summary"] for c in s.changes_since("u", "t1", 0))
+    assert await run(s, 200) == []
+
+
+async def test_decay_archives_a_memory_whose_weight_fell_and_ttl_is_a_separate_control():
+    # importance 3: half-life 180 d, weight 0.5 · 0.5^(d/180) < 0.05 after ~598 days; TTL never
+    s = seeded(memory("mid", importance=3), memory("fresh", importance=3, accessed=T0 + timedelta(days=590)))
+    assert await run(s, 590) == []
+    events = await run(s, 600)
+    assert [(e.kind, e.memory_id, e.meta["reason"]) for e in events] == [("archived", "mid", "decay")]
+    assert s.memory("mid").state == "archived"  # type: ignore[union-attr]
+    assert s.index.user("u").search(np.asarray([1.0, 1.0]) / np.sqrt(2), 5)[0][0].id == "fresh"
+
+
+def test_decay_weight_follows_the_seed_half_lives():
+    assert [half_life_days(i) for i in (1, 2, 3, 4, 5)] == [30, 90, 180, 180, 365]
+    m = memory("x", importance=5)
+    assert decay_weight(m, T0) == 1.0
+    assert abs(decay_weight(m, T0 + timedelta(days=365)) - 0.5) < 1e-9
+
+
+async def test_the_cap_evicts_lowest_weight_then_oldest_and_never_a_pinned_memory():
+    config = ForgetConfig(ttl_days=10_000, archive_unused_days=10_000, memory_cap=3)
+    s = seeded(memory("pinned-old", importance=1, pinned=True, accessed=T0),
+               memory("weak", importance=2, accessed=T0 + timedelta(days=5)),
+               memory("weak-older", importance=2, accessed=T0 + timedelta(days=4)),
+               memory("strong", importance=5, accessed=T0),
+               memory("episode", importance=1, kind="episodic"))
+    events = await run(s, 6, config)
+    assert [(e.kind, e.memory_id, e.meta["reason"]) for e in events] == [
+        ("soft_deleted", "weak-older", "memory_cap")]
+    assert s.memory("pinned-old").state == "active"  # type: ignore[union-attr]
+    assert s.memory("episode").state == "active", "the cap counts semantic memories"  # type: ignore[union-attr]
+    assert await run(s, 6, config) == []
+
+
+async def test_a_run_makes_at_most_max_changes_and_the_rest_wait():
+    s = seeded(*(memory(f"m{i}") for i in range(5)))
+    config = ForgetConfig(max_changes=2)
+    assert len(await run(s, 61, config)) == 2
+    assert len(await run(s, 61, config)) == 2
+    assert len(await run(s, 61, config)) == 1
+
+
+async def test_a_memory_makes_one_transition_per_run():
+    # importance 1: its decay weight is 0, so it is due for archiving and for the TTL at once
+    s = seeded(memory("trivial", importance=1))
+    events = await run(s, 61)
+    assert [e.kind for e in events] == ["soft_deleted"]
+    assert s.memory("trivial").state == "soft_deleted"  # type: ignore[union-attr]

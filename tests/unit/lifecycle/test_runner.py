@@ -1,0 +1,109 @@
+"""The lifecycle runner in the in-process pipeline (the worker's stages without Kafka): turns
+whose event times the test sets, idle users aged by the partition's watermark, passes that fail."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from streams.app.settings import Settings
+from streams.lifecycle.passes import ordered
+from streams.memory.state import MemoryState
+from streams.observability.metrics import REGISTRY
+from streams.pipeline.inprocess import InProcessPipeline
+from topics import names
+from topics.events import MemoryEvent
+from topics.turns import Turn
+
+T0 = datetime(2024, 1, 1, 9, tzinfo=timezone.utc)
+
+
+def turn(user: str, turn_id: str, text: str, days: float) -> Turn:
+    return Turn(user_id=user, thread_id="t1", turn_id=turn_id, role="user", speaker="Ana",
+                text=text, ts=T0 + timedelta(days=days))  # type: ignore[arg-type]
+
+
+def events(pipeline: InProcessPipeline) -> list[MemoryEvent]:
+    from streams.privacy.payloads import open_event
+
+    return [open_event(pipeline.sealed.sealer, MemoryEvent.model_validate_json(r.value or b""))
+            for r in pipeline.topics.sent[names.MEMORY_EVENTS]]
+
+
+def pipeline(tmp_path, embedder, passes=(), **settings) -> InProcessPipeline:  # type: ignore[no-untyped-def]
+    return InProcessPipeline(Settings(table_store="memory://", data_dir=tmp_path, **settings),
+                             embedder, passes)
+
+
+class Recording:
+    """A pass that notes when it ran; `fail` makes it raise."""
+
+    def __init__(self, name: str, fail: bool = False) -> None:
+        self.name = name
+        self.fail = fail
+        self.runs: list[tuple[str, datetime]] = []
+
+    async def __call__(self, state: MemoryState, user_id: str, now: datetime) -> list[MemoryEvent]:
+        self.runs.append((user_id, now))
+        if self.fail:
+            raise RuntimeError("boom")
+        return []
+
+
+async def test_an_idle_user_is_aged_by_the_other_users_of_the_partition(tmp_path, minilm_embedder):
+    p = pipeline(tmp_path, minilm_embedder)
+    await p.ingest([turn("idle", "1", "I play the cello.", 0)])
+    await p.ingest([turn("busy", "1", "I drive a red Toyota.", 31),
+                    turn("busy", "2", "My sister Marta lives in Porto.", 61)])
+    cello = next(m for m in p.store.user_memories("idle"))
+    assert cello.state == "soft_deleted", "the idle user never spoke again, and still aged"
+    kinds = [(e.user_id, e.kind, e.meta.get("reason")) for e in events(p)]
+    # importance 1: archived for its decay weight after 30 days, TTL soft-deleted after 60
+    assert ("idle", "archived", "decay") in kinds and ("idle", "soft_deleted", "ttl") in kinds
+    assert kinds.count(("idle", "soft_deleted", "ttl")) == 1
+    hits = await p.query("idle", "What instrument does Ana play?", 5)
+    assert hits == []
+
+
+async def test_passes_run_in_the_contract_order_once_per_period_at_the_watermark(tmp_path, minilm_embedder):
+    later = [Recording("insights"), Recording("consolidation"), Recording("promotion")]
+    assert [x.name for x in ordered(later)] == ["promotion", "consolidation", "insights"]
+    insights = later[0]
+    p = pipeline(tmp_path, minilm_embedder, passes=later)
+    await p.ingest([turn("u", str(i), f"I visited city number {i} today.", i * 0.25) for i in range(6)])
+    assert [now for _, now in insights.runs] == [T0, T0 + timedelta(days=1)], \
+        "once per event-time day, at the watermark, never the wall clock"
+
+
+async def test_a_failing_pass_is_counted_and_the_others_and_the_partition_go_on(tmp_path, minilm_embedder):
+    before = REGISTRY.get_sample_value("memstream_lifecycle_errors_total",
+                                       {"lifecycle_pass": "promotion", "error": "RuntimeError"}) or 0
+    failing, after = Recording("promotion", fail=True), Recording("insights")
+    p = pipeline(tmp_path, minilm_embedder, passes=[failing, after])
+    await p.ingest([turn("u", "1", "I play the cello.", 0), turn("u", "2", "I drive a red Toyota.", 2)])
+    assert len(failing.runs) == 2 and len(after.runs) == 2
+    assert p.outcomes()["created"] == 2
+    assert REGISTRY.get_sample_value("memstream_lifecycle_errors_total",
+                                     {"lifecycle_pass": "promotion", "error": "RuntimeError"}) == before + 2
+
+
+async def test_a_replay_in_other_batches_makes_the_same_transitions(tmp_path, minilm_embedder):
+    turns = [turn("idle", "1", "I play the cello.", 0), turn("idle", "2", "I like green tea.", 0.1),
+             *(turn("busy", str(i), f"I visited city number {i} today.", 20 + i * 9) for i in range(10))]
+    runs = []
+    for batch in (1, 7):
+        p = pipeline(tmp_path / str(batch), minilm_embedder, dedup_batch_size=batch)
+        await p.ingest(turns)
+        runs.append([(e.event_id, e.kind, e.ts) for e in events(p)
+                     if e.user_id == "idle" and e.kind in ("archived", "soft_deleted", "purged")])
+    assert runs[0] == runs[1] and any(kind == "soft_deleted" for _, kind, _ in runs[0])
+
+
+async def test_a_redelivered_record_re_sends_the_lifecycle_events_it_made(tmp_path, minilm_embedder):
+    p = pipeline(tmp_path, minilm_embedder)
+    await p.ingest([turn("idle", "1", "I play the cello.", 0), turn("busy", "1", "I drive a red Toyota.", 61)])
+    made = [e for e in events(p) if e.kind == "soft_deleted"]
+    assert len(made) == 1
+    last = p.topics.sent[names.MEMORY_CANDIDATES][-1]
+    # the worker was killed before committing: the last record comes again
+    await p.dedup_stage.handle_batch([last])
+    again = [e for e in events(p) if e.kind == "soft_deleted"]
+    assert again == made * 2, "the same event (same id) again, nothing new made"

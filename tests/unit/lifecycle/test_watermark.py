@@ -1,0 +1,76 @@
+"""The partition's event-time watermark and its calendar of due runs."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from streams.lifecycle import watermark
+from streams.lifecycle.watermark import PartitionClock, hour_slot
+
+T0 = datetime(2024, 1, 1, 10, 30, tzinfo=timezone.utc)
+
+
+def test_the_watermark_only_moves_forward_and_is_per_partition():
+    table: dict = {}
+    clock = PartitionClock(table)
+    assert clock.watermark(0) is None
+    assert clock.advance(0, T0) == T0
+    assert clock.advance(0, T0 - timedelta(days=3)) == T0, "an old turn never moves it back"
+    assert clock.watermark(1) is None
+    assert PartitionClock(table).watermark(0) == T0, "kept in the table: a restart resumes it"
+
+
+def test_the_table_is_written_when_the_watermark_enters_a_new_hour_only():
+    writes: list[str] = []
+
+    class Table(dict):
+        def __setitem__(self, key, value):  # type: ignore[no-untyped-def]
+            writes.append(key)
+            super().__setitem__(key, value)
+
+    table = Table()
+    clock = PartitionClock(table)
+    for minutes in range(0, 120, 5):
+        clock.advance(0, T0 + timedelta(minutes=minutes))
+    assert len(writes) == 3, "10:30, 11:05 and 12:05: each starts a new (rounded up) hour"
+    assert clock.watermark(0) == T0 + timedelta(minutes=115)
+    assert PartitionClock(table).watermark(0) == T0 + timedelta(minutes=95), \
+        "a restart resumes from the last hour written"
+
+
+def test_a_slot_rounds_up_so_a_slot_at_or_before_the_watermark_holds_only_due_runs():
+    assert hour_slot(T0) == "2024-01-01T11"
+    assert hour_slot(T0.replace(minute=0)) == "2024-01-01T10"
+
+
+def test_due_users_come_out_earliest_first_a_bounded_number_at_a_time(monkeypatch):
+    monkeypatch.setattr(watermark, "CHUNK", 2)
+    table: dict = {}
+    clock = PartitionClock(table)
+    for i in range(5):
+        clock.schedule(0, f"u{i}", T0 + timedelta(days=1))
+    clock.schedule(0, "early", T0)
+    clock.schedule(0, "late", T0 + timedelta(days=9))
+    clock.schedule(1, "other-partition", T0)
+    assert clock.take_due(0, T0 - timedelta(hours=2), 10) == [], "nothing due yet"
+    first = clock.take_due(0, T0 + timedelta(days=2), 3)
+    assert first[0] == "early" and len(first) == 3
+    rest = clock.take_due(0, T0 + timedelta(days=2), 10)
+    assert sorted(first[1:] + rest) == [f"u{i}" for i in range(5)]
+    assert clock.take_due(0, T0 + timedelta(days=2), 10) == []
+    assert clock.take_due(0, T0 + timedelta(days=10), 10) == ["late"]
+    assert [k for k in table if '"due"' in k] == ['["due","1","2024-01-01T11","0"]'], \
+        "emptied chunks leave the table"
+
+
+def test_the_outbox_keeps_the_last_records_events_only(monkeypatch):
+    from streams.lifecycle.watermark import Outbox
+
+    monkeypatch.setattr(watermark, "OUTBOX_RECORDS", 2)
+    table: dict = {}
+    outbox = Outbox(table)
+    for offset in (10, 11, 12):
+        outbox.keep(0, offset, [["u", f"event-{offset}"]])
+    assert outbox.sent(0, 10) is None, "too old: dropped"
+    assert outbox.sent(0, 12) == [["u", "event-12"]]
+    assert outbox.sent(0, 13) is None and outbox.sent(1, 12) is None
+    assert len(table) == 3, "two records and their index"

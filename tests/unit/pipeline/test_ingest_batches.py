@@ -1,0 +1,75 @@
+"""Ingest takes turns in batches: each turn is decided in its own record's scope, the whole
+batch's candidates are embedded in one model call, and a bad record in the middle is
+dead-lettered while the others go on, in turn order."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+from streams.app.settings import Settings
+from streams.pipeline.inprocess import InProcessPipeline
+from streams.pipeline.records import Record
+from topics import names
+from topics.candidates import CANDIDATE_RECORD, Candidate
+from streams.privacy.payloads import open_record
+from tests.unit.pipeline.test_inprocess import turn
+
+
+def record(offset: int, value: bytes) -> Record:
+    return Record(names.CHAT_TURNS, 0, offset, b"ana", value, None)
+
+
+def turn_record(offset: int, text: str) -> Record:
+    return record(offset, turn(str(offset), text).model_dump_json().encode())
+
+
+async def test_a_batch_is_embedded_in_one_call_and_sent_in_turn_order(tmp_path, minilm_embedder):
+    pipeline = InProcessPipeline(Settings(table_store="memory://", data_dir=tmp_path), minilm_embedder)
+    stage = pipeline.ingest_stage
+    calls: list[list[str]] = []
+    real = stage.embed
+
+    async def embed(texts):  # type: ignore[no-untyped-def]
+        calls.append(list(texts))
+        return await real(texts)
+
+    scopes: list[int] = []
+
+    @contextmanager
+    def scope(r: Record) -> Iterator[None]:
+        scopes.append(r.offset)
+        yield
+
+    stage.embed, stage.record_scope = embed, scope
+    records = [turn_record(1, "I adopted a dog named Luna last year."),
+               record(2, b"{not json"),
+               turn_record(3, "I work as a nurse at the city hospital.")]
+
+    emitted = await stage.handle_batch(records)
+
+    assert emitted[1] == 0 and emitted[0] >= 1 and emitted[2] >= 1
+    assert len(calls) == 1, "one model call for the whole batch"
+    assert len(calls[0]) == emitted[0] + emitted[2]
+    # every record is decided, and its records sent, in its own scope
+    assert scopes == [1, 2, 3, 1, 3]
+    sent = [Candidate.model_validate(CANDIDATE_RECORD.validate_python(
+        open_record(pipeline.sealed.sealer, r.value or b"")))
+            for r in pipeline.topics.sent[names.MEMORY_CANDIDATES]]
+    assert [c.turn.turn_id for c in sent] == ["1"] * emitted[0] + ["3"] * emitted[2]
+    assert all(c.vector_b64 for c in sent), "each candidate carries its vector"
+    assert len(pipeline.topics.sent[names.CHAT_TURNS_DLQ]) == 1
+
+
+async def test_when_the_model_fails_the_batch_goes_without_vectors(tmp_path, minilm_embedder):
+    pipeline = InProcessPipeline(Settings(table_store="memory://", data_dir=tmp_path), minilm_embedder)
+    stage = pipeline.ingest_stage
+
+    async def broken(texts):  # type: ignore[no-untyped-def]
+        raise RuntimeError("model gone")
+
+    stage.embed = broken
+    emitted = await stage.handle_batch([turn_record(1, "I adopted a dog named Luna last year.")])
+    assert emitted == [1]
+    [sent] = pipeline.topics.sent[names.MEMORY_CANDIDATES]
+    candidate = CANDIDATE_RECORD.validate_python(open_record(pipeline.sealed.sealer, sent.value or b""))
+    assert isinstance(candidate, Candidate) and candidate.vector_b64 is None
