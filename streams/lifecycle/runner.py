@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from streams.lifecycle.consent_expiry import ConsentExpiryPass
 from streams.lifecycle.forgetting import ForgetConfig, ForgettingPass
 from streams.lifecycle.passes import LifecyclePass, ordered
 from streams.lifecycle.watermark import Outbox, PartitionClock
@@ -145,4 +146,4 @@ class LifecycleRunner:
 def service_passes(settings: Any, services: Any) -> list[LifecyclePass]:
     """The lifecycle passes the worker and the in-process pipeline run (in `PASS_ORDER` by the
     runner). `services` (`streams.app.services.Services`) gives a pass its embedder or LLM."""
-    return [ForgettingPass(ForgetConfig.from_settings(settings))]
+    return [ForgettingPass(ForgetConfig.from_settings(settings)), ConsentExpiryPass()]
