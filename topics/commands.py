@@ -11,7 +11,7 @@ from topics.turns import ID_PATTERN
 
 CommandKind = Literal[
     "forget", "dont_remember", "pin", "unpin", "edit", "delete", "restore", "purge_user",
-    "block_topic", "unblock_topic", "touch", "proactivity_feedback",
+    "block_topic", "unblock_topic", "touch", "proactivity_feedback", "consent",
 ]
 _NEEDS = {
     "edit": ("memory_id", "text"),
@@ -20,6 +20,7 @@ _NEEDS = {
     "unblock_topic": ("topic",),
     "touch": ("memory_ids",),
     "proactivity_feedback": ("feedback",),
+    "consent": ("decision",),
 }
 
 
@@ -28,6 +29,10 @@ class Command(BaseModel):
 
     A memory is named by `memory_id`, or (forget, pin, unpin, delete) described by `query`,
     which matches the user's closest active memories.
+
+    `consent` accepts or rejects a proposed change of a sensitive profile field
+    (`streams.memory.consent`): `proposal_id` names it; without one (an acknowledgement said in
+    chat, "yes, update it") it is the thread's latest proposal, if recent.
 
     `touch` records a read: the query API sends it with the ids it returned and `ts` = the
     read time, and the commands stage refreshes `last_accessed`/`access_count` (a read never
@@ -48,6 +53,8 @@ class Command(BaseModel):
     query: str | None = Field(None, max_length=2000)
     text: str | None = Field(None, max_length=280)
     topic: str | None = Field(None, max_length=200)
+    proposal_id: str | None = Field(None, max_length=200, description="consent: the proposal.")
+    decision: Literal["accept", "reject"] | None = Field(None, description="consent: the answer.")
     actor: str = Field("user", max_length=200)
     feedback: Literal["acted", "ignored"] | None = Field(
         None, description="proactivity_feedback: what became of the user's last proactivity "

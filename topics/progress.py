@@ -7,7 +7,7 @@ from pydantic import BaseModel
 
 Outcome = Literal[
     "skipped", "created", "updated", "superseded", "duplicate", "blocked", "dlq", "disabled", "command",
-    "applied", "candidates", "purged",
+    "applied", "candidates", "purged", "proposed",
 ]
 
 
@@ -15,7 +15,8 @@ class TurnProgress(BaseModel):
     """Outcome of fact `fact_index` of `fact_count` of one turn (fact_count 0: nothing to store).
 
     The ingest stage reports every turn once: `candidates` (with how many), `skipped`,
-    `command`, `disabled`; each fact then gets its dedup outcome (`created`, `updated`, …), and
+    `command`, `disabled`; each fact then gets its dedup outcome (`created`, `updated`, …, `proposed`: held for the
+    user's consent, `streams.memory.consent`), and
     a command said in chat its `applied`. A turn is done when every fact has one.
     `queued_ms`/`work_ms`: how long the record waited for the stage, and how long the stage
     worked on it, for the benchmark's per-stage breakdown.

@@ -100,6 +100,12 @@ OPERATIONS: tuple[Operation, ...] = (
               params=WRITE_PARAMS),
     Operation("delete", USER + "/blocked-topics/{topic}", "Unblock a topic.", WRITE,
               params=WRITE_PARAMS),
+    Operation("get", USER + "/proposals", "The user's profile changes waiting for consent "
+              "(preferred name, pronouns, city, language), oldest first.", {200: m.ProposalList}),
+    Operation("post", USER + "/proposals/{proposal_id}/accept", "Consent: apply the proposed "
+              "change (the old value is superseded).", WRITE, params=WRITE_PARAMS),
+    Operation("post", USER + "/proposals/{proposal_id}/reject", "Reject the proposed change.",
+              WRITE, params=WRITE_PARAMS),
     *(Operation("get", path, f"Faust's built-in view {path} (admin key): partition routing "
                 "and raw table entries, for operators.", {200: "object"}, tag="faust")
       for path in ("/", "/router/", "/router/topics", "/router/{name}/", "/router/{name}/{key}/",

@@ -26,6 +26,7 @@ from streams.api.command_waiter import Outcome, outcome_of_applied
 from streams.api.registry_models import EditBody, MemoryView, TopicBody
 from streams.api.routing import route_to_owner
 from streams.api.views import MemstreamView, add_views, error
+from streams.memory.consent import pending_proposals
 from streams.memory.model import Memory
 from streams.memory.tables import command_key
 from topics.commands import Command
@@ -276,6 +277,8 @@ class UserExport(RegistryView):
         return self.json({
             "user_id": user_id,
             "blocked_topics": current.blocked_topics(user_id),
+            "proposals": [p for p in pending_proposals(current, user_id, None)
+                          if scope is None or p["category"].casefold() in scope],
             "memories": [{**MemoryView.of(m), "history": current.history(m.id)} for m in docs],
         })
 
@@ -314,6 +317,38 @@ class BlockedTopic(RegistryView):
         return await self.send_commands(request, user_id, [("unblock_topic", {"topic": topic})])
 
 
+class Proposals(RegistryView):
+    """GET: the user's profile changes waiting for consent (seed 001 §10), oldest first."""
+
+    @route_to_owner()
+    async def get(self, request: Request, user_id: str) -> Response:
+        scope = self.scope(request)
+        items = [p for p in pending_proposals(self.memstream.store.state(), user_id,
+                                              self.memstream.store.user_clock(user_id))
+                 if scope is None or p["category"].casefold() in scope]
+        return self.json({"user_id": user_id, "items": items})
+
+
+def _proposal_action(decision: str, doc: str) -> type[View]:
+    """A POST route that answers one pending proposal with a `consent` command."""
+
+    class Action(RegistryView):
+        @route_to_owner()
+        async def post(self, request: Request, user_id: str, proposal_id: str) -> Response:
+            scope = self.scope(request)
+            pending = pending_proposals(self.memstream.store.state(), user_id,
+                                        self.memstream.store.user_clock(user_id))
+            if not any(p["id"] == proposal_id and (scope is None or p["category"].casefold() in scope)
+                       for p in pending):
+                return error(404, "no such pending proposal")
+            return await self.send_commands(request, user_id, [
+                ("consent", {"proposal_id": proposal_id, "decision": decision})])
+
+    Action.__name__ = Action.__qualname__ = f"Proposal{decision.title()}"
+    Action.__doc__ = doc
+    return Action
+
+
 class CommandStatus(RegistryView):
     """GET: whether a command of the user was applied, and its events (?wait=<s> to wait)."""
 
@@ -350,6 +385,11 @@ ROUTES: dict[str, type[View]] = {
     USER + "/blocked-topics": BlockedTopics,
     USER + "/blocked-topics/{topic}": BlockedTopic,
     USER + "/commands/{command_id}": CommandStatus,
+    USER + "/proposals": Proposals,
+    **{USER + "/proposals/{proposal_id}/" + decision: _proposal_action(decision, doc)
+       for decision, doc in (
+           ("accept", "POST: apply the proposed profile change (the user's consent)."),
+           ("reject", "POST: drop the proposed profile change; the current value stays."))},
 }
 
 

@@ -81,6 +81,7 @@ class ExportedMemory(MemoryView):
 class Export(BaseModel):
     user_id: str
     blocked_topics: list[str]
+    proposals: list[ProposalView] = Field(default_factory=list, description="Pending profile changes.")
     memories: list[ExportedMemory]
 
 
@@ -112,3 +113,31 @@ class WriteResult(BaseModel):
 
 class Error(BaseModel):
     error: str
+
+
+class ProposalView(BaseModel):
+    """A profile change waiting for the user's consent (seed 001 §10): the field, the current
+    and the proposed value, where it was said, and when it expires (event time)."""
+
+    id: str
+    field: str = Field(description="preferred_name, pronouns, city, language (sensitive) or a benign field.")
+    kind: Literal["sensitive", "benign"]
+    entity_key: str
+    category: str
+    current_id: str
+    current_summary: str
+    proposed_summary: str
+    thread_id: str
+    source_turn_ids: list[str]
+    proposed_at: datetime
+    expires_at: datetime
+
+
+class ProposalList(BaseModel):
+    """GET proposals: the user's pending profile changes, oldest first."""
+
+    user_id: str
+    items: list[ProposalView]
+
+
+Export.model_rebuild()

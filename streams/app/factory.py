@@ -48,6 +48,7 @@ class Topics:
     commands_dlq: TopicT
     candidates_dlq: TopicT
     sinks_dlq: TopicT
+    proactivity: TopicT
 
     def named(self, name: str) -> TopicT:
         """The topic called `name`."""
@@ -203,6 +204,7 @@ def create_app(settings: Settings, *, send: Sender | None = None,
         progress=topic(names.MEMORY_PROGRESS), turns_dlq=topic(names.CHAT_TURNS_DLQ),
         commands_dlq=topic(names.MEMORY_COMMANDS_DLQ),
         candidates_dlq=topic(names.MEMORY_CANDIDATES_DLQ), sinks_dlq=topic(names.MEMORY_SINKS_DLQ),
+        proactivity=topic(names.MEMORY_PROACTIVITY),
     )
     # Raw UTF-8 keys (Faust would serialise them as JSON unless key_type is bytes) hash like the
     # producers' user_id keys, so `route_to_owner` sends a web request to the worker that holds

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from streams.app.settings import Settings
+from streams.memory.consent import ConsentConfig
 from streams.memory.dedup import DedupConfig
 from streams.observability import metrics
 from streams.providers.embedders import Embedder, EmbedderProfile, create_embedder
@@ -111,4 +112,8 @@ class Services:
             episodic_merge_window=timedelta(hours=s.episodic_merge_window_hours),
             use_heuristics=s.memory_enable_entity_heuristics,
             write_rate_limit_per_hour=s.memory_write_rate_limit_per_hour,
+            consent=ConsentConfig(
+                enabled=s.consent_enabled, proposal_ttl=timedelta(days=s.consent_proposal_days),
+                ack_window=timedelta(minutes=s.consent_ack_window_minutes),
+                trusted_confidence=s.consent_trusted_confidence),
         )

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from streams.lifecycle.consent_expiry import ConsentExpiryPass
 from streams.lifecycle.forgetting import ForgetConfig, ForgettingPass
 from streams.lifecycle.passes import LifecyclePass, ordered
 from streams.lifecycle.watermark import Outbox, PartitionClock
@@ -153,4 +154,5 @@ def service_passes(settings: Any, services: Any) -> list[LifecyclePass]:
     return [ForgettingPass(ForgetConfig.from_settings(settings)),
             PromotionPass(PromotionConfig.from_settings(settings), embed=embed),
             ConsolidationPass(ConsolidationConfig.from_settings(settings), llm=llm, embed=embed),
-            InsightPass(llm, InsightConfig.from_settings(settings), embed=embed)]
+            InsightPass(llm, InsightConfig.from_settings(settings), embed=embed),
+            ConsentExpiryPass()]

@@ -21,6 +21,10 @@ AUDIT_VERBS = {
     ("superseded", ""): "SUPERSEDE", ("linked", ""): "LINK", ("soft_deleted", ""): "SOFT_DELETE",
     ("restored", ""): "RESTORE", ("deleted", ""): "DELETE", ("purged", ""): "PURGE",
     ("soft_deleted", "ttl"): "TTL", ("archived", ""): "ARCHIVE",
+    # consent decisions (streams.memory.consent), audited under the proposal's marker id
+    ("candidate", "consent_proposed"): "CONSENT_PROPOSED",
+    **{("updated", f"consent_{d}"): f"CONSENT_{d.upper()}"
+       for d in ("applied", "rejected", "expired", "replaced", "corroborated")},
 }
 
 

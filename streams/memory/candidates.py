@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from streams.memory import applied, dedup, users, write_budget
+from streams.memory import applied, consent, dedup, users, write_budget
 from streams.memory.applied import Applied
 from streams.memory.documents import candidate_id, keys_match, merged_memory, new_memory, same_text
 from streams.memory.linking import link
@@ -77,7 +77,14 @@ def _apply(state: MemoryState, candidate: Candidate, vector: np.ndarray,
     )
     meta = {"similarity": round(decision.score, 4), "reason": decision.reason,
             "source_turn_id": turn.ref}
-    events: list[MemoryEvent] = []
+    events: list[MemoryEvent] = consent.expire_due(state, turn.user_id, turn.ts, turn.thread_id)
+    if decision.action is dedup.Action.supersede and decision.target is not None:
+        review = consent.review(state, candidate, cid, vector, decision.target)
+        if review.held is not None:  # a profile change that waits for the user's consent
+            users.note_turn(state.tables.users, turn.user_id, turn.ts, created=False)
+            review.held.events[:0] = events
+            return review.held
+        events += review.events
     if decision.action is dedup.Action.update and decision.target is not None:
         target = decision.target
         if set(candidate.refs) <= set(target.source_turn_ids):

@@ -1,5 +1,6 @@
 """Explicit changes named by a `memory.commands` record: forget, delete, pin, unpin, restore,
-edit — and, in their own modules, purge_user and block/unblock topic.
+edit — and, in their own modules, purge_user, block/unblock topic, consent
+(`streams.memory.consent`) and proactivity feedback (`streams.proactivity.policy`).
 
 A command is applied once, by `command_id`: a replay returns the events of the first time.
 """
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from streams.errors import MemstreamError
-from streams.memory import applied
+from streams.memory import applied, consent
 from streams.memory.applied import Applied
 from streams.memory.blocked_topics import set_topic_blocked
 from streams.memory.model import Memory
@@ -63,6 +64,11 @@ def _command_events(state: MemoryState, cmd: Command, vector: np.ndarray | None)
         return purge_user(state, cmd.user_id, cmd.thread_id, cmd.ts)
     if cmd.kind in ("block_topic", "unblock_topic"):
         return [set_topic_blocked(state, cmd, cmd.kind == "block_topic")]
+    if cmd.kind == "consent":
+        try:
+            return consent.decide(state, cmd)
+        except consent.ConsentError as exc:
+            raise CommandError(str(exc)) from None
     if cmd.kind == "proactivity_feedback":
         record_feedback(state.tables.users, cmd.user_id, cmd.feedback == "acted")
         return []

@@ -15,11 +15,11 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from streams.app.settings import Settings
 from streams.errors import InvalidRecord
-from streams.memory import applied, ids
+from streams.memory import applied, consent, ids
 from streams.memory.tables import Table, thread_key, turn_key, user_day_key
 from streams.memory.vector_index import encode_vector
 from streams.memory.users import blocked_topics
@@ -76,6 +76,8 @@ class TurnPlan:
     """disabled | command | candidates | skipped"""
     candidates: list[Candidate] = field(default_factory=list)
     command: ExplicitCommand | None = None
+    consent: Literal["accept", "reject"] | None = None
+    """A short answer to a consent proposal ("yes, update it"), `streams.memory.consent`."""
 
 
 class IngestStage:
@@ -198,6 +200,9 @@ class IngestStage:
             return plan
         topics = blocked_topics(self.tables.users, turn.user_id)
         observed = self.observe_turn(turn)
+        if (ack := self.consent_ack(turn)) is not None:  # "yes, update it" after a proposal
+            plan.outcome, plan.consent = "command", ack
+            return plan
         if self.llm.provider is None:
             result = self.facts.facts(turn, topics)
         else:
@@ -226,6 +231,10 @@ class IngestStage:
         if plan.command is not None:
             await self.send_hot_command(turn, plan.command, clock)
             return 0
+        if plan.consent is not None:  # on memory.candidates, behind the proposal it answers
+            await self.outputs.chat_command(consent.acknowledgement_command(turn, plan.consent))
+            await self.outputs.progress(clock.stamp(self._progress(turn, "command", fact_count=1)))
+            return 0
         if not plan.candidates:
             await self.outputs.progress(clock.stamp(self._progress(turn, "skipped")))
             return 0
@@ -243,6 +252,11 @@ class IngestStage:
         await self.outputs.progress(clock.stamp(
             self._progress(turn, "candidates", len(plan.candidates))))
         return len(plan.candidates)
+
+    def consent_ack(self, turn: Turn) -> Literal["accept", "reject"] | None:
+        """A short answer to a consent proposal said in chat (`streams.memory.consent`); the
+        dedup stage applies it to the thread's proposal, if one was just made."""
+        return consent.acknowledgement(turn) if self.settings.consent_enabled else None
 
     def observe_turn(self, turn: Turn) -> Observed:
         """Add the turn to its thread's buffer (secrets redacted) and see if it closes an episode."""

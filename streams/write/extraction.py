@@ -119,7 +119,12 @@ _KEYS: tuple[tuple[re.Pattern[str], str], ...] = (
     # "Luna turned 4": a named someone's age, kind unknown; `*` matches the kind of an existing
     # key (`profile:pet:luna:age`), see `streams.memory.documents.keys_match`.
     (re.compile(r"^([A-Z][a-z]+)\s+(?:just\s+)?(?:turned|turns)\s+(\d{1,2})\b"), "profile:*:{0}:age"),
-    (re.compile(r"\bmy name is ([A-Z][a-z]+)|\bcall me ([A-Z][a-z]+)"), "profile:name"),
+    (re.compile(r"\b[Mm]y name is ([A-Z][a-z]+)|\b[Cc]all me ([A-Z][a-z]+)"), "profile:name"),
+    # sensitive profile fields (seed 001 §10): their changes wait for consent (streams.memory.consent)
+    (re.compile(r"\b[Mm]y pronouns are\b|" + _I + r" go by (?:she|he|they)/"), "profile:pronouns"),
+    (re.compile(r"\b[Mm]y (?:first |native |preferred |mother )?(?:language|tongue) is [A-Z]|" + _I +
+                r" (?:would )?prefer (?:to )?(?:speak|speaking|talk|talking) (?:in )?[A-Z]"),
+     "profile:language"),
     (re.compile(r"(?:" + _I + r"|\b[Ww]e)(?:\s+(?:finally|just|recently|now|still))?(?:\s+live|"
                 + _APOS + r"[mr]e? living|\s+a[mr]e? living|\s+moved|\s+relocated)"
                 r"(?:\s+(?:away\s+)?from\s+[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)?\s+(?:in|to)\s+[A-Z]"),

@@ -36,8 +36,15 @@ A scenario file::
         "memories": [{"contains": ["Luna", "3"], "state": "superseded",
                       "verbs": ["ADD", "SUPERSEDE"]}],   # exactly one memory matches
         "delta": {"thread": "s1", "since": "before", "contains": ["superseded"], "max_bullets": 3},
-        "query": {"text": "How old is Luna?", "top_contains": ["4"], "none_contains": ["3."]}
+        "query": {"text": "How old is Luna?", "top_contains": ["4"], "none_contains": ["3."]},
+        "proposals": {"pending": 1, "fields": ["city"], "proposed_contains": ["Berlin"],
+                      "decisions": ["CONSENT_PROPOSED", "CONSENT_APPLIED"]},  # pending consent
+        "proactivity": {"count": 1, "memory_contains": ["job"], "tone": "soft_check_in"}
      }}
+
+`proposals.decisions`: the audit verbs of the user's (one) consent proposal, pending or decided.
+`proactivity`: the `memory.proactivity` records sent; each must name active memories and carry
+their provenance (`source_turn_ids`).
 
 Substring checks ignore case. `verbs` are the audit verbs of the memory, oldest first, without
 LINK entries (linking is incidental); `verbs_with_links` compares them all.
@@ -58,6 +65,7 @@ import numpy as np
 from streams.app.factory import MemstreamApp
 from streams.app.settings import Settings
 from streams.app.worker import build_worker
+from streams.memory.consent import pending_proposals
 from streams.memory.model import Memory
 from streams.memory.state import MemoryState
 from streams.pipeline.inprocess import Consumers, LocalTopics
@@ -68,6 +76,7 @@ from streams.read.query import QueryHit, rank
 from topics import names
 from topics.commands import Command
 from topics.dlq import DeadLetter
+from topics.proactivity import ProactivityCandidate
 from topics.turns import Turn
 
 CASES = Path(__file__).parent / "cases"
@@ -224,6 +233,12 @@ async def _run_steps(case: dict[str, Any], run: Replay, consumers: Consumers) ->
                     run.errors.append(f"step {i}: target {target} matched {len(found)} memories")
                     continue
                 spec["memory_id"] = found[0].id
+            if spec.pop("proposal", None):  # the user's oldest pending consent proposal
+                pending = pending_proposals(run.state, user_id, None)
+                if not pending:
+                    run.errors.append(f"step {i}: no pending proposal")
+                    continue
+                spec["proposal_id"] = pending[0]["id"]
             spec.setdefault("thread_id", thread if "thread" in step else "commands")
             command = Command(command_id=f"cmd-{i}", user_id=user_id, ts=clock, **spec)
             await send(names.MEMORY_COMMANDS, command.model_dump_json())
@@ -276,6 +291,10 @@ async def check(case: dict[str, Any], run: Replay) -> list[str]:
         problems += _check_delta(run, exp["delta"])
     if "query" in exp:
         problems += await _check_query(run, exp["query"])
+    if "proposals" in exp:
+        problems += _check_proposals(run, exp["proposals"])
+    if "proactivity" in exp:
+        problems += _check_proactivity(run, exp["proactivity"])
     if problems:
         problems.append("memories:\n" + _describe(run))
     return problems
@@ -379,4 +398,45 @@ async def _check_query(run: Replay, spec: dict[str, Any]) -> list[str]:
             problems.append(f"query {spec['text']!r} returned {part!r}: {summaries}")
     if any(h.memory.state != "active" for h in hits):
         problems.append(f"query {spec['text']!r} returned a memory that is not active")
+    return problems
+
+
+def _check_proposals(run: Replay, spec: dict[str, Any]) -> list[str]:
+    pending = pending_proposals(run.state, run.user_id, None)
+    problems = []
+    if "pending" in spec and len(pending) != spec["pending"]:
+        problems.append(f"pending proposals: {len(pending)} != {spec['pending']}")
+    if "fields" in spec and sorted(p["field"] for p in pending) != sorted(spec["fields"]):
+        problems.append(f"pending fields {[p['field'] for p in pending]} != {spec['fields']}")
+    for part in spec.get("proposed_contains", []):
+        if not any(part.lower() in p["proposed_summary"].lower() for p in pending):
+            problems.append(f"no pending proposal contains {part!r}")
+    if "decisions" in spec:
+        markers = {e["memory_id"] for entries in run.state.tables.audit.values()
+                   for e in entries if e["verb"].startswith("CONSENT_")}
+        verbs = [[e["verb"] for e in run.state.history(m)] for m in sorted(markers)]
+        if verbs != [spec["decisions"]]:
+            problems.append(f"consent decisions {verbs} != [{spec['decisions']}]")
+    return problems
+
+
+def _check_proactivity(run: Replay, spec: dict[str, Any]) -> list[str]:
+    records = [ProactivityCandidate.model_validate_json(r.value or b"")
+               for r in run.topics.sent[names.MEMORY_PROACTIVITY]]
+    problems = []
+    if "count" in spec and len(records) != spec["count"]:
+        problems.append(f"proactivity records: {len(records)} != {spec['count']}")
+    for record in records:
+        for memory_id in record.memory_ids:
+            memory = run.state.memory(memory_id)
+            if memory is None or memory.user_id != run.user_id:
+                problems.append(f"proactivity record names an unknown memory {memory_id}")
+            elif not set(memory.source_turn_ids) <= set(record.source_turn_ids):
+                problems.append(f"proactivity record lacks the provenance {memory.source_turn_ids}")
+            elif "memory_contains" in spec and not _has_all(memory.summary, spec["memory_contains"]):
+                problems.append(f"proactivity memory {memory.summary!r} lacks {spec['memory_contains']}")
+        if "tone" in spec and record.tone != spec["tone"]:
+            problems.append(f"proactivity tone {record.tone} != {spec['tone']}")
+        if not record.source_turn_ids or not record.reason:
+            problems.append("proactivity record without provenance or reason")
     return problems
