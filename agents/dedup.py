@@ -23,7 +23,8 @@ def register(app: MemstreamApp, passes: Sequence[LifecyclePass] = ()) -> AgentT:
         app.settings, app.store, app.tables.lifecycle,
         [*service_passes(app.settings, app.services), *passes], app.outputs)
     stage = DedupStage(app.store, app.services.embed, app.services.llm, app.outputs,
-                       record_scope=event_scope_of, lifecycle=lifecycle,
+                       record_scope=event_scope_of,
+                       lifecycle=lifecycle if app.settings.lifecycle_enabled else None,
                        proactivity=ProactivityPolicy.from_settings(app.settings))
     within = app.settings.dedup_batch_within_ms / 1000
 

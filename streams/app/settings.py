@@ -155,6 +155,9 @@ class Settings(BaseSettings):
     archive_unused_days: int = Field(
         30, ge=0, description="Days without access before a memory may be archived for its decay weight.",
     )
+    lifecycle_enabled: bool = Field(
+        True, description="Run the lifecycle passes (forgetting, promotion, consolidation, "
+        "insights, consent expiry) after each dedup record.")
     lifecycle_period_hours: int = Field(
         24, ge=1, description="Event-time hours between two lifecycle runs for one user.",
     )

@@ -116,7 +116,7 @@ class InProcessPipeline:
             settings, self.store, self.lifecycle_table,
             [*service_passes(settings, self.services), *passes], outputs)
         self.dedup_stage = DedupStage(self.store, self.services.embed, self.services.llm, outputs,
-                                      lifecycle=self.lifecycle,
+                                      lifecycle=self.lifecycle if settings.lifecycle_enabled else None,
                                       proactivity=ProactivityPolicy.from_settings(settings))
         self.commands_stage = CommandsStage(settings, self.store, self.services.embed, outputs)
         self.consumers = Consumers(self.ingest_stage.handle, self.dedup_stage.handle_batch,

@@ -78,8 +78,9 @@ def _plain(value: Any) -> Any:
 
 
 def reference_state(turns: list[Turn]) -> EndState:
-    """The end state of `turns` through the worker's stages in this process, uninterrupted."""
-    settings = Settings(table_store="memory://")
+    """The end state of `turns` through the worker's stages in this process, uninterrupted (the
+    lifecycle off, as in the fault tests' workers)."""
+    settings = Settings(table_store="memory://", lifecycle_enabled=False)
     pipeline = InProcessPipeline(settings, settings_embedder(settings))
     asyncio.run(pipeline.ingest(turns))
     state, current = EndState(), pipeline.store.state()

@@ -29,7 +29,7 @@ from tests.integration.conftest import (
 pytestmark = pytest.mark.integration
 
 FILL = {"user_id": "someone", "memory_id": "m-1", "topic": "x", "command_id": "c-1",
-        "filename": "admin.js", "name": "memories", "key": "k"}
+        "proposal_id": "p-1", "filename": "admin.js", "name": "memories", "key": "k"}
 
 
 def fill(path: str, **values: str) -> str:

@@ -20,7 +20,7 @@ from streams.eval.bench import wait_ready
 from streams.tools.broker import EmbeddedBroker
 from streams.tools.client import TurnProducer
 from tests.fakes.s3_server import LocalS3
-from tests.integration.conftest import PARTITIONS, Worker, call, produce
+from tests.integration.conftest import NO_LIFECYCLE, PARTITIONS, Worker, call, produce
 from tests.integration.faults import (
     LOCOMO,
     ProgressLog,
@@ -101,7 +101,8 @@ def test_ten_sigkills_mid_replay_end_in_the_uninterrupted_state(tmp_path):
 
     with EmbeddedBroker(log_path=tmp_path / "broker.log") as broker:
         asyncio.run(create_topics(broker.url, ALL_TOPICS, PARTITIONS))
-        worker = Worker(broker.url, tmp_path / "data", "memstream-kills", tmp_path / "worker-0.log").start()
+        worker = Worker(broker.url, tmp_path / "data", "memstream-kills", tmp_path / "worker-0.log",
+                        env=NO_LIFECYCLE).start()
         try:
             asyncio.run(produce(broker.url, turns))
             figures.note("worker ready, turns produced")
@@ -151,7 +152,8 @@ def test_a_broker_crash_mid_run_loses_and_duplicates_nothing(tmp_path):
     with LocalS3(tmp_path / "s3.log") as storage, \
             EmbeddedBroker(log_path=tmp_path / "broker.log", storage=storage) as broker:
         asyncio.run(create_topics(broker.url, ALL_TOPICS, PARTITIONS))
-        worker = Worker(broker.url, tmp_path / "data", "memstream-crash", tmp_path / "worker.log").start()
+        worker = Worker(broker.url, tmp_path / "data", "memstream-crash", tmp_path / "worker.log",
+                        env=NO_LIFECYCLE).start()
         figures.note("worker ready")
         try:
             records = asyncio.run(run(broker, worker))
@@ -198,8 +200,10 @@ def test_two_workers_sharing_the_partitions_end_in_the_state_of_one(tmp_path):
 
     with EmbeddedBroker(log_path=tmp_path / "broker.log") as broker:
         asyncio.run(create_topics(broker.url, ALL_TOPICS, PARTITIONS))
-        first = Worker(broker.url, tmp_path / "d1", "memstream-pair", tmp_path / "w1.log").start()
-        second = Worker(broker.url, tmp_path / "d2", "memstream-pair", tmp_path / "w2.log")
+        first = Worker(broker.url, tmp_path / "d1", "memstream-pair", tmp_path / "w1.log",
+                       env=NO_LIFECYCLE).start()
+        second = Worker(broker.url, tmp_path / "d2", "memstream-pair", tmp_path / "w2.log",
+                        env=NO_LIFECYCLE)
         try:
             records = asyncio.run(run(broker, first, second))
             taken = [asyncio.run(candidates_taken(w)) for w in (first, second)]

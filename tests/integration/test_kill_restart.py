@@ -15,6 +15,7 @@ import pytest
 from streams.tools.broker import EmbeddedBroker
 from streams.app.topic_admin import create_topics
 from tests.integration.conftest import (
+    NO_LIFECYCLE,
     PARTITIONS,
     Worker,
     make_turn,
@@ -60,7 +61,8 @@ def test_sigkill_mid_replay_loses_and_duplicates_nothing(tmp_path):
     with EmbeddedBroker(log_path=tmp_path / "broker.log") as broker:
         asyncio.run(create_topics(broker.url, ALL_TOPICS, PARTITIONS))
         data = tmp_path / "data"
-        worker = Worker(broker.url, data, "memstream-kill", tmp_path / "worker.log").start()
+        worker = Worker(broker.url, data, "memstream-kill", tmp_path / "worker.log",
+                        env=NO_LIFECYCLE).start()
         try:
             # Reference: the same turns, uninterrupted, as another user.
             ref_user = unique_user("ref")
@@ -76,7 +78,7 @@ def test_sigkill_mid_replay_loses_and_duplicates_nothing(tmp_path):
             worker.kill()
 
             worker = Worker(broker.url, data, "memstream-kill", tmp_path / "worker2.log",
-                            port=worker.port).start()
+                            env=NO_LIFECYCLE, port=worker.port).start()
             progress = asyncio.run(wait_processed(broker.url, turns, timeout=600))
             result = asyncio.run(memories(worker.api_url, user))
         finally:
