@@ -128,7 +128,7 @@ async def wait_ready(api_url: str, proc: subprocess.Popen | None, timeout: float
     raise BrokerError(f"worker at {api_url} not ready after {timeout:.0f}s")
 
 
-def start_stack(partitions: int) -> Stack:
+def start_stack(partitions: int, lifecycle: bool = True) -> Stack:
     workdir = Path(tempfile.mkdtemp(prefix="memstream-bench-"))
     broker = EmbeddedBroker(log_path=workdir / "broker.log").start()
     asyncio.run(create_topics(broker.url, ALL_TOPICS, partitions))
@@ -138,7 +138,8 @@ def start_stack(partitions: int) -> Stack:
     master = encode_key(new_key())  # the fresh worker's master key (its tables die with the run)
     worker = start_worker(broker.url, port, workdir / "data", BENCH_APP_ID, partitions,
                           workdir / "worker.log",
-                          {"MEMSTREAM_API_KEYS": keys, "MEMSTREAM_MASTER_KEY": master})
+                          {"MEMSTREAM_API_KEYS": keys, "MEMSTREAM_MASTER_KEY": master,
+                           "LIFECYCLE_ENABLED": str(lifecycle).lower()})
     stack = Stack(broker.url, f"http://127.0.0.1:{port}", True, api_key=key,
                   master_key=decode_key(master), app_id=BENCH_APP_ID, _broker=broker,
                   _worker=worker, _workdir=workdir)
@@ -446,15 +447,15 @@ def _settings_retrieval() -> Retrieval:
 
 
 def run_offline_bench(files: list[Path], console: Console,
-                      cross_validated: bool = False) -> dict[str, Any]:
+                      cross_validated: bool = False, lifecycle: bool = False) -> dict[str, Any]:
     """Recall and memory counts from the worker's stages run in process (no Kafka, no timings);
     with `cross_validated`, also recall per half of the conversations and per question
-    category (`streams.eval.crossval`)."""
+    category (`streams.eval.crossval`); with `lifecycle`, the lifecycle runs during the replay."""
     from streams.app.services import settings_embedder
     from streams.app.settings import get_settings
     from streams.pipeline.inprocess import InProcessPipeline
 
-    settings = get_settings()
+    settings = get_settings().model_copy(update={"lifecycle_enabled": lifecycle})
     embedder = settings_embedder(settings)  # EMBEDDER picks the kind, as in a worker
     console.print(f"embedder: {settings.embedder} ({embedder.profile.name})")
     conversations = [load_conversation(p) for p in files]
@@ -478,6 +479,7 @@ def run_offline_bench(files: list[Path], console: Console,
         **stored_quality(summaries, conversations, files, embedder),
         "duplicate_rate": round(duplicates(summaries, embedder), 4),
         "mode": "offline", "embedder": embedder.profile.name, "files": [str(p) for p in files], "turns": len(turns),
+        "lifecycle": lifecycle,
         "retrieval": asdict(retrieval),
         "memories_written": created, "memories_updated": outcomes.get("updated", 0),
         "memories_per_turn": round(created / max(len(turns), 1), 4), **report.as_dict(),
@@ -505,9 +507,10 @@ async def _offline_recall(pipeline: Any, conversations: list[LocomoConversation]
 
 def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, partitions: int,
                      console: Console, rate: float = 0.0,
-                     cross_validated: bool = False) -> dict[str, Any]:
+                     cross_validated: bool = False, lifecycle: bool = False) -> dict[str, Any]:
     """Run the whole benchmark and return the report (see module doc); `cross_validated`
-    adds recall per half of the conversations and per question category."""
+    adds recall per half of the conversations and per question category; `lifecycle` runs the
+    lifecycle in the fresh stack's worker (a running worker, `broker`, does as configured)."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -536,7 +539,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         stack = Stack(broker, api or "http://127.0.0.1:6066")
     else:
         console.print("starting a fresh embedded broker and worker ...")
-        stack = start_stack(partitions)
+        stack = start_stack(partitions, lifecycle)
     try:
         asyncio.run(wait_ready(stack.api_url, None))
         asyncio.run(warm_worker(stack, f"bench{run_id}-warmup"))
@@ -585,6 +588,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
     rss = rss_report(rss_start, rss_end, created)
     return {
         "files": [str(p) for p in files],
+        "lifecycle": lifecycle if broker is None else None,  # None: as the running worker is set
         "turns": len(turns),
         "produce_rate_turns_per_s": rate or "unlimited",
         "memories_written": created,
@@ -642,6 +646,9 @@ def render_report(report: dict[str, Any], console: Console) -> None:
     if "embedder" in report:
         table.add_row("embedder", report["embedder"], "")
     table.add_row("turns", str(report["turns"]), "")
+    if "lifecycle" in report:
+        table.add_row("lifecycle during the replay", {True: "on", False: "off (--lifecycle)",
+                                                      None: "as the worker is set"}[report["lifecycle"]], "")
     table.add_row("memories written (per turn)",
                   f"{report['memories_written']} ({report['memories_per_turn']})", "")
     table.add_row("duplicate rate", f"{report['duplicate_rate']:.2%}", "")

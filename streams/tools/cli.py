@@ -441,6 +441,7 @@ def bench_locomo(
     mem0_python: Mem0PythonOpt = None,
     mem0_torch_threads: Mem0ThreadsOpt = 0,
     cross_validate: Annotated[bool, typer.Option("--cross-validate", help="Also report recall per half of the conversations (first half, second half), per LoCoMo question category, and each half's gap to the other as development/held-out split.")] = False,
+    lifecycle: Annotated[bool, typer.Option("--lifecycle/--no-lifecycle", help="Run the lifecycle (forgetting, consolidation, promotion) during the replay. Off by default: a replay reads no memory between sessions, so with it every unread low-importance fact ages out before the questions (a live agent's queries refresh last_accessed).")] = False,
 ) -> None:
     """Replay LoCoMo conversations through the pipeline and report throughput, latency and recall.
 
@@ -460,10 +461,12 @@ def bench_locomo(
         console.print("--cross-validate needs at least two conversation files (one per half)")
         raise typer.Exit(2)
     if offline:
-        report = run_offline_bench(files, console, cross_validated=cross_validate)
+        report = run_offline_bench(files, console, cross_validated=cross_validate,
+                                   lifecycle=lifecycle)
     else:
         report = run_locomo_bench(files, broker=broker, api=api, partitions=partitions,
-                                  console=console, rate=rate, cross_validated=cross_validate)
+                                  console=console, rate=rate, cross_validated=cross_validate,
+                                  lifecycle=lifecycle)
     if python is not None:
         from streams.eval.bench_mem0 import Mem0RunFailed, attach_mem0
         from streams.eval.locomo import load_conversation
