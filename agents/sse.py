@@ -53,17 +53,19 @@ def register(app: MemstreamApp) -> AgentT:
         (a user's buffer is read and rewritten once per batch, not once per event); yields once
         per record (the event id, None for a record skipped)."""
         async for batch in stream.take_events(app.settings.sse_batch_size, within=within):
-            by_user: dict[str, tuple[EventT, list[MemoryEvent]]] = {}
+            by_user: dict[str, list[MemoryEvent]] = {}
+            last_of: dict[str, EventT] = {}
             ids: list[str | None] = []
             for record in batch:
                 event = opened(record.value)
                 ids.append(event.event_id if event is not None else None)
                 if event is not None:
+                    by_user.setdefault(event.user_id, []).append(event)
                     # The buffer's write goes to the partition of the user's last record.
-                    by_user[event.user_id] = (record, [*by_user.get(event.user_id, (None, []))[1], event])
-            for user_id, (last, events) in by_user.items():
+                    last_of[event.user_id] = record
+            for user_id, events in by_user.items():
                 try:
-                    with event_scope(last):
+                    with event_scope(last_of[user_id]):
                         buffer_events(user_id, events)
                 except Exception as exc:  # noqa: BLE001 - one event never stops the partition
                     log.error("sse: %d events of a user not buffered: %s", len(events),

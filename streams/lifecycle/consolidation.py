@@ -48,10 +48,9 @@ from streams.providers.llm.base import Task
 from streams.providers.llm.guarded import GuardedLLM
 from streams.providers.llm.schemas import ConsolidationOutput
 from streams.write.policy import find_secrets, redact
-from streams.write.writing import normalise_summary, split_summary_sentences, trim_to
+from streams.write.writing import MAX_CHARS, normalise_summary, split_summary_sentences, trim_to
 from topics.events import MemoryEvent
 
-MAX_CHARS = 280
 MAX_TAGS = 8
 
 

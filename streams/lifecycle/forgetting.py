@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from streams.lifecycle.passes import LIFECYCLE_THREAD, thread_of
+from streams.lifecycle.passes import ACTOR, LIFECYCLE_THREAD, thread_of
 from streams.memory.decay import days_unused, decay_weight
 from streams.memory.model import Memory
 from streams.memory.state import MemoryState
@@ -29,7 +29,6 @@ from streams.memory import ids
 from streams.memory.tables import candidate_key, thread_key
 from topics.events import MemoryEvent
 
-ACTOR = "lifecycle"
 _CONTENT_CLEARED: dict[str, Any] = {
     "summary": "", "category": "", "tags": [], "entities": [], "entity_key": None, "related_ids": [],
     "relations": {}, "consolidated_from": [], "source_turn_ids": [], "valence": None,

@@ -13,17 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from streams.lifecycle.passes import LIFECYCLE_THREAD
+from streams.lifecycle.passes import ACTOR, thread_of  # noqa: F401 - what every pass uses
 from streams.memory.model import Memory
 from streams.memory.state import MemoryState
 from streams.memory.tables import composite_key
 from streams.memory.vector_index import decode_vector
 from streams.read.query import is_conversation_episode as is_episode  # noqa: F401 - shared
-
-ACTOR = "lifecycle"
-"""The actor of every change a lifecycle pass makes (audit entries)."""
-NO_THREAD = LIFECYCLE_THREAD
-"""The thread a change is announced on when its memory has none."""
 
 Embed = Callable[[Sequence[str]], Awaitable[np.ndarray]]
 """Embeds texts (L2-normalised rows), e.g. `Services.embed`."""
@@ -35,11 +30,6 @@ def lifecycle_id(kind: str, user_id: str, *parts: str) -> str:
     """A deterministic memory id for what a pass makes from `parts` (e.g. the originals' ids),
     so a replay of the same history makes the same memory."""
     return str(uuid.uuid5(_NS, composite_key(kind, user_id, *parts)))
-
-
-def thread_of(memory: Memory) -> str:
-    """The thread a change of `memory` is announced on."""
-    return memory.thread_id or NO_THREAD
 
 
 def pass_state(state: MemoryState, user_id: str, name: str) -> dict[str, Any]:

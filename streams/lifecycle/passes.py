@@ -37,7 +37,10 @@ def ordered(passes: list[Any]) -> list[Any]:
 
 LIFECYCLE_THREAD = "lifecycle"
 """The thread a change to a memory with no thread of its own is announced in."""
+ACTOR = "lifecycle"
+"""The actor of every change a lifecycle pass makes (audit entries)."""
 
 
 def thread_of(memory: Any) -> str:
+    """The thread a change of `memory` is announced on."""
     return memory.thread_id or LIFECYCLE_THREAD

@@ -42,10 +42,9 @@ from streams.lifecycle.pass_kit import (
 )
 from streams.memory.model import Memory
 from streams.memory.state import MemoryState
-from streams.write.writing import normalise_summary
+from streams.write.writing import MAX_CHARS, normalise_summary
 from topics.events import MemoryEvent
 
-MAX_CHARS = 280
 PROMOTED_TAG = "promoted"
 REVIEW_TAG = "needs_review"
 USER_SET_TAG = "explicit"

@@ -19,7 +19,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from streams.memory import ids
+from streams.memory.decay import importance_norm
 from streams.memory.model import Memory
+from streams.write.sentiment import Sentiment, intensity_norm
 from streams.memory.tables import Table
 from topics.proactivity import (
     ProactivityCandidate, ProactivityReason, ProactivityScores, ProactivityTone,
@@ -127,9 +129,9 @@ def reason_of(memory: Memory, ts: datetime) -> ProactivityReason | None:
 def proactivity_weight(memory: Memory, reason: ProactivityReason) -> float:
     """0..1: 0.5 normalised importance + 0.3 emotional intensity (a negative one × 0.8, seed
     000 §3) + 0.2 the reason's own weight."""
-    intensity = intensity_of(memory) * (0.8 if valence_of(memory) == "negative" else 1.0)
-    importance_norm = (min(max(memory.importance, 1), 5) - 1) / 4
-    return 0.5 * importance_norm + 0.3 * min(max(intensity, 0.0), 1.0) + 0.2 * REASON_WEIGHT[reason]
+    intensity = intensity_norm(Sentiment(valence_of(memory), intensity_of(memory)))
+    return (0.5 * importance_norm(memory.importance) + 0.3 * min(max(intensity, 0.0), 1.0)
+            + 0.2 * REASON_WEIGHT[reason])
 
 
 def tone_of(memory: Memory) -> ProactivityTone:
