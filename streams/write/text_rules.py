@@ -459,10 +459,14 @@ def skippable(sentence: str, names: tuple[str, ...] = ()) -> bool:
             or is_question(sentence) or bool(_NOT_A_FACT.match(sentence)))
 
 
+SIGNAL_TAGS = ("preference", "plan", "life_event", "identity")
+"""The tags `signal_tags` gives: what kind of statement a fact is, not what it is about."""
+
+
 def signal_tags(sig: Signals) -> list[str]:
-    """Names of the signals that fired, as tags."""
-    return [t for t, on in (("preference", sig.preference), ("plan", sig.plan),
-            ("life_event", sig.life_event), ("identity", sig.identity)) if on]
+    """Names of the signals that fired, as tags (`SIGNAL_TAGS`)."""
+    return [t for t, on in zip(SIGNAL_TAGS, (sig.preference, sig.plan, sig.life_event, sig.identity))
+            if on]
 
 
 def scored_sentences(sentences: list[str], role: Role,

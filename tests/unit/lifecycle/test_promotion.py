@@ -86,3 +86,56 @@ async def test_distinct_events_of_one_theme_are_not_a_repeated_fact(memories):
                     (4, "On 4 May 2024 Ana booked the flights to Lisbon for June 12.")]:
         memories.add(text, day(d), category="Personal")
     assert await PromotionPass()(memories.state, USER, day(5)) == []
+
+
+POTTERY = [(2, "Ana signed up for a pottery class on 2 May 2024.", ["life_event", "pottery", "class"]),
+           (9, "On 9 May 2024 Ana shaped clay on the wheel at a pottery workshop.", ["pottery", "workshop", "clay"]),
+           (20, "Ana made a ceramic bowl in pottery class on 20 May 2024.", ["pottery", "bowl", "made"])]
+ELSE = [(4, "Ana went to visit her grandmother in Porto on 4 May 2024.", ["went", "grandmother", "porto"]),
+        (11, "Ana went to the garage to fix the flat tyre of her bike on 11 May 2024.", ["went", "bike", "tyre"]),
+        (14, "Ana went to the library for a novel about sailors on 14 May 2024.", ["went", "novel", "sailors"]),
+        (17, "Ana cooked a curry for her friends on 17 May 2024.", ["curry", "cooked", "friends"])]
+
+
+def add_all(memories: Memories, rows: list[tuple[int, str, list[str]]]) -> list[str]:
+    return [memories.add(text, day(d), thread=f"session-{d}", category="Personal", tags=tags).id
+            for d, text, tags in rows]
+
+
+async def test_episodes_on_one_topic_over_several_days_are_promoted_as_a_pattern(memories):
+    ids = add_all(memories, POTTERY)
+    add_all(memories, ELSE)
+    [event] = await PromotionPass(embed=memories.embed)(memories.state, USER, day(21))
+    assert event.kind == "promoted" and event.meta["pattern"] == "pottery"
+    assert event.meta["promoted_from"] == ids and event.meta["mentions"] == 3
+    pattern = memories.state.memory(event.memory_id)
+    assert pattern.type == "semantic" and {"promoted", "pattern", "pottery"} <= set(pattern.tags)
+    assert pattern.related_ids == ids
+    assert pattern.source_turn_ids == ["session-2:1", "session-9:2", "session-20:3"]
+    assert pattern.summary.startswith("Recurring, pottery (3 times, 2024-05-02 to 2024-05-20)")
+    assert "pottery workshop" in pattern.summary
+    assert (event.meta["confidence"] < 0.9) == event.meta["needs_review"]
+
+
+async def test_a_generic_word_shared_by_unrelated_episodes_is_not_a_pattern(memories):
+    add_all(memories, ELSE + POTTERY)  # "went" three times, on three topics
+    events = await PromotionPass()(memories.state, USER, day(21))
+    assert [e.meta["pattern"] for e in events] == ["pottery"]
+
+
+async def test_a_pattern_needs_mentions_on_more_than_one_day(memories):
+    add_all(memories, [(2, text, tags) for _, text, tags in POTTERY])
+    add_all(memories, ELSE)
+    promote = PromotionPass()
+    assert await promote(memories.state, USER, day(21)) == []
+    add_all(memories, [(22, "Ana glazed two mugs at her pottery class on 22 May 2024.", ["pottery", "mugs"])])
+    [event] = await promote(memories.state, USER, day(23))
+    assert event.meta["pattern"] == "pottery" and event.meta["mentions"] == 4
+
+
+async def test_a_pattern_is_promoted_once(memories):
+    add_all(memories, POTTERY + ELSE)
+    promote = PromotionPass()
+    assert len(await promote(memories.state, USER, day(21))) == 1
+    add_all(memories, [(25, "Ana glazed two mugs at her pottery class on 25 May 2024.", ["pottery", "mugs"])])
+    assert await promote(memories.state, USER, day(26)) == [], "the pattern is held already"
