@@ -155,6 +155,10 @@ class Settings(BaseSettings):
     archive_unused_days: int = Field(
         30, ge=0, description="Days without access before a memory may be archived for its decay weight.",
     )
+    archive_retention_days: int = Field(
+        180, ge=1, description="Days an archived memory (decayed, or an original a consolidation "
+        "replaced) is kept before it is soft-deleted, then purged after PURGE_AFTER_DAYS "
+        "(seed 000 §6: retain archived 180 d). The originals of a consolidated memory are not TTL-deleted meanwhile.")
     lifecycle_enabled: bool = Field(
         True, description="Run the lifecycle passes (forgetting, promotion, consolidation, "
         "insights, consent expiry) after each dedup record.")

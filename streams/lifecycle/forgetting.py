@@ -1,14 +1,19 @@
-"""Forgetting (SPEC §4, §8; seeds 000 §6, 001 §7, 004 §7): four transitions, in this order.
+"""Forgetting (SPEC §4, §8; seeds 000 §6, 001 §7, 004 §7): five transitions, in this order.
 
 - purge: a soft-deleted memory whose `purge_at` has passed becomes a content-free tombstone
   (`state=purged`, kind `purged`); its audit history is replaced by a tombstone too. The document
   stays (without content) so that a replay of the turn that created it cannot bring it back.
 - TTL soft-delete: unused (`last_accessed`) for more than `TTL_DAYS`, importance at most
-  `TTL_IMPORTANCE_MAX`, not pinned → `state=soft_deleted`, `purge_at = now + PURGE_AFTER_DAYS`
+  `TTL_IMPORTANCE_MAX`, not pinned, not an original a consolidation keeps → `state=soft_deleted`, `purge_at = now + PURGE_AFTER_DAYS`
   (kind `soft_deleted`, reason `ttl`). Restorable until the purge (`restore` command).
 - decay archive: unused for more than `ARCHIVE_UNUSED_DAYS` and the decay weight
   (`streams.memory.decay`) under `ARCHIVE_WEIGHT_MIN`, not pinned → `state=archived` (kind
   `archived`, reason `decay`). Kept, never served, restorable.
+- archive retention: archived (by decay, or as an original a consolidation replaced) for more
+  than `ARCHIVE_RETENTION_DAYS` (180, seed 000 §6 "retain archived 180d"), not pinned →
+  soft-deleted (reason `archive_retention`), so purged `PURGE_AFTER_DAYS` later. The TTL does
+  not apply to the originals of a consolidated memory: that cold storage is its provenance, kept
+  for the retention whatever their importance.
 - memory cap: more than `MEMORY_CAP` active semantic memories → the excess, lowest decay weight
   then least recently used first, never pinned, is soft-deleted (reason `memory_cap`).
 
@@ -44,6 +49,7 @@ class ForgetConfig:
     purge_after_days: int = 30
     archive_weight_min: float = 0.05
     archive_unused_days: int = 30
+    archive_retention_days: int = 180
     memory_cap: int = 200
     max_changes: int = 100
 
@@ -53,7 +59,8 @@ class ForgetConfig:
             ttl_days=settings.ttl_days, ttl_importance_max=settings.ttl_importance_max,
             purge_after_days=settings.purge_after_days,
             archive_weight_min=settings.archive_weight_min,
-            archive_unused_days=settings.archive_unused_days, memory_cap=settings.memory_cap,
+            archive_unused_days=settings.archive_unused_days,
+            archive_retention_days=settings.archive_retention_days, memory_cap=settings.memory_cap,
             max_changes=settings.lifecycle_max_changes,
         )
 
@@ -88,9 +95,13 @@ def forget(state: MemoryState, user_id: str, now: datetime, config: ForgetConfig
     for memory in memories:
         if is_purge_due(memory, now, config) and room(memory):
             events.append(purge(state, memory, now))
+    kept = consolidation_originals(memories)
     for memory in memories:
-        if is_ttl_due(memory, now, config) and room(memory):
+        if memory.id not in kept and is_ttl_due(memory, now, config) and room(memory):
             events.append(soft_delete(state, memory, now, config, "ttl"))
+    for memory in memories:
+        if is_retention_over(memory, now, config) and room(memory):
+            events.append(soft_delete(state, memory, now, config, "archive_retention"))
     for memory in memories:
         if is_archive_due(memory, now, config) and room(memory):
             events.append(transition(state, memory, now, "archived", "decay", {"state": "archived"},
@@ -116,6 +127,18 @@ def is_ttl_due(memory: Memory, now: datetime, config: ForgetConfig) -> bool:
     return (memory.state in ("active", "archived") and not memory.pinned
             and memory.importance <= config.ttl_importance_max
             and days_unused(memory, now) > config.ttl_days)
+
+
+def consolidation_originals(memories: list[Memory]) -> set[str]:
+    """Ids of the originals of the consolidated memories still kept (not purged)."""
+    return {original for m in memories if m.type == "consolidated" and m.state != "purged"
+            for original in m.consolidated_from}
+
+
+def is_retention_over(memory: Memory, now: datetime, config: ForgetConfig) -> bool:
+    """Archived (its last change, `updated_at`) more than `archive_retention_days` ago."""
+    return (memory.state == "archived" and not memory.pinned
+            and now - memory.updated_at > timedelta(days=config.archive_retention_days))
 
 
 def is_archive_due(memory: Memory, now: datetime, config: ForgetConfig) -> bool:

@@ -70,6 +70,20 @@ async def test_decay_archives_a_memory_whose_weight_fell_and_ttl_is_a_separate_c
     assert s.index.user("u").search(np.asarray([1.0, 1.0]) / np.sqrt(2), 5)[0][0].id == "fresh"
 
 
+async def test_a_consolidated_memorys_original_is_kept_for_the_retention_not_ttl_deleted():
+    archived = memory("cold", importance=1).model_copy(update={"state": "archived"})
+    summary = memory("sum", importance=4, accessed=T0 + timedelta(days=400)).model_copy(
+        update={"type": "consolidated", "consolidated_from": ["cold", "pinned"]})
+    s = seeded(archived, summary,
+               memory("pinned", importance=1, pinned=True).model_copy(update={"state": "archived"}))
+    assert await run(s, 61) == [], "cold storage is not TTL-deleted at 60 days"
+    assert await run(s, 180) == [], "kept for the 180-day retention"
+    events = await run(s, 181)
+    assert [(e.kind, e.memory_id, e.meta["reason"]) for e in events] == [
+        ("soft_deleted", "cold", "archive_retention")]
+    assert s.memory("cold").purge_at == T0 + timedelta(days=211)  # type: ignore[union-attr]
+
+
 def test_decay_weight_follows_the_seed_half_lives():
     assert [half_life_days(i) for i in (1, 2, 3, 4, 5)] == [30, 90, 180, 180, 365]
     m = memory("x", importance=5)
