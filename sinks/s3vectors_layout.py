@@ -44,7 +44,9 @@ VALUE_JSON = "value_json"
 NAMESPACE = "namespace"
 NON_FILTERABLE_KEYS = (VALUE_JSON, NAMESPACE)
 FLATTENED_FIELDS = ("user_id", "type", "category", "state", "importance", "pinned", "source",
-                    "last_accessed", "tags", "summary")
+                    "last_accessed", "event_start", "event_end", "tags", "summary")
+"""`event_start`/`event_end`: the days the summary mentions (ISO dates), so a store filter can
+select "what happened on 2022-05-07" as the worker's time filters do."""
 MEMORY_TYPES: tuple[str, ...] = get_args(MemoryType)
 
 

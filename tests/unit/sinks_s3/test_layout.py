@@ -130,3 +130,10 @@ def test_item_of_reads_a_langgraph_item() -> None:
     assert (item.namespace, item.key, item.value) == (("docs", "ana", "notes"), "n1", {"summary": "hi"})
     assert item.updated_at.isoformat() == "2023-05-09T10:00:00+00:00"
     assert meta["ns_2"] == "notes" and meta["ns_depth"] == 3
+
+
+def test_the_days_a_memory_mentions_are_filterable() -> None:
+    document = memory_document("m1", "Ana painted a lake sunrise on 7 May 2022.", type="episodic",
+                               event_start="2022-05-07", event_end="2022-05-07")
+    meta = memory_vector(document, DIM).metadata
+    assert (meta["event_start"], meta["event_end"]) == ("2022-05-07", "2022-05-07")
