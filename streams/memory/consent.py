@@ -27,6 +27,7 @@ import numpy as np
 from streams.errors import MemstreamError
 from streams.memory.applied import Applied
 from streams.memory.documents import keys_match, new_memory, same_text
+from streams.memory.linking import link
 from streams.memory.model import Memory
 from streams.memory.tables import composite_key
 from streams.memory.users import note_turn, user_info
@@ -208,6 +209,10 @@ def _apply_proposal(state: MemoryState, proposal: dict[str, Any], cmd: Command) 
         events.append(supersede(state, current[0], memory, cmd.thread_id, cmd.ts))
     state.revisions.note_turn_memory(candidate.turn, memory.id)
     note_turn(state.tables.users, cmd.user_id, cmd.ts, created=True)
+    if memory.type == "semantic":  # linked like any fact the candidate stage stores
+        neighbours = state.index.user(cmd.user_id).search(
+            vector, state.config.neighbours_k, accept=lambda m: m.is_visible and m.type == "semantic")
+        link(state, state.memory(memory.id) or memory, neighbours, cmd.ts)
     return events
 
 

@@ -217,3 +217,12 @@ def test_consent_commands_need_their_arguments(fields, ok):
     else:
         with pytest.raises(ValueError):
             Command.model_validate(raw)
+
+
+def test_an_applied_change_is_linked_to_the_users_related_facts():
+    s = state()
+    work = s.apply(said("0", "Ana works at a bakery in Berlin.", "profile:job"), vec(0.5, 0.85))
+    pid = lived_then_moved(s)
+    result = s.apply_command(consent_cmd("c1", 60, proposal_id=pid), None)
+    berlin = s.memory(result.events[0].memory_id)
+    assert work.memory_id in berlin.relations, "linked as the candidate stage links a new fact"
