@@ -22,7 +22,6 @@ from streams.memory.vector_index import UserIndex, decode_vector
 from streams.observability import metrics
 from topics.candidates import Candidate
 from topics.events import MemoryEvent
-from topics.turns import Turn
 
 if TYPE_CHECKING:
     from streams.memory.state import MemoryState
@@ -90,8 +89,6 @@ def _apply(state: MemoryState, candidate: Candidate, vector: np.ndarray,
         target = decision.target
         if set(candidate.refs) <= set(target.source_turn_ids):
             outcome, memory = "duplicate", target
-            if target.id == cid:  # the replay of its creation: its count may not have landed
-                _recount(state, turn, target)
         else:
             outcome, memory = "updated", merged_memory(target, candidate)
             state.store(memory)
@@ -100,12 +97,10 @@ def _apply(state: MemoryState, candidate: Candidate, vector: np.ndarray,
         existing = state.memory(cid)
         if existing is not None:  # written before a crash, `applied` not yet: keep it
             outcome, memory = "duplicate", existing
-            _recount(state, turn, existing)
         else:
             outcome, memory = "created", new_memory(candidate, cid, vector)
-            if _budgeted(decision, memory) and not write_budget.spend(
-                    state.tables.users, turn.user_id, turn.ts,
-                    state.config.write_rate_limit_per_hour, memory.id):
+            if _budgeted(decision, memory) and not write_budget.within(
+                    user_index, turn.ts, state.config.write_rate_limit_per_hour):
                 memory = write_budget.down_ranked(memory)
                 meta = {**meta, "write_budget": "over"}
                 metrics.WRITE_BUDGET_OVER.inc()
@@ -135,21 +130,6 @@ def _budgeted(decision: dedup.DedupDecision, memory: Memory) -> bool:
     episode (seed 002 caps hot-path writes only)."""
     return (decision.action is dedup.Action.create and not memory.pinned
             and memory.type != "episodic")
-
-
-def _recount(state: MemoryState, turn: Turn, memory: Memory) -> None:
-    """A replay found the memory its candidate created before a crash: count it in the write
-    budget again (idempotent) if its creation spent it, since that `users` write may be lost."""
-    if memory.pinned or memory.type == "episodic" or _superseding(state, memory):
-        return
-    write_budget.recount(state.tables.users, turn.user_id, turn.ts,
-                         state.config.write_rate_limit_per_hour, memory)
-
-
-def _superseding(state: MemoryState, memory: Memory) -> bool:
-    """Whether `memory` was created as the correction of another (which never spends budget)."""
-    return any(getattr(state.memory(rid), "superseded_by", None) == memory.id
-               for rid in memory.related_ids)
 
 
 def check_band(state: MemoryState, candidate: Candidate, vector: np.ndarray) -> list[Memory]:

@@ -9,10 +9,12 @@ import base64
 import logging
 import sys
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Callable, Iterable
 
 import numpy as np
 
+from streams.memory import write_budget
 from streams.memory.lexical_index import LexicalIndex
 from streams.memory.model import Memory
 
@@ -68,11 +70,16 @@ class Columns:
     event_start: np.ndarray
     """First day (YYYYMMDD, 0 when none) of the dates the summary mentions."""
     event_end: np.ndarray
+    created: np.ndarray
+    """`created_at` as a POSIX timestamp."""
+    budgeted: np.ndarray
+    """Whether the memory counts against the write budget (`write_budget.spends`)."""
 
 
 _COLUMN_TYPES = {"visible": np.bool_, "episodic": np.bool_, "category": np.int32,
                  "importance": np.int8, "pinned": np.bool_, "updated": np.float64, "day": np.int32,
-                 "event_start": np.int32, "event_end": np.int32}
+                 "event_start": np.int32, "event_end": np.int32, "created": np.float64,
+                 "budgeted": np.bool_}
 
 
 @dataclass
@@ -145,7 +152,8 @@ class UserIndex:
                   "category": code, "importance": memory.importance, "pinned": memory.pinned,
                   "updated": memory.updated_at.timestamp(), "day": _day(memory.date_iso),
                   "event_start": _day(memory.event_start and memory.event_start.isoformat()),
-                  "event_end": _day(memory.event_end and memory.event_end.isoformat())}
+                  "event_end": _day(memory.event_end and memory.event_end.isoformat()),
+                  "created": memory.created_at.timestamp(), "budgeted": write_budget.spends(memory)}
         for name, value in values.items():
             self._columns[name][row] = value
 
@@ -231,6 +239,16 @@ class UserIndex:
             empty = {name: np.zeros(0, dtype=dtype) for name, dtype in _COLUMN_TYPES.items()}
             return Columns(**empty)
         return Columns(**{name: column[:n] for name, column in self._columns.items()})
+
+    def count_created(self, after: datetime, until: datetime) -> int:
+        """How many memories that count against the write budget were created in
+        (`after`, `until`]."""
+        n = len(self.ids)
+        if not n:
+            return 0
+        created = self._columns["created"][:n]
+        return int(np.count_nonzero(self._columns["budgeted"][:n] & (created > after.timestamp())
+                                    & (created <= until.timestamp())))
 
     def similarities(self, query: np.ndarray) -> np.ndarray:
         """Cosine of every row to `query` (rows and query are L2-normalised)."""

@@ -66,26 +66,22 @@ def test_episodes_are_not_hot_path_writes():
     assert apply(s, 2, "On 2024-05-01 (W18, 2024) we discussed jazz.", 1, kind="episodic")[1].importance == 4
 
 
-def test_a_memory_written_before_a_crash_whose_count_was_lost_is_counted_on_its_replay():
-    """The memory landed in the changelog, its `users` and `applied` writes did not: the replay
-    finds the memory (a duplicate) and must count it, or the rest of the hour gets more room than
-    the uninterrupted run gave it."""
+def test_the_count_is_the_memories_themselves_so_a_replay_that_finds_its_memory_counts_it():
+    """A worker killed after the memory landed but before anything else did: the replay finds
+    the memory; the count, read from the memories, already holds it."""
     s = budgeted(1)
     first, _ = apply(s, 1, "Ana likes tea.", 0)
-    lost = dict(s.tables.users["u"])
-    del lost["write_budget"]
-    s.tables.users["u"] = lost
     for key in list(s.tables.applied):
         del s.tables.applied[key]
+    s.tables.users["u"] = {"memories": 0, "clock": T0.isoformat()}  # its users write lost
     replayed, _ = apply(s, 1, "Ana likes tea.", 0)
     assert replayed.memory_id == first.memory_id
     assert "over_write_budget" in apply(s, 2, "Ana likes jazz.", 10)[1].tags
 
 
-def test_counting_the_same_memory_twice_spends_once():
-    s = budgeted(2)
+def test_a_memory_stored_past_the_budget_does_not_spend_it():
+    s = budgeted(1)
     apply(s, 1, "Ana likes tea.", 0)
-    for key in list(s.tables.applied):  # its replay, without its `applied` record
-        del s.tables.applied[key]
-    apply(s, 1, "Ana likes tea.", 0)
-    assert "over_write_budget" not in apply(s, 2, "Ana likes jazz.", 10)[1].tags
+    assert "over_write_budget" in apply(s, 2, "Ana likes jazz.", 10)[1].tags
+    assert "over_write_budget" in apply(s, 3, "Ana likes chess.", 20)[1].tags
+    assert "over_write_budget" not in apply(s, 4, "Ana likes rowing.", 61)[1].tags
