@@ -79,7 +79,7 @@ class ForgettingPass:
 
 def forget(state: MemoryState, user_id: str, now: datetime, config: ForgetConfig) -> list[MemoryEvent]:
     """Make the user's due transitions at `now` (module doc); return their events."""
-    memories = sorted(state.index.user(user_id).docs.values(), key=lambda m: m.id)
+    memories = sorted(state.index.user(user_id).stored_docs(), key=lambda m: m.id)
     events: list[MemoryEvent] = []
     budget = config.max_changes
 
@@ -152,7 +152,7 @@ def over_cap(state: MemoryState, user_id: str, now: datetime, config: ForgetConf
     """The active semantic memories past the cap, in eviction order: lowest decay weight, then
     least recently used, then id (deterministic); pinned ones count but are never evicted.
     Memories in `changed` left the active ones in this run already."""
-    active = [m for m in state.index.user(user_id).docs.values()
+    active = [m for m in state.index.user(user_id).stored_docs()
               if m.state == "active" and m.type == "semantic" and m.id not in changed]
     excess = len(active) - config.memory_cap
     if excess <= 0:

@@ -221,6 +221,12 @@ class UserIndex:
         self.docs[memory_id] = stored.model_copy(update={
             "relations": relations, "related_ids": sorted({*stored.related_ids, *incoming})})
 
+    def stored_docs(self) -> list[Memory]:
+        """The documents as stored (own edges only, no incoming ones merged), in `docs` order:
+        what a pass that rewrites memories must start from, or it would store its neighbours'
+        edges as its own."""
+        return list(self._stored.values())
+
     def with_entity_key(self, matches: Callable[[str], bool]) -> list[Memory]:
         """The visible memories whose entity key `matches`, in `docs` order: a loop over the
         distinct keys, not over every memory."""

@@ -120,3 +120,14 @@ async def test_a_memory_makes_one_transition_per_run():
     events = await run(s, 61)
     assert [e.kind for e in events] == ["soft_deleted"]
     assert s.memory("trivial").state == "soft_deleted"  # type: ignore[union-attr]
+
+
+async def test_a_transition_keeps_the_memorys_own_edges_only():
+    """An edge is stored once, on the memory that made it: soft-deleting the other end must not
+    copy it into that one's document."""
+    linker = memory("linker", importance=4).model_copy(update={"relations": {"old": 0.8}})
+    s = seeded(memory("old"), linker)
+    assert "linker" in s.index.user("u").docs["old"].relations, "served with its incoming edge"
+    await run(s, 61)
+    assert s.memory("old").state == "soft_deleted"  # type: ignore[union-attr]
+    assert s.memory("old").relations == {}  # type: ignore[union-attr]
