@@ -52,7 +52,7 @@ def visible(state: MemoryState, user_id: str, types: Iterable[str]) -> list[Memo
     incoming edges added; a pass that rewrites a memory must start from its own document)."""
     wanted = set(types)
     out = []
-    for doc in state.index.user(user_id).docs.values():
+    for doc in state.index.user(user_id).stored_docs():
         if doc.is_visible and doc.type in wanted:
             stored = state.memory(doc.id)
             if stored is not None and stored.is_visible:

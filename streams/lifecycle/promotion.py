@@ -224,7 +224,7 @@ class PromotionPass:
         """The user's episodic facts up to `now`, active or archived (an archived original of a
         consolidation still shows what the user did), oldest first."""
         out = []
-        for doc in state.index.user(user_id).docs.values():
+        for doc in state.index.user(user_id).stored_docs():
             if (doc.type == "episodic" and doc.state in ("active", "archived")
                     and not is_episode(doc) and doc.created_at <= now):
                 stored = state.memory(doc.id)
@@ -350,7 +350,7 @@ class PromotionPass:
         a pinned or user-set fact is on the same subject (the user's own version wins)."""
         user_index = state.index.user(user_id)
         if any(m.is_visible and PATTERN_TAG in m.tags and label in m.tags
-               for m in user_index.docs.values()):
+               for m in user_index.stored_docs()):
             return True
         near = user_index.search(vector, 5, accept=lambda m: m.is_visible and m.type == "semantic")
         return any(is_canonical(m) and sim >= self.config.canonical_similarity for m, sim in near)

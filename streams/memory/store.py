@@ -12,6 +12,8 @@ place in the consumer group (then a rebalance, then another rebuild).
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
 import gc
 import logging
 from collections.abc import Callable, Iterator
@@ -29,6 +31,10 @@ from streams.memory.tables import MemoryTables, key_text
 from streams.memory.vector_index import UserIndex, VectorIndex, decode_vector
 
 log = logging.getLogger(__name__)
+try:
+    _LIBC: ctypes.CDLL | None = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+except OSError:  # pragma: no cover - no C library to load (not Linux/glibc)
+    _LIBC = None
 REBUILD_SLICE = 500
 """Memories indexed between two yields to the event loop (about 60 ms of work, more on a
 busy machine: well inside the 1 s heartbeat interval)."""
@@ -59,6 +65,8 @@ class MemoryStore:
             generation = self._generation
             fresh = VectorIndex(self._config().profile.dim)
             count = sum(fresh.add(memory, vector) for memory, vector in self._documents())
+            for user_index in fresh.users().values():
+                user_index.fit()
             self._installed(fresh, count, generation)
         assert self._index is not None
         return self._index
@@ -85,6 +93,7 @@ class MemoryStore:
                     if generation != self._generation:
                         break
             else:
+                await _fitted(fresh, slice_size)
                 replaced = self._index
                 self._installed(fresh, count, generation)
                 if replaced is not None:
@@ -94,6 +103,7 @@ class MemoryStore:
         """Use `fresh`, built from the tables as of `generation`; still stale if they changed
         under it since."""
         self._index = fresh
+        release_freed_heap()
         self._stale = generation != self._generation
         log.info("vector index rebuilt from the memories table: %d memories", count)
 
@@ -127,6 +137,27 @@ class MemoryStore:
     def user_clock(self, user_id: str) -> datetime | None:
         """The user's clock: the latest event time of their turns."""
         return users.user_clock(self.tables.users, user_id)
+
+
+def release_freed_heap() -> None:
+    """Give the heap a rebuild freed back to the system (glibc keeps it otherwise: the
+    documents decoded and dropped, the buffers outgrown, stay in the worker's RSS). A no-op
+    where the C library has no `malloc_trim`."""
+    trim = getattr(_LIBC, "malloc_trim", None)
+    if trim is not None:
+        trim(0)
+
+
+async def _fitted(index: VectorIndex, slice_size: int) -> None:
+    """`UserIndex.fit` every user of a rebuilt index, yielding to the loop every `slice_size`
+    rows copied."""
+    copied = 0
+    for user_index in list(index.users().values()):
+        user_index.fit()
+        copied += len(user_index)
+        if copied >= slice_size:
+            copied = 0
+            await asyncio.sleep(0)
 
 
 async def _release(index: VectorIndex, slice_size: int) -> None:

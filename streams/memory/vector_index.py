@@ -10,7 +10,8 @@ import logging
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -34,11 +35,20 @@ _REPEATED_TEXT = ("user_id", "thread_id", "type", "category", "state", "role", "
                   "agent_id", "run_id", "actor_id")
 
 
+_SAME_TIMES = ("updated_at", "last_accessed", "valid_from")
+_SHARED_EMPTY: dict[str, Any] = {"tags": [], "entities": [], "related_ids": [],
+                                 "consolidated_from": [], "relations": {}}
+"""One empty container per field for every indexed document that has it empty (a fresh one
+per document is 56-64 bytes each). Safe because index documents are never changed in place:
+every change is a `model_copy(update=...)` (which shares containers already)."""
+
+
 def compact(memory: Memory) -> Memory:
     """`memory`, lighter to hold by the hundred thousand: its set of fields given (pydantic
     keeps one per instance, 2 KB for ~40 fields) is shared with every memory that gave the same
-    fields, and the short texts most memories repeat (user, thread, category...) are interned.
-    Nothing it reads changes; this is the index's RAM per memory, halved."""
+    fields, the short texts most memories repeat (user, thread, category...) are interned, its
+    empty lists and dict are shared ones (`_SHARED_EMPTY`), and times equal to `created_at` are
+    that same object. Nothing it reads changes; this is the index's RAM per memory, halved."""
     fields = memory.__pydantic_fields_set__
     shared = _SHARED_FIELD_SETS.setdefault(frozenset(fields), set(fields))
     object.__setattr__(memory, "__pydantic_fields_set__", shared)
@@ -47,6 +57,13 @@ def compact(memory: Memory) -> Memory:
         value = values.get(name)
         if type(value) is str:
             values[name] = sys.intern(value)
+    for name, empty in _SHARED_EMPTY.items():
+        if values.get(name) == empty and values.get(name) is not empty:
+            values[name] = empty
+    created = values.get("created_at")
+    for name in _SAME_TIMES:  # most memories are created, updated and read at one event time
+        if values.get(name) == created and values.get(name) is not created:
+            values[name] = created
     return memory
 
 
@@ -93,7 +110,9 @@ class UserIndex:
     A `related_to` edge is stored once, in the document of the memory that made it (linking
     rewrote every neighbour's document and audit list: most of a candidate's table writes).
     The index keeps the other direction (`_incoming`) and serves each memory in `docs` with
-    both: its own edges and those pointing at it (its own strength wins where both exist).
+    both: its own edges and those pointing at it (its own strength wins where both exist). The
+    served document is made when read (`ServedDocs`): holding one for every memory with
+    incoming edges doubled the RAM of most linked memories (a pydantic copy, ~1.2 KB).
 
     `lexical` is the BM25 index over the same rows' summaries (visible memories only), kept in
     step by `upsert` and `update_doc` at no cost to the write path (it is rebuilt lazily, on the
@@ -102,7 +121,6 @@ class UserIndex:
 
     dim: int
     ids: list[str] = field(default_factory=list)
-    docs: dict[str, Memory] = field(default_factory=dict)
     category_codes: dict[str, int] = field(default_factory=dict)
     _buffer: np.ndarray | None = None
     _columns: dict[str, np.ndarray] = field(default_factory=dict)
@@ -112,10 +130,14 @@ class UserIndex:
     _incoming: dict[str, dict[str, float]] = field(default_factory=dict)
     """memory id -> {id of a memory with an edge to it: strength}."""
     _keyed: dict[str, dict[str, None]] = field(default_factory=dict)
-    """entity key -> ids of the visible memories with that key (ordered as `docs`)."""
-    _order: dict[str, int] = field(default_factory=dict)
-    """memory id -> its position in `docs`."""
+    """entity key -> ids of the visible memories with that key."""
     lexical: LexicalIndex = field(default_factory=LexicalIndex)
+
+    @property
+    def docs(self) -> ServedDocs:
+        """memory id -> the document as served (with the edges pointing at it), in the order
+        the memories were first stored."""
+        return ServedDocs(self)
 
     @property
     def _matrix(self) -> np.ndarray | None:
@@ -145,6 +167,16 @@ class UserIndex:
             if name in self._columns:
                 column[:used] = self._columns[name][:used]
             self._columns[name] = column
+
+    def fit(self) -> None:
+        """Shrink the buffers to the rows in use: a rebuilt index has no growth to expect yet,
+        and the slack of growing by a quarter is ~1/8 of the vectors' RAM on average."""
+        n = len(self.ids)
+        if self._buffer is None or len(self._buffer) == n:
+            return
+        self._buffer = self._buffer[:n].copy()
+        for name, column in self._columns.items():
+            self._columns[name] = column[:n].copy()
 
     def _write_columns(self, row: int, memory: Memory) -> None:
         code = self.category_codes.setdefault(memory.category.casefold(), len(self.category_codes))
@@ -182,44 +214,36 @@ class UserIndex:
         return self.lexical.scores(text, len(self.ids))
 
     def _set_doc(self, memory: Memory) -> None:
-        """Store a document as written, update the incoming edges its own edges make, and
-        serve it and every memory whose incoming edges changed. The document is kept without
-        its `embedding_b64`: the vector is in the matrix already (`vector_b64`)."""
+        """Store a document as written and update the incoming edges its own edges make. The
+        document is kept without its `embedding_b64`: the vector is in the matrix already
+        (`vector_b64`)."""
         if memory.embedding_b64 is not None:
             memory = memory.model_copy(update={"embedding_b64": None})
         memory = compact(memory)
         before = self._stored.get(memory.id)
         edges_before = before.relations if before is not None else {}
         self._stored[memory.id] = memory
-        self._order.setdefault(memory.id, len(self._order))
         if before is not None and before.entity_key:
             self._keyed.get(before.entity_key, {}).pop(memory.id, None)
         if memory.entity_key and memory.is_visible:
             self._keyed.setdefault(memory.entity_key, {})[memory.id] = None
-        touched = {memory.id}
         for other in edges_before.keys() - memory.relations.keys():
             self._incoming.get(other, {}).pop(memory.id, None)
-            touched.add(other)
         for other, strength in memory.relations.items():
             if edges_before.get(other) != strength:
                 self._incoming.setdefault(other, {})[memory.id] = strength
-                touched.add(other)
-        for memory_id in touched:
-            self._serve(memory_id)
 
-    def _serve(self, memory_id: str) -> None:
-        """`docs[memory_id]`: the stored document with its incoming edges added."""
-        stored = self._stored.get(memory_id)
-        if stored is None:
-            return
+    def served(self, memory_id: str) -> Memory:
+        """The stored document of `memory_id` with its incoming edges added (KeyError if
+        absent): the stored object itself when nothing points at it."""
+        stored = self._stored[memory_id]
         incoming = {k: v for k, v in self._incoming.get(memory_id, {}).items()
                     if k not in stored.relations}
         if not incoming:
-            self.docs[memory_id] = stored
-            return
-        relations = {**stored.relations, **incoming}
-        self.docs[memory_id] = stored.model_copy(update={
-            "relations": relations, "related_ids": sorted({*stored.related_ids, *incoming})})
+            return stored
+        return stored.model_copy(update={
+            "relations": {**stored.relations, **incoming},
+            "related_ids": sorted({*stored.related_ids, *incoming})})
 
     def stored_docs(self) -> list[Memory]:
         """The documents as stored (own edges only, no incoming ones merged), in `docs` order:
@@ -231,7 +255,8 @@ class UserIndex:
         """The visible memories whose entity key `matches`, in `docs` order: a loop over the
         distinct keys, not over every memory."""
         ids = [i for key, keyed in self._keyed.items() if keyed and matches(key) for i in keyed]
-        return [self.docs[i] for i in sorted(ids, key=self._order.__getitem__)]
+        last = len(self.ids)  # rows are in the order memories were first stored
+        return [self.served(i) for i in sorted(ids, key=lambda i: self._rows.get(i, last))]
 
     def vector_b64(self, memory_id: str) -> str | None:
         """A memory's vector as its document stores it (`embedding_b64`); None if it has none."""
@@ -281,7 +306,7 @@ class UserIndex:
                 order = np.argsort(candidates, kind="stable")
             out: list[tuple[Memory, float]] = []
             for row in rows[order]:
-                doc = self.docs[self.ids[row]]
+                doc = self.served(self.ids[row])
                 if accept is None or accept(doc):
                     out.append((doc, float(scores[row])))
                     if len(out) >= k:
@@ -300,6 +325,27 @@ class UserIndex:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+
+class ServedDocs(Mapping[str, Memory]):
+    """`UserIndex.docs`: a read-only view whose values are made when read (`UserIndex.served`)."""
+
+    __slots__ = ("_index",)
+
+    def __init__(self, index: UserIndex) -> None:
+        self._index = index
+
+    def __getitem__(self, memory_id: str) -> Memory:
+        return self._index.served(memory_id)
+
+    def __contains__(self, memory_id: object) -> bool:
+        return memory_id in self._index._stored
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index._stored)
+
+    def __len__(self) -> int:
+        return len(self._index._stored)
 
 
 class VectorIndex:

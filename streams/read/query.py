@@ -74,7 +74,8 @@ def related_bullets(index: UserIndex, memory: Memory, limit: int = 2) -> list[di
 
 def user_clock(index: UserIndex) -> datetime | None:
     """The user's "now": the latest event time among their memories (never the wall clock)."""
-    times = [m.updated_at for m in index.docs.values()] + [m.last_accessed for m in index.docs.values()]
+    stored = index.stored_docs()  # edges do not matter here: no served copies to make
+    times = [m.updated_at for m in stored] + [m.last_accessed for m in stored]
     return max(times) if times else None
 
 
