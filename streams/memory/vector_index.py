@@ -245,6 +245,10 @@ class UserIndex:
             "relations": {**stored.relations, **incoming},
             "related_ids": sorted({*stored.related_ids, *incoming})})
 
+    def stored(self, memory_id: str) -> Memory | None:
+        """The document of `memory_id` as stored (own edges only), None if absent."""
+        return self._stored.get(memory_id)
+
     def stored_docs(self) -> list[Memory]:
         """The documents as stored (own edges only, no incoming ones merged), in `docs` order:
         what a pass that rewrites memories must start from, or it would store its neighbours'
@@ -293,7 +297,8 @@ class UserIndex:
         """Top-k (memory, score) among rows in `mask` that `accept` (when given) takes.
 
         Sorts only the best few rows (`argpartition`) and falls back to a full sort when
-        `accept` turns too many of them down.
+        `accept` turns too many of them down. `accept` sees the stored document (without the
+        edges pointing at it); the hits are served.
         """
         rows = np.flatnonzero(mask)
         candidates = -scores[rows]
@@ -306,9 +311,9 @@ class UserIndex:
                 order = np.argsort(candidates, kind="stable")
             out: list[tuple[Memory, float]] = []
             for row in rows[order]:
-                doc = self.served(self.ids[row])
-                if accept is None or accept(doc):
-                    out.append((doc, float(scores[row])))
+                memory_id = self.ids[row]  # `accept` reads the stored document: no copy made
+                if accept is None or accept(self._stored[memory_id]):
+                    out.append((self.served(memory_id), float(scores[row])))
                     if len(out) >= k:
                         return out
             if take >= rows.size:

@@ -43,7 +43,7 @@ def _links(index: UserIndex) -> _Links:
     if links.scanned > n:  # cleared and rebuilt under the same object
         links.scanned, links.rows, links.originals = 0, [], []
     for row in range(links.scanned, n):
-        memory = index.docs.get(index.ids[row])
+        memory = index.stored(index.ids[row])
         if memory is not None and memory.type == "consolidated" and memory.consolidated_from:
             found = [r for r in map(index.row, memory.consolidated_from) if r is not None]
             if found:
