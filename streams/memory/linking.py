@@ -23,8 +23,10 @@ def link(state: MemoryState, memory: Memory, neighbours: Sequence[tuple[Memory, 
     fresh = {m.id: round(score, 4) for m, score in neighbours
              if m.id != memory.id and score >= state.config.link_min
              and memory.relations.get(m.id) != round(score, 4)}
-    current = state.index.user(memory.user_id).docs  # as changed by this candidate so far
-    fresh = {i: v for i, v in fresh.items() if (other := current.get(i)) is not None and other.is_visible}
+    user_index = state.index.user(memory.user_id)  # as changed by this candidate so far
+    fresh = {i: v for i, v in fresh.items()
+             if (other := user_index.stored(i)) is not None and other.is_visible
+             and memory.id not in other.relations}  # the edge is stored on `other` already
     if not fresh:
         return
     doc = state.memory(memory.id)

@@ -256,11 +256,11 @@ class UserIndex:
         return list(self._stored.values())
 
     def with_entity_key(self, matches: Callable[[str], bool]) -> list[Memory]:
-        """The visible memories whose entity key `matches`, in `docs` order: a loop over the
-        distinct keys, not over every memory."""
+        """The visible memories whose entity key `matches`, as stored (the write side changes
+        them), in the order first stored: a loop over the distinct keys, not every memory."""
         ids = [i for key, keyed in self._keyed.items() if keyed and matches(key) for i in keyed]
         last = len(self.ids)  # rows are in the order memories were first stored
-        return [self.served(i) for i in sorted(ids, key=lambda i: self._rows.get(i, last))]
+        return [self._stored[i] for i in sorted(ids, key=lambda i: self._rows.get(i, last))]
 
     def vector_b64(self, memory_id: str) -> str | None:
         """A memory's vector as its document stores it (`embedding_b64`); None if it has none."""
@@ -293,12 +293,13 @@ class UserIndex:
         return matrix @ np.asarray(query, dtype=np.float32)
 
     def best(self, scores: np.ndarray, mask: np.ndarray, k: int,
-             accept: Callable[[Memory], bool] | None = None) -> list[tuple[Memory, float]]:
+             accept: Callable[[Memory], bool] | None = None,
+             served: bool = True) -> list[tuple[Memory, float]]:
         """Top-k (memory, score) among rows in `mask` that `accept` (when given) takes.
 
         Sorts only the best few rows (`argpartition`) and falls back to a full sort when
         `accept` turns too many of them down. `accept` sees the stored document (without the
-        edges pointing at it); the hits are served.
+        edges pointing at it); the hits are served ones, or the stored ones when not `served`.
         """
         rows = np.flatnonzero(mask)
         candidates = -scores[rows]
@@ -313,7 +314,8 @@ class UserIndex:
             for row in rows[order]:
                 memory_id = self.ids[row]  # `accept` reads the stored document: no copy made
                 if accept is None or accept(self._stored[memory_id]):
-                    out.append((self.served(memory_id), float(scores[row])))
+                    doc = self.served(memory_id) if served else self._stored[memory_id]
+                    out.append((doc, float(scores[row])))
                     if len(out) >= k:
                         return out
             if take >= rows.size:
@@ -323,10 +325,13 @@ class UserIndex:
     def search(
         self, query: np.ndarray, k: int, accept: Callable[[Memory], bool] = lambda m: m.is_visible
     ) -> list[tuple[Memory, float]]:
-        """Top-k (memory, cosine) among accepted memories, best first."""
+        """Top-k (memory, cosine) among accepted memories, best first, as stored (own edges
+        only): the write side's search, whose hits may be changed and stored again (a served
+        document would store its neighbours' edges as its own)."""
         if not self.ids:
             return []
-        return self.best(self.similarities(query), np.ones(len(self.ids), dtype=bool), k, accept)
+        return self.best(self.similarities(query), np.ones(len(self.ids), dtype=bool), k, accept,
+                         served=False)
 
     def __len__(self) -> int:
         return len(self.ids)

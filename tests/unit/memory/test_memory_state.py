@@ -188,6 +188,18 @@ def test_related_memories_are_linked_both_ways_once():
     assert served() == before
 
 
+def test_a_merge_into_a_memory_others_point_at_keeps_its_own_edges_only():
+    """The write side reads stored documents: merging a restatement into the older memory must
+    not copy the edge the newer one made into the older one's document."""
+    s = state()
+    a = s.apply(cand("1", "Ana has a dog named Luna."), vec(1, 0))
+    b = s.apply(cand("2", "Ana walks Luna on the beach every morning."), vec(0.7, 0.714))
+    assert b.memory_id in s.index.user("u").docs[a.memory_id].relations, "served with it"
+    merged = s.apply(cand("3", "Ana has a dog called Luna."), vec(1, 0))
+    assert merged.outcome == "updated" and merged.memory_id == a.memory_id
+    assert b.memory_id not in s.memory(a.memory_id).relations
+
+
 def test_blocking_a_topic_is_announced_audited_and_purged_with_the_user():
     from datetime import datetime, timezone
 
