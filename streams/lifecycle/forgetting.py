@@ -188,7 +188,7 @@ def purge(state: MemoryState, memory: Memory, now: datetime) -> MemoryEvent:
                                           "version": memory.version + 1, "updated_at": now})
     # Not `state.store`: that would copy the vector back into the document from the index.
     state.tables.memories[tombstone.id] = tombstone.model_dump(mode="json")
-    state.index.user(tombstone.user_id).update_doc(tombstone)
+    state.index.add(tombstone)  # listed still, by a zero vector: the content's vector goes too
     event = state.announce("purged", tombstone, thread_of(memory), now, {"reason": "purge_at"},
                            actor=ACTOR)
     for thread_id in sorted({thread_of(memory), LIFECYCLE_THREAD}):

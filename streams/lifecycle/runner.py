@@ -10,19 +10,21 @@ timer could not write tables). The runner then
    run the watermark has passed (users are co-partitioned by user_id, so writing an idle
    user's tables from another user's record lands on the right partition).
 
-A record redelivered after a crash re-sends the events its first processing made
-(`watermark.Outbox`): the transitions are in the tables already, their events may not be on
-the topic.
+The passes see `now` = the watermark's hour, never the wall clock. Everything depends only on
+the records of the partition in offset order, so a replay runs the same passes at the same
+event times, whatever the batching.
 
-The passes see `now` = the watermark, never the wall clock. Everything depends only on the
-records of the partition in offset order, so a replay runs the same passes at the same event
-times, whatever the batching. A failing pass is counted and logged, never raised: the partition
+Exactly once in effect: a record's writes (every user run's and the calendar's) are held while
+it runs, kept with its events in the partition's outbox (`watermark.Outbox`), then made. A
+record redelivered after a crash does not run again: it makes again whatever of those writes
+did not land and re-sends the same events. A failing pass is counted and logged, never raised: the partition
 never blocks on the lifecycle.
 """
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -30,19 +32,42 @@ from streams.lifecycle.consent_expiry import ConsentExpiryPass
 from streams.lifecycle.forgetting import ForgetConfig, ForgettingPass
 from streams.lifecycle.passes import LifecyclePass, ordered
 from streams.lifecycle.watermark import Outbox, PartitionClock
+from streams.memory.applied import HeldTable, WriteSet, redo, redo_change
 from streams.memory.state import MemoryState
 from streams.memory.store import MemoryStore
 from streams.memory.tables import Table
 from streams.observability import metrics
 from streams.observability.logs import describe_failure
 from streams.pipeline.outputs import Outputs
+from streams.privacy.crypto import SealError
 from streams.privacy.payloads import seal_event
+from streams.privacy.sealed import Sealer
 from topics import names
 from topics.events import MemoryEvent
+from topics.sealed import Sealed
 
 log = logging.getLogger(__name__)
 STATE_KEY = "lifecycle"
 """Where the runner keeps a user's last run, in the user's `users` record."""
+
+
+LIFECYCLE_TABLES = ("memories", "users", "thread_revs", "audit", "applied")
+"""The memory tables a lifecycle run writes (a purge rewrites `applied` records too)."""
+
+
+@dataclass
+class UserRun:
+    """One user's lifecycle run inside a record: the events it made and its held writes."""
+
+    user_id: str
+    events: list[MemoryEvent]
+    writes: WriteSet
+
+    def sealed(self, sealer: Sealer) -> dict[str, Any]:
+        """The run as the outbox keeps it: sealed for the user (it holds their content)."""
+        content = {"events": [e.model_dump(mode="json") for e in self.events],
+                   "writes": self.writes.listed()}
+        return sealer.seal(self.user_id, content).model_dump(mode="json")
 
 
 class LifecycleRunner:
@@ -52,7 +77,7 @@ class LifecycleRunner:
                  outputs: Outputs, period: timedelta = timedelta(hours=24),
                  idle_users_per_record: int = 2) -> None:
         self.store = store
-        self.clock = PartitionClock(schedule)
+        self.schedule = schedule
         self.outbox = Outbox(schedule)
         self.passes = ordered(list(passes))
         self.outputs = outputs
@@ -66,48 +91,85 @@ class LifecycleRunner:
                    period=timedelta(hours=settings.lifecycle_period_hours),
                    idle_users_per_record=settings.lifecycle_users_per_record)
 
+    def watermark(self, partition: int) -> datetime | None:
+        """The partition's lifecycle `now` (its watermark's hour), None before its first turn."""
+        return PartitionClock(self.schedule).watermark(partition)
+
     async def after_record(self, partition: int, user_id: str | None, ts: datetime | None,
-                           offset: int | None = None) -> list[MemoryEvent]:
-        """The lifecycle work one record of `partition` (at `offset`) brings (module doc); the
-        events sent. A redelivered record re-sends what it made the first time
+                           offset: int) -> list[MemoryEvent]:
+        """The lifecycle work the record at `offset` of `partition` brings (module doc); the
+        events sent. A redelivered record makes again what it made the first time
         (`watermark.Outbox`). Never raises."""
         try:
-            if offset is not None and (kept := self.outbox.sent(partition, offset)) is not None:
-                for key, value in kept:
-                    await self.outputs.send(names.MEMORY_EVENTS, key.encode(), value.encode())
+            kept = self.outbox.kept(partition, offset)
+            if kept is not None:
+                await self._redo(kept)
                 return []
-            sent: list[list[str]] = []
-            events = await self._run_due(partition, user_id, ts, sent)
-            if offset is not None and sent:
-                self.outbox.keep(partition, offset, sent)
-            return events
+            return await self._run_due(partition, user_id, ts, offset)
         except Exception as exc:  # noqa: BLE001 - the lifecycle never blocks the partition
             metrics.LIFECYCLE_ERRORS.labels(lifecycle_pass="runner", error=type(exc).__name__).inc()
             log.error("lifecycle run on partition %d failed: %s", partition, describe_failure(exc))
             return []
 
     async def _run_due(self, partition: int, user_id: str | None, ts: datetime | None,
-                       sent: list[list[str]]) -> list[MemoryEvent]:
-        """Steps 1-3 of the module doc; what is sent is noted in `sent`."""
-        now = self.clock.advance(partition, ts) if ts is not None else self.clock.watermark(partition)
+                       offset: int) -> list[MemoryEvent]:
+        """Steps 1-3 of the module doc, every write held until the record's outbox entry is
+        kept, then made, then the events sent."""
+        calendar = HeldTable(self.schedule, {})
+        clock = PartitionClock(calendar)
+        now = clock.advance(partition, ts, offset) if ts is not None else clock.watermark(partition, offset)
         if now is None:
             return []
         state = self.store.state()
-        events: list[MemoryEvent] = []
+        runs: list[UserRun] = []
         if user_id is not None and self._due(state, user_id, now):
             metrics.LIFECYCLE_RUNS.labels(trigger="active").inc()
-            events += await self.run_user(state, partition, user_id, now, sent)
-        for idle in self.clock.take_due(partition, now, self.idle_users_per_record):
+            runs.append(await self._run(state, clock, partition, user_id, now))
+        for idle in clock.take_due(partition, now, self.idle_users_per_record):
             if idle != user_id and self._due(state, idle, now):
                 metrics.LIFECYCLE_RUNS.labels(trigger="idle").inc()
-                events += await self.run_user(state, partition, idle, now, sent)
+                runs.append(await self._run(state, clock, partition, idle, now))
+        if not runs and not calendar.writes:
+            return []
+        self.outbox.keep(partition, offset, {
+            "now": now.isoformat(), "clock": calendar.listed(),
+            "runs": [run.sealed(self.outputs.sealer) for run in runs]})
+        calendar.make()
+        events: list[MemoryEvent] = []
+        for run in runs:
+            run.writes.make()
+            for event in run.events:
+                await self._send(event)
+            events += run.events
         return events
 
-    async def _send(self, event: MemoryEvent, sent: list[list[str]]) -> None:
-        """Send `event` as `Outputs.event` does (sealed), and note it in `sent`."""
+    async def _run(self, state: MemoryState, clock: PartitionClock, partition: int,
+                   user_id: str, now: datetime) -> UserRun:
+        """One user's run with its table writes held (`applied.WriteSet`)."""
+        writes = WriteSet(state.tables, LIFECYCLE_TABLES)
+        held = state.over(writes.tables)
+        events = await self.run_user(held, partition, user_id, now, clock)
+        return UserRun(user_id, events, writes)
+
+    async def _redo(self, kept: dict[str, Any]) -> None:
+        """Make again the writes of a record's first processing that did not land, and send its
+        events again (a run whose user was purged since no longer opens: skipped)."""
+        for key, *write in kept.get("clock", []):
+            redo_change(self.schedule, key, write)
+        state = self.store.state()
+        for sealed in kept.get("runs", []):
+            try:
+                content = self.outputs.sealer.open(Sealed.model_validate(sealed))
+            except SealError:
+                continue
+            state.reindex(redo(state.tables, content["writes"]))
+            for event in content["events"]:
+                await self._send(MemoryEvent.model_validate(event))
+
+    async def _send(self, event: MemoryEvent) -> None:
+        """Send `event` as `Outputs.event` does (sealed)."""
         value = seal_event(self.outputs.sealer, event).model_dump_json()
         await self.outputs.send(names.MEMORY_EVENTS, event.user_id.encode(), value.encode())
-        sent.append([event.user_id, value])
 
     def _due(self, state: MemoryState, user_id: str, now: datetime) -> bool:
         """A known user (a purged one has no record) whose last run is a period old."""
@@ -118,9 +180,9 @@ class LifecycleRunner:
         return last is None or now - datetime.fromisoformat(last) >= self.period
 
     async def run_user(self, state: MemoryState, partition: int, user_id: str, now: datetime,
-                       sent: list[list[str]] | None = None) -> list[MemoryEvent]:
-        """Run every pass for one user at `now`, send their events, note the run and put the
-        user in the calendar for the next one."""
+                       clock: PartitionClock | None = None) -> list[MemoryEvent]:
+        """Run every pass for one user at `now`, note the run and put the user in `clock`'s
+        calendar for the next one; return the events (the caller sends them)."""
         events: list[MemoryEvent] = []
         for lifecycle_pass in self.passes:
             try:
@@ -134,12 +196,11 @@ class LifecycleRunner:
             for event in made:
                 metrics.LIFECYCLE_TRANSITIONS.labels(lifecycle_pass=lifecycle_pass.name,
                                                      kind=event.kind).inc()
-                await self._send(event, [] if sent is None else sent)
             events += made
         info = state.tables.users.get(user_id)
         if info is not None:  # a pass may not make a user; nor bring back a purged one
             state.tables.users[user_id] = {**info, STATE_KEY: {"last_run": now.isoformat()}}
-            self.clock.schedule(partition, user_id, now + self.period)
+            (clock or PartitionClock(self.schedule)).schedule(partition, user_id, now + self.period)
         return events
 
 

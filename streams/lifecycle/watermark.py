@@ -1,7 +1,7 @@
 """The event-time clock of a partition, and the calendar of its users' lifecycle runs.
 
 The watermark of a partition is the latest turn time the dedup stage has seen on it (it never
-moves back). Users are co-partitioned by user_id, so it is the clock every user of the
+moves back); the lifecycle runs at its hour. Users are co-partitioned by user_id, so it is the clock every user of the
 partition ages by, the idle ones included: a user who said nothing for 61 days is 61 days older
 once other users of the partition have spoken for that long.
 
@@ -36,18 +36,29 @@ def slot_start(slot: str) -> datetime:
     return datetime.strptime(slot, "%Y-%m-%dT%H").replace(tzinfo=timezone.utc)
 
 
+def hour_floor(ts: datetime) -> datetime:
+    """`ts` rounded down to the hour, UTC: the lifecycle's `now` (see `PartitionClock`)."""
+    return ts.astimezone(timezone.utc).replace(minute=0, second=0, microsecond=0)
+
+
+MARKS = 256
+"""Hour marks a partition keeps (far more than a worker processes between two offset commits)."""
+
+
 class PartitionClock:
     """Watermarks and calendars of the partitions, in one `table`.
 
-    The exact watermark is kept in RAM and written to the table only when it enters a new hour:
-    a write per record would add a changelog message to every record. After a restart the
-    partition resumes from the hour written (the next turn moves it on); runs are due by the
-    hour, so none is lost or repeated.
+    A partition's record keeps the marks where its watermark entered a new hour: [offset of the
+    record that moved it, that record's event time]. Writing the exact watermark for every record
+    would add a changelog message to each; a mark is written once an hour of event time. The
+    lifecycle's `now` is the watermark's hour (`hour_floor`), which the marks give exactly for any
+    record: a record redelivered after a crash (its offset at or before the last mark) gets the
+    hour it had the first time, not the hour later records moved the watermark to since. So a
+    killed run and an uninterrupted one run the same passes at the same `now`.
     """
 
     def __init__(self, table: Table) -> None:
         self.table = table
-        self._exact: dict[int, datetime] = {}
 
     @staticmethod
     def _key(partition: int) -> str:
@@ -58,29 +69,32 @@ class PartitionClock:
         return composite_key("due", str(partition), slot, str(chunk))
 
     def _record(self, partition: int) -> dict[str, Any]:
-        return dict(self.table.get(self._key(partition)) or {"watermark": None, "slots": {}})
+        return dict(self.table.get(self._key(partition)) or {"marks": [], "slots": {}})
 
-    def _stored(self, partition: int) -> datetime | None:
-        value = self._record(partition)["watermark"]
-        return datetime.fromisoformat(value) if value else None
+    def watermark(self, partition: int, offset: int | None = None) -> datetime | None:
+        """The partition's `now` as of the record at `offset` (the latest when None): the hour
+        of the latest mark at or before it (the earliest mark kept when all are later)."""
+        marks = self._record(partition).get("marks") or []
+        if not marks:
+            return None
+        at = marks[-1]
+        if offset is not None and offset < at[0]:
+            at = next((m for m in reversed(marks) if m[0] <= offset), marks[0])
+        return hour_floor(datetime.fromisoformat(at[1]))
 
-    def watermark(self, partition: int) -> datetime | None:
-        exact, stored = self._exact.get(partition), self._stored(partition)
-        return max(exact, stored) if exact is not None and stored is not None else exact or stored
-
-    def advance(self, partition: int, ts: datetime) -> datetime:
-        """Move the partition's watermark to `ts` if later; return the watermark."""
-        exact = self._exact.get(partition)
-        if exact is not None and exact >= ts:
-            return exact
+    def advance(self, partition: int, ts: datetime, offset: int) -> datetime:
+        """Move the partition's watermark to `ts`, seen in the record at `offset`, if it enters
+        a later hour; return the partition's `now` as of that record (class doc)."""
         record = self._record(partition)
-        stored = datetime.fromisoformat(record["watermark"]) if record["watermark"] else None
-        current = max(ts, stored) if stored is not None else ts
-        self._exact[partition] = current
-        if stored is None or hour_slot(current) != hour_slot(stored):
-            record["watermark"] = current.isoformat()
-            self.table[self._key(partition)] = record
-        return current
+        marks = list(record.get("marks") or [])
+        if marks and offset <= marks[-1][0]:
+            return self.watermark(partition, offset)  # type: ignore[return-value]
+        now = hour_floor(ts)
+        if marks and now <= hour_floor(datetime.fromisoformat(marks[-1][1])):
+            return hour_floor(datetime.fromisoformat(marks[-1][1]))
+        record["marks"] = [*marks[-(MARKS - 1):], [offset, ts.isoformat()]]
+        self.table[self._key(partition)] = record
+        return now
 
     def schedule(self, partition: int, user_id: str, due: datetime) -> None:
         """Put `user_id` in the calendar hour of `due`."""
@@ -126,18 +140,22 @@ class PartitionClock:
 
 
 OUTBOX_RECORDS = 256
-"""Records of a partition whose lifecycle events are kept for a redelivery (far more than a
+"""Records of a partition whose lifecycle runs are kept for a redelivery (far more than a
 worker processes between two offset commits)."""
 
 
 class Outbox:
-    """The memory events (sealed, as sent) the lifecycle made while processing each of the last
-    `OUTBOX_RECORDS` records of a partition that made any, by offset.
+    """What the lifecycle did while processing each of the last `OUTBOX_RECORDS` records of a
+    partition that ran any pass, by offset: the `now` it ran at, each user's run (the events it
+    sent and the table writes it made, sealed for the user) and its own writes to this table
+    (`PartitionClock`'s calendar and marks, ids only).
 
     Processing is at-least-once: a worker killed before committing processes its last records
-    again, and the lifecycle, which finds its transitions made, would make nothing; the events
-    it had made then may never have reached the topic. A redelivered record re-sends them
-    instead (same event ids).
+    again. The lifecycle, which would find its transitions made (or half made: the tables'
+    changelogs are separate topics, a kill can land some writes and lose others), must not run
+    again: a redelivered record makes again the writes that did not land (`applied.redo`) and
+    re-sends the same events (same event ids). The entry is written before any of the writes,
+    on the same partition of the same table as the calendar's.
     """
 
     def __init__(self, table: Table) -> None:
@@ -151,16 +169,17 @@ class Outbox:
     def _key(partition: int, offset: int) -> str:
         return composite_key("outbox", str(partition), str(offset))
 
-    def sent(self, partition: int, offset: int) -> list[list[str]] | None:
-        """The [user_id, event JSON] sent while processing this record before, or None."""
+    def kept(self, partition: int, offset: int) -> dict[str, Any] | None:
+        """What processing the record at `offset` did before (`keep`), or None."""
         if offset not in (self.table.get(self._index_key(partition)) or []):
             return None
-        return list(self.table.get(self._key(partition, offset)) or [])
+        return dict(self.table.get(self._key(partition, offset)) or {})
 
-    def keep(self, partition: int, offset: int, sent: list[list[str]]) -> None:
+    def keep(self, partition: int, offset: int, entry: dict[str, Any]) -> None:
+        """Keep `entry` ({"now", "runs", "clock"}) for the record at `offset`."""
         offsets = [o for o in self.table.get(self._index_key(partition)) or [] if o != offset]
         offsets.append(offset)
         for old in offsets[:-OUTBOX_RECORDS]:
             self.table.pop(self._key(partition, old), None)
-        self.table[self._key(partition, offset)] = sent
+        self.table[self._key(partition, offset)] = entry
         self.table[self._index_key(partition)] = offsets[-OUTBOX_RECORDS:]

@@ -109,24 +109,38 @@ def patched(value: Any, patch: dict[str, Any]) -> Any:
     return patch["value"]
 
 
+_DELETED = object()
+"""A held deletion (`HeldTable`)."""
+
+
 class HeldTable(MutableMapping[Any, Any]):
-    """A table whose writes are held in `writes` (and read back from there) until made."""
+    """A table whose writes (and deletions) are held in `writes` (and read back from there)
+    until made."""
 
     def __init__(self, table: Table, writes: dict[Any, Any]) -> None:
         self.table = table
         self.writes = writes
 
     def __getitem__(self, key: Any) -> Any:
-        return self.writes[key] if key in self.writes else self.table[key]
+        if key in self.writes:
+            value = self.writes[key]
+            if value is _DELETED:
+                raise KeyError(key)
+            return value
+        return self.table[key]
 
     def __setitem__(self, key: Any, value: Any) -> None:
         self.writes[key] = value
 
     def __delitem__(self, key: Any) -> None:
-        raise NotImplementedError("a candidate never deletes")
+        if key not in self:
+            raise KeyError(key)
+        self.writes[key] = _DELETED
 
     def __contains__(self, key: object) -> bool:
-        return key in self.writes or key in self.table
+        if key in self.writes:
+            return self.writes[key] is not _DELETED
+        return key in self.table
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.table)
@@ -134,20 +148,32 @@ class HeldTable(MutableMapping[Any, Any]):
     def __len__(self) -> int:
         return len(self.table)
 
+    def listed(self) -> list[list[Any]]:
+        """The held writes as [key, *`change`] (a deletion writes None)."""
+        return [[key, *change(self.table.get(key), None if value is _DELETED else value)]
+                for key, value in self.writes.items()]
+
+    def make(self) -> None:
+        """Make the held writes in `table`."""
+        for key, value in self.writes.items():
+            if value is _DELETED:
+                self.table.pop(key, None)
+            else:
+                self.table[key] = value
+
 
 class WriteSet:
-    """The writes of one candidate: `tables` holds them back; `commit` makes them."""
+    """The writes of one candidate (or one lifecycle run) to `names` of the tables: `tables`
+    holds them back; `commit` makes them."""
 
-    def __init__(self, tables: MemoryTables) -> None:
+    def __init__(self, tables: MemoryTables, names: tuple[str, ...] = WRITTEN_TABLES) -> None:
         self.base = tables
-        self.held: dict[str, dict[Any, Any]] = {name: {} for name in WRITTEN_TABLES}
-        self.tables = dataclasses.replace(tables, **{
-            name: HeldTable(getattr(tables, name), self.held[name]) for name in WRITTEN_TABLES})
+        self.held = {name: HeldTable(getattr(tables, name), {}) for name in names}
+        self.tables = dataclasses.replace(tables, **self.held)
 
     def listed(self) -> list[list[Any]]:
         """The held writes as [table, key, *`change`]."""
-        return [[name, table_key, *change(getattr(self.base, name).get(table_key), value)]
-                for name, held in self.held.items() for table_key, value in held.items()]
+        return [[name, *write] for name, held in self.held.items() for write in held.listed()]
 
     def commit(self, key: str, result: Applied) -> None:
         """Record `result` and the held writes under `key`, then make the writes.
@@ -159,10 +185,8 @@ class WriteSet:
 
     def make(self) -> None:
         """Make the held writes (without recording them)."""
-        for name, held in self.held.items():
-            table = getattr(self.base, name)
-            for table_key, value in held.items():
-                table[table_key] = value
+        for held in self.held.values():
+            held.make()
 
 
 def change(before: Any, after: Any) -> list[Any]:
@@ -174,18 +198,23 @@ def change(before: Any, after: Any) -> list[Any]:
 def redo_change(table: Table, key: Any, write: list[Any]) -> Any:
     """Make a recorded write (`change`) again if `key` still holds the value it replaced, or
     write again (to the changelog) the value still in place; return the value written, or None
-    when the key holds something else (changed since: left alone)."""
+    when the key holds something else (changed since: left alone) or the write was a deletion
+    (made again)."""
     replaced, written, patch = write
     current = table.get(key)
     if digest(current) not in (replaced, written):
         return None
     value = current if digest(current) == written else patched(current, patch)
+    if value is None:
+        table.pop(key, None)
+        return None
     table[key] = value
     return value
 
 
 def redo(tables: MemoryTables, writes: list[list[Any]]) -> list[tuple[str, Any]]:
-    """`redo_change` each of the writes of a `WriteSet`; return the (table, value) written."""
+    """`redo_change` each of the writes of a `WriteSet`; return the (table, value) written (a
+    key deleted again is not listed)."""
     made = []
     for name, key, *write in writes:
         value = redo_change(getattr(tables, name), key, write)

@@ -18,7 +18,7 @@ from streams.memory.documents import candidate_id, keys_match, merged_memory, ne
 from streams.memory.linking import link
 from streams.memory.model import Memory
 from streams.memory.tables import candidate_key
-from streams.memory.vector_index import UserIndex, decode_vector
+from streams.memory.vector_index import UserIndex
 from streams.observability import metrics
 from topics.candidates import Candidate
 from topics.events import MemoryEvent
@@ -41,10 +41,7 @@ def apply_candidate(state: MemoryState, candidate: Candidate, vector: np.ndarray
     cid = candidate_id(candidate)
     applied_key = candidate_key(candidate.turn.user_id, cid)
     replay, made = applied.replay(state.tables, applied_key)
-    for name, value in made:
-        memory = Memory.model_validate(value) if name == "memories" else None
-        if memory is not None and memory.embedding_b64:  # the index must show it too
-            state.index.user(memory.user_id).upsert(memory, decode_vector(memory.embedding_b64))
+    state.reindex(made)
     if replay is not None:
         return replay
     writes = applied.WriteSet(state.tables)

@@ -10,7 +10,7 @@ Sending the events is the caller's job.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -26,7 +26,7 @@ from streams.memory.documents import candidate_id
 from streams.memory.model import Memory
 from streams.memory.revisions import CHANGE_LOG_SIZE, Revisions
 from streams.memory.tables import MemoryTables, candidate_key
-from streams.memory.vector_index import VectorIndex
+from streams.memory.vector_index import VectorIndex, encode_vector
 from topics.candidates import Candidate
 from topics.commands import Command
 from topics.events import MemoryEvent
@@ -92,9 +92,12 @@ class MemoryState:
     # --- what every change shares ------------------------------------------------------
     def store(self, memory: Memory, vector: np.ndarray | None = None) -> None:
         """Write a memory's document, and refresh it in the index (with its new vector, if
-        its summary changed). A document taken from the index, which keeps no copy of the
-        vector, gets it back from the index's matrix."""
-        if memory.embedding_b64 is None and vector is None:
+        its summary changed). The document always carries its vector (a restart rebuilds the
+        index from the documents): `vector`, else the index's copy for a document taken from
+        the index, which keeps none."""
+        if vector is not None:
+            memory = memory.model_copy(update={"embedding_b64": encode_vector(vector)})
+        elif memory.embedding_b64 is None:
             kept = self.index.user(memory.user_id).vector_b64(memory.id)
             if kept is not None:
                 memory = memory.model_copy(update={"embedding_b64": kept})
@@ -103,6 +106,13 @@ class MemoryState:
             self.index.user(memory.user_id).update_doc(memory)
         else:
             self.index.user(memory.user_id).upsert(memory, vector)
+
+    def reindex(self, made: Iterable[tuple[str, Any]]) -> None:
+        """Show in the index the documents a replay wrote again (`applied.redo`): the index
+        serves what the table holds."""
+        for name, value in made:
+            if name == "memories":
+                self.index.add(Memory.model_validate(value))
 
     def announce(self, kind: str, memory: Memory, thread_id: str, ts: datetime,
                  meta: dict[str, Any], old: Memory | None = None,

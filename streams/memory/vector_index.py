@@ -388,11 +388,16 @@ class VectorIndex:
 
     def add(self, memory: Memory, vector: np.ndarray | None = None) -> bool:
         """Index a stored memory by `vector`, else the one in its document; False when it has
-        none (or one of another embedder's size, never searchable here)."""
+        none (or one of another embedder's size, never searchable here). A purge's tombstone,
+        which has none, is indexed by a zero vector: listed like the other memories of its
+        user (the registry shows it), never similar to anything."""
         if vector is None:
-            if not memory.embedding_b64:
+            if memory.embedding_b64:
+                vector = decode_vector(memory.embedding_b64)
+            elif memory.state == "purged":
+                vector = np.zeros(self.dim, dtype=np.float32)
+            else:
                 return False
-            vector = decode_vector(memory.embedding_b64)
         if vector.size != self.dim:
             log.warning("memory %s has a %d-d vector, the index is %d-d; skipped",
                         memory.id, vector.size, self.dim)

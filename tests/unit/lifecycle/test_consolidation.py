@@ -5,6 +5,8 @@ from dataclasses import replace
 
 from streams.lifecycle.consolidation import ConsolidationConfig, ConsolidationPass, fingerprint
 from streams.lifecycle.pass_kit import vectors_of
+from streams.memory.model import Memory
+from streams.memory.vector_index import VectorIndex, decode_vector
 from streams.providers.llm import GuardedLLM
 from streams.read.delta import render_delta
 from tests.unit.lifecycle.conftest import USER, FakeMessagesAPI, Memories, Reply, day, snapshot
@@ -49,6 +51,22 @@ async def test_a_week_of_episodes_consolidates_into_one_memory_and_archives_the_
     assert [e.meta["writer"] for e in events if e.kind == "consolidated"] == ["rules"]
     visible_ids = {m.id for m in state.index.user(USER).docs.values() if m.is_visible}
     assert visible_ids == {consolidated.id, ids[3], ids[20]}
+
+
+async def test_a_consolidated_memory_is_still_found_after_a_restart(memories):
+    """A restart rebuilds the index from the stored documents: the consolidated memory's must
+    carry its vector (a document stored without one drops out of the index)."""
+    add_week(memories)
+    state = memories.state
+    events = await ConsolidationPass(embed=memories.embed)(state, USER, day(21))
+    [made] = [e.memory_id for e in events if e.kind == "consolidated"]
+    vector = state.index.user(USER).vector_b64(made)
+
+    rebuilt = VectorIndex(state.index.dim)
+    rebuilt.rebuild(Memory.model_validate(raw) for raw in state.tables.memories.values())
+    assert rebuilt.user(USER).vector_b64(made) == vector
+    [(hit, _)] = rebuilt.user(USER).search(decode_vector(vector), 1, accept=lambda m: m.is_visible)
+    assert hit.id == made
 
 
 async def test_a_second_run_at_the_same_time_changes_nothing(memories):

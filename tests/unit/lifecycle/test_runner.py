@@ -107,3 +107,39 @@ async def test_a_redelivered_record_re_sends_the_lifecycle_events_it_made(tmp_pa
     await p.dedup_stage.handle_batch([last])
     again = [e for e in events(p) if e.kind == "soft_deleted"]
     assert again == made * 2, "the same event (same id) again, nothing new made"
+
+
+def end_state(p: InProcessPipeline, user: str) -> dict[str, tuple]:
+    """Each memory of `user` as stored, with its audit history."""
+    current = p.store.state()
+    return {m.id: (m.model_dump(mode="json", exclude={"embedding_b64"}), current.history(m.id))
+            for m in p.store.user_memories(user)}
+
+
+async def test_a_redelivered_record_makes_again_the_lifecycle_writes_that_did_not_land(
+        tmp_path, minilm_embedder):
+    """A kill after the record's outbox entry landed but before its writes to the memory tables
+    did (separate changelog topics): the redelivered record must not run the passes again (it
+    would find nothing due, the user's last run being noted) but make the writes it made."""
+    turns = [turn("idle", "1", "I play the cello.", 0), turn("busy", "1", "I drive a red Toyota.", 61)]
+    reference = pipeline(tmp_path / "reference", minilm_embedder)
+    await reference.ingest(turns)
+    assert [m.state for m in reference.store.user_memories("idle")] == ["soft_deleted"]
+
+    p = pipeline(tmp_path / "killed", minilm_embedder)
+    await p.ingest(turns[:1])
+    before = {name: dict(p.raw_tables[name]) for name in ("memories", "audit", "users", "thread_revs")}
+    await p.ingest(turns[1:])
+    for name, table in before.items():  # the last record's writes to these tables were lost
+        p.raw_tables[name].clear()
+        p.raw_tables[name].update(table)
+    p.store.mark_stale()  # a restart rebuilds the index from the tables
+    assert [m.state for m in p.store.user_memories("idle")] == ["active"]
+    sent = len(events(p))
+    await p.dedup_stage.handle_batch([p.topics.sent[names.MEMORY_CANDIDATES][-1]])
+    await p.store.ready()
+
+    assert end_state(p, "idle") == end_state(reference, "idle")
+    assert end_state(p, "busy") == end_state(reference, "busy")
+    assert [e.kind for e in events(p)[sent:] if e.user_id == "idle"] == ["soft_deleted"], \
+        "its events are sent again"

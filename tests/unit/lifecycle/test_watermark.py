@@ -9,14 +9,20 @@ from streams.lifecycle.watermark import PartitionClock, hour_slot
 T0 = datetime(2024, 1, 1, 10, 30, tzinfo=timezone.utc)
 
 
-def test_the_watermark_only_moves_forward_and_is_per_partition():
+H0 = T0.replace(minute=0)
+"""T0's hour: the lifecycle's `now` while the watermark is T0."""
+
+
+def test_the_watermark_only_moves_forward_is_per_partition_and_runs_at_its_hour():
     table: dict = {}
     clock = PartitionClock(table)
     assert clock.watermark(0) is None
-    assert clock.advance(0, T0) == T0
-    assert clock.advance(0, T0 - timedelta(days=3)) == T0, "an old turn never moves it back"
+    assert clock.advance(0, T0, offset=0) == H0
+    assert clock.advance(0, T0 - timedelta(days=3), offset=1) == H0, "an old turn never moves it back"
+    assert clock.advance(0, T0 + timedelta(hours=1), offset=2) == H0 + timedelta(hours=1)
     assert clock.watermark(1) is None
-    assert PartitionClock(table).watermark(0) == T0, "kept in the table: a restart resumes it"
+    assert PartitionClock(table).watermark(0) == H0 + timedelta(hours=1), \
+        "kept in the table: a restart resumes it"
 
 
 def test_the_table_is_written_when_the_watermark_enters_a_new_hour_only():
@@ -29,12 +35,22 @@ def test_the_table_is_written_when_the_watermark_enters_a_new_hour_only():
 
     table = Table()
     clock = PartitionClock(table)
-    for minutes in range(0, 120, 5):
-        clock.advance(0, T0 + timedelta(minutes=minutes))
-    assert len(writes) == 3, "10:30, 11:05 and 12:05: each starts a new (rounded up) hour"
-    assert clock.watermark(0) == T0 + timedelta(minutes=115)
-    assert PartitionClock(table).watermark(0) == T0 + timedelta(minutes=95), \
-        "a restart resumes from the last hour written"
+    for offset, minutes in enumerate(range(0, 120, 5)):
+        clock.advance(0, T0 + timedelta(minutes=minutes), offset)
+    assert len(writes) == 3, "10:30, 11:00 and 12:00: each enters a new hour"
+    assert clock.watermark(0) == H0 + timedelta(hours=2)
+
+
+def test_a_redelivered_record_runs_at_the_hour_it_had_the_first_time():
+    """Records 0-9 move the watermark an hour each; a worker killed after processing them all
+    but committing only 4 gets 5-9 again: each must see its own hour, not the latest one."""
+    table: dict = {}
+    first = [PartitionClock(table).advance(0, T0 + timedelta(hours=n), offset=n) for n in range(10)]
+    restarted = PartitionClock(table)
+    again = [restarted.advance(0, T0 + timedelta(hours=n), offset=n) for n in range(5, 10)]
+    assert again == first[5:]
+    assert restarted.watermark(0, offset=7) == H0 + timedelta(hours=7)
+    assert restarted.advance(0, T0, offset=10) == H0 + timedelta(hours=9), "then on as before"
 
 
 def test_a_slot_rounds_up_so_a_slot_at_or_before_the_watermark_holds_only_due_runs():
@@ -62,15 +78,15 @@ def test_due_users_come_out_earliest_first_a_bounded_number_at_a_time(monkeypatc
         "emptied chunks leave the table"
 
 
-def test_the_outbox_keeps_the_last_records_events_only(monkeypatch):
+def test_the_outbox_keeps_the_last_records_entries_only(monkeypatch):
     from streams.lifecycle.watermark import Outbox
 
     monkeypatch.setattr(watermark, "OUTBOX_RECORDS", 2)
     table: dict = {}
     outbox = Outbox(table)
     for offset in (10, 11, 12):
-        outbox.keep(0, offset, [["u", f"event-{offset}"]])
-    assert outbox.sent(0, 10) is None, "too old: dropped"
-    assert outbox.sent(0, 12) == [["u", "event-12"]]
-    assert outbox.sent(0, 13) is None and outbox.sent(1, 12) is None
+        outbox.keep(0, offset, {"now": f"hour-{offset}", "runs": [], "clock": []})
+    assert outbox.kept(0, 10) is None, "too old: dropped"
+    assert outbox.kept(0, 12) == {"now": "hour-12", "runs": [], "clock": []}
+    assert outbox.kept(0, 13) is None and outbox.kept(1, 12) is None
     assert len(table) == 3, "two records and their index"
