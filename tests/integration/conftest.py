@@ -107,10 +107,10 @@ def registered_routes() -> list[tuple[str, str]]:
 
 
 NO_LIFECYCLE = {"LIFECYCLE_ENABLED": "false"}
-"""These tests hold the pipeline to exactly-once under kills and crashes. The lifecycle is off:
-its transitions are not yet replay-exact after a SIGKILL (its watermark is persisted by the
-hour, and its table writes are not part of the candidate's write set), so a killed run and an
-uninterrupted one may forget or consolidate at different records."""
+"""For the tests whose reference cannot follow the lifecycle, which runs on each partition's
+event-time watermark: the in-process reference puts every user on one partition (with users on
+several, idle users would age by another watermark than in the worker), and a reference run as
+another user of the same worker moves a watermark the second run then starts from."""
 
 
 @dataclass

@@ -77,10 +77,10 @@ def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def reference_state(turns: list[Turn]) -> EndState:
+def reference_state(turns: list[Turn], lifecycle: bool = False) -> EndState:
     """The end state of `turns` through the worker's stages in this process, uninterrupted (the
-    lifecycle off, as in the fault tests' workers)."""
-    settings = Settings(table_store="memory://", lifecycle_enabled=False)
+    lifecycle passes on or off, as in the workers it is compared with)."""
+    settings = Settings(table_store="memory://", lifecycle_enabled=lifecycle)
     pipeline = InProcessPipeline(settings, settings_embedder(settings))
     asyncio.run(pipeline.ingest(turns))
     state, current = EndState(), pipeline.store.state()

@@ -73,12 +73,14 @@ def alive(*workers: Worker) -> Callable[[], None]:
 def test_ten_sigkills_mid_replay_end_in_the_uninterrupted_state(tmp_path):
     """conv-30 whole (369 turns, 19 sessions: the smallest LoCoMo conversation) — all of it, so
     dedup meets the conversation's real repeats and changed facts across sessions, and each of
-    the 10 kills falls with tens of turns of work before and after it. Its processing takes
-    seconds; the 10 restarts (model load, group join) are what the test costs."""
+    the 10 kills falls with tens of turns of work before and after it. The lifecycle is on:
+    its six months of event time forget, purge, consolidate and promote across the kills.
+    Its processing takes seconds; the 10 restarts (model load, group join) are what the test
+    costs."""
     turns = locomo_turns("conv-30")
     kill_at = sorted(random.Random(KILL_SEED).sample(range(1, len(turns)), KILLS))
     figures = Figures("10 SIGKILLs", len(turns))
-    reference = reference_state(turns)
+    reference = reference_state(turns, lifecycle=True)
     figures.note(f"reference run in process: {reference.counts()}")
 
     async def run(broker: EmbeddedBroker, worker: Worker) -> tuple[list[tuple[int, int]], list[dict]]:
@@ -101,8 +103,7 @@ def test_ten_sigkills_mid_replay_end_in_the_uninterrupted_state(tmp_path):
 
     with EmbeddedBroker(log_path=tmp_path / "broker.log") as broker:
         asyncio.run(create_topics(broker.url, ALL_TOPICS, PARTITIONS))
-        worker = Worker(broker.url, tmp_path / "data", "memstream-kills", tmp_path / "worker-0.log",
-                        env=NO_LIFECYCLE).start()
+        worker = Worker(broker.url, tmp_path / "data", "memstream-kills", tmp_path / "worker-0.log").start()
         try:
             asyncio.run(produce(broker.url, turns))
             figures.note("worker ready, turns produced")
@@ -129,7 +130,7 @@ def test_a_broker_crash_mid_run_loses_and_duplicates_nothing(tmp_path):
     turns = locomo_turns("conv-26", limit=120)
     restart_at = random.Random(KILL_SEED).randrange(len(turns) // 8, len(turns) // 2)
     figures = Figures("broker crash", len(turns))
-    reference = reference_state(turns)
+    reference = reference_state(turns, lifecycle=True)
     figures.note(f"reference run in process: {reference.counts()}")
 
     async def run(broker: EmbeddedBroker, worker: Worker) -> list[dict]:
@@ -152,8 +153,7 @@ def test_a_broker_crash_mid_run_loses_and_duplicates_nothing(tmp_path):
     with LocalS3(tmp_path / "s3.log") as storage, \
             EmbeddedBroker(log_path=tmp_path / "broker.log", storage=storage) as broker:
         asyncio.run(create_topics(broker.url, ALL_TOPICS, PARTITIONS))
-        worker = Worker(broker.url, tmp_path / "data", "memstream-crash", tmp_path / "worker.log",
-                        env=NO_LIFECYCLE).start()
+        worker = Worker(broker.url, tmp_path / "data", "memstream-crash", tmp_path / "worker.log").start()
         figures.note("worker ready")
         try:
             records = asyncio.run(run(broker, worker))
