@@ -154,6 +154,7 @@ class LifecycleRunner:
     async def _redo(self, kept: dict[str, Any]) -> None:
         """Make again the writes of a record's first processing that did not land, and send its
         events again (a run whose user was purged since no longer opens: skipped)."""
+        metrics.LIFECYCLE_REDELIVERED.labels(what="records").inc()
         for key, *write in kept.get("clock", []):
             redo_change(self.schedule, key, write)
         state = self.store.state()
@@ -162,7 +163,9 @@ class LifecycleRunner:
                 content = self.outputs.sealer.open(Sealed.model_validate(sealed))
             except SealError:
                 continue
-            state.reindex(redo(state.tables, content["writes"]))
+            made = redo(state.tables, content["writes"])
+            metrics.LIFECYCLE_REDELIVERED.labels(what="writes").inc(len(made))
+            state.reindex(made)
             for event in content["events"]:
                 await self._send(MemoryEvent.model_validate(event))
 

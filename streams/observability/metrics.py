@@ -101,6 +101,12 @@ LIFECYCLE_RUNS = Counter(
     "Lifecycle runs for one user, by trigger (active: the user's own record; idle: the partition's "
     "watermark passed the user's due time).", ["trigger"], registry=REGISTRY,
 )
+LIFECYCLE_REDELIVERED = Counter(
+    "memstream_lifecycle_redelivered_total",
+    "Redelivered records (after a crash or a rebalance) whose lifecycle work was made again from "
+    "the partition's outbox instead of run again; writes: the table writes made again (those "
+    "that had not landed).", ["what"], registry=REGISTRY,
+)
 LIFECYCLE_ERRORS = Counter(
     "memstream_lifecycle_errors_total",
     "Lifecycle passes that failed for one user (logged; the partition moved on).",

@@ -136,7 +136,11 @@ async def test_a_redelivered_record_makes_again_the_lifecycle_writes_that_did_no
     p.store.mark_stale()  # a restart rebuilds the index from the tables
     assert [m.state for m in p.store.user_memories("idle")] == ["active"]
     sent = len(events(p))
+    redelivered = REGISTRY.get_sample_value("memstream_lifecycle_redelivered_total",
+                                            {"what": "records"}) or 0
     await p.dedup_stage.handle_batch([p.topics.sent[names.MEMORY_CANDIDATES][-1]])
+    assert REGISTRY.get_sample_value("memstream_lifecycle_redelivered_total",
+                                     {"what": "records"}) == redelivered + 1
     await p.store.ready()
 
     assert end_state(p, "idle") == end_state(reference, "idle")
