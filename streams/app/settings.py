@@ -114,6 +114,17 @@ class Settings(BaseSettings):
     rank_w_recency: float = Field(0.15, description="Ranking weight of the recency decay.")
     rank_w_pinned: float = Field(0.10, description="Ranking weight of being pinned.")
     rank_w_related: float = Field(0.05, description="Ranking weight of the strongest related edge.")
+    rank_relevance_norm: Literal["raw", "pool"] = Field(
+        "pool",
+        description="Scale of the ranking's similarity term. pool: the candidates' relevance "
+        "stretched to [0, 1] (best 1, worst 0), like the importance, recency and pinned terms; "
+        "raw: the relevance as retrieved (whose spread over the candidates is ~0.3, so the "
+        "other terms outweigh it).",
+    )
+    rank_relevance_min_spread: float = Field(
+        0.3, gt=0.0, le=1.0, description="With RANK_RELEVANCE_NORM=pool, the smallest spread of "
+        "the candidates' relevance that is stretched to [0, 1] (near-equal candidates stay near-equal).",
+    )
     retrieval_mode: Literal["dense", "hybrid"] = Field(
         "hybrid",
         description="dense: the similarity term is the cosine alone. hybrid: the cosine fused "

@@ -44,8 +44,9 @@ PROCEDURAL = PROCEDURAL_CATEGORY.casefold()
 @dataclass(frozen=True)
 class QueryHit:
     """A ranked memory: `similarity` is the cosine (what `threshold` compares with),
-    `relevance` what the ranking formula's similarity term used (the cosine in dense mode, the
-    fused dense + BM25 relevance in hybrid mode: `streams.read.fusion`)."""
+    `relevance` what the candidates were drawn by (the cosine in dense mode, the fused dense +
+    BM25 relevance in hybrid mode: `streams.read.fusion`), which the ranking formula's
+    similarity term scales over the candidate pool (`ranking.pool_relevance`)."""
 
     memory: Memory
     similarity: float
@@ -81,12 +82,19 @@ def user_clock(index: UserIndex) -> datetime | None:
 
 def _scored(pool: Sequence[tuple[Memory, float]], cosines: np.ndarray, index: UserIndex,
             now: datetime, weights: ranking.RankWeights) -> list[QueryHit]:
-    """Hits of a pool of (memory, relevance), best score first; `cosines` are every row's."""
+    """Hits of a pool of (memory, relevance), best score first; `cosines` are every row's.
+    The similarity term is the relevance scaled over the pool when `weights.relevance_norm`
+    says so (`ranking.pool_relevance`)."""
+    relevances = [rel for _, rel in pool]
+    if weights.relevance_norm == "pool":
+        terms = ranking.pool_relevance(np.asarray(relevances), weights.relevance_min_spread).tolist()
+    else:
+        terms = relevances
     hits = []
-    for m, rel in pool:
+    for (m, rel), term in zip(pool, terms):
         row = index.row(m.id)
         sim = float(cosines[row]) if row is not None else rel
-        hits.append(QueryHit(m, sim, ranking.score(m, rel, now, weights,
+        hits.append(QueryHit(m, sim, ranking.score(m, term, now, weights,
                                                    max(m.relations.values(), default=0.0)), rel))
     hits.sort(key=lambda h: h.score, reverse=True)
     return hits
