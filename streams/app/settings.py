@@ -141,6 +141,11 @@ class Settings(BaseSettings):
         0.7, ge=0.0, le=1.0, description="Weight of the cosine in the blend fusion (the rest is BM25's).",
     )
     retrieval_rrf_k: int = Field(60, ge=1, description="k of reciprocal rank fusion (60 as in its paper).")
+    retrieval_window_boost: float = Field(
+        0.1, ge=0.0, le=1.0,
+        description="Added to the relevance of memories said on, or mentioning, a day inside the "
+        "time window a query names (\"in May 2023\", \"last week\"); 0 turns it off.",
+    )
     query_max_top_k: int = Field(100, description="Largest top_k a query may ask for.")
     categories_path: Path | None = Field(
         None, description="Categories YAML (seed 001 §5: categories, context modes, per-agent "

@@ -107,16 +107,19 @@ def rank(
 ) -> list[QueryHit]:
     """Top-k active memories by the ranking formula, over the best `candidates` by relevance
     (no policy, filters or budget: the offline pipeline and the scenario tests use it).
-    `text` is the query, for the lexical half of hybrid retrieval."""
+    `text` is the query, for the lexical half of hybrid retrieval and its time phrase (whose
+    window, read against `now`, lifts the memories of those days: `streams.read.fusion`)."""
     if not len(index):
         return []
+    now = now or user_clock(index)
+    assert now is not None  # the index has memories
     cosines = lift(index, index.similarities(query_vector))
     visible = index.columns().visible
-    scores = relevance(index, cosines, text, visible, retrieval)
+    window = time_window(text, now) if text else None
+    scores = relevance(index, cosines, text, visible, retrieval, window)
     pool = index.best(scores, visible, max(candidates, top_k))
     if not pool:
         return []
-    now = now or user_clock(index) or max(m.updated_at for m, _ in pool)
     return _scored(pool, cosines, index, now, weights)[:top_k]
 
 
@@ -277,7 +280,7 @@ def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: Categ
     if len(index):
         cosines = lift(index, index.similarities(vector))
         allowed = base_mask(index, plan.categories, plan.filters)
-        scores = relevance(index, cosines, plan.text, allowed, retrieval)
+        scores = relevance(index, cosines, plan.text, allowed, retrieval, plan.window)
         is_episode = episodic_mask(index, plan.window)
         accept = row_predicate(plan.filters)
         now = plan.reference or user_clock(index)
