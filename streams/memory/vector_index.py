@@ -9,7 +9,7 @@ import base64
 import logging
 import sys
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime, timezone
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -67,17 +67,27 @@ def compact(memory: Memory) -> Memory:
     return memory
 
 
+def said_on(memory: Memory) -> date:
+    """The day a memory was said: its `date_iso` (the user's calendar) when it has one
+    (episodic memories), else the UTC day it was created on."""
+    if memory.date_iso:
+        return date.fromisoformat(memory.date_iso)
+    return memory.created_at.astimezone(timezone.utc).date()
+
+
 def lexical_text(memory: Memory) -> str:
-    """What BM25 indexes for a memory: its summary and its entities.
+    """What BM25 indexes for a memory: its summary, its entities and the day it was said.
 
     The entities are the names the extractor found in the turn, and not all of them made it
     into the 280-character summary ("It's special to Melanie" keeps no trace of the lake
     painting); indexed, a question naming them finds the memory (LoCoMo recall_any@10
-    0.720 -> 0.730, better on both halves of the dev set).
+    0.720 -> 0.730, better on both halves of the dev set). The day, written as people write
+    it ("7 July 2023"; BM25 keeps the month and the year), lets a question that names a time
+    the query parser makes no window of ("the first weekend of August 2023") still match the
+    memories said then (LoCoMo recall_any@5 0.648 -> 0.656, both halves).
     """
-    if not memory.entities:
-        return memory.summary
-    return " ".join([memory.summary, *memory.entities])
+    day = said_on(memory)
+    return " ".join([memory.summary, *memory.entities, f"{day.day} {day:%B %Y}"])
 
 
 def _day(date_iso: str | None) -> int:
@@ -127,8 +137,8 @@ class UserIndex:
     served document is made when read (`ServedDocs`): holding one for every memory with
     incoming edges doubled the RAM of most linked memories (a pydantic copy, ~1.2 KB).
 
-    `lexical` is the BM25 index over the same rows' summaries and entities (`lexical_text`;
-    visible memories only), kept in
+    `lexical` is the BM25 index over the same rows' summaries, entities and days said
+    (`lexical_text`; visible memories only), kept in
     step by `upsert` and `update_doc` at no cost to the write path (it is rebuilt lazily, on the
     first query after a change: `streams.memory.lexical_index`).
     """
