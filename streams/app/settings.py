@@ -121,6 +121,12 @@ class Settings(BaseSettings):
         "raw: the relevance as retrieved (whose spread over the candidates is ~0.3, so the "
         "other terms outweigh it).",
     )
+    rank_diversity: float = Field(
+        0.2, ge=0.0, le=1.0,
+        description="Maximal marginal relevance: each next item of an answer is ranked by its score "
+        "minus this times its highest cosine to the items above it, so paraphrases of one fact do "
+        "not fill the answer; 0 ranks by score alone.",
+    )
     rank_relevance_min_spread: float = Field(
         0.3, gt=0.0, le=1.0, description="With RANK_RELEVANCE_NORM=pool, the smallest spread of "
         "the candidates' relevance that is stretched to [0, 1] (near-equal candidates stay near-equal).",

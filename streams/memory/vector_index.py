@@ -10,7 +10,7 @@ import logging
 import sys
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -308,6 +308,16 @@ class UserIndex:
         created = self._columns["created"][:n]
         return int(np.count_nonzero(self._columns["budgeted"][:n] & (created > after.timestamp())
                                     & (created <= until.timestamp())))
+
+    def vectors(self, rows: Sequence[int | None]) -> np.ndarray:
+        """The vectors at `rows` (one per row, in order; zeros for None: a memory not indexed)."""
+        out = np.zeros((len(rows), self.dim), dtype=np.float32)
+        matrix = self._matrix
+        if matrix is not None:
+            for i, row in enumerate(rows):
+                if row is not None:
+                    out[i] = matrix[row]
+        return out
 
     def similarities(self, query: np.ndarray) -> np.ndarray:
         """Cosine of every row to `query` (rows and query are L2-normalised)."""

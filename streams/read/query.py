@@ -19,6 +19,7 @@ import numpy as np
 
 from streams.read import ranking
 from streams.read.consolidated import lift
+from streams.read.diversity import diversify
 from streams.read.fusion import Retrieval, relevance
 from streams.read.categories import CategoryPolicy
 from streams.memory.model import Memory
@@ -84,18 +85,21 @@ def _scored(pool: Sequence[tuple[Memory, float]], cosines: np.ndarray, index: Us
             now: datetime, weights: ranking.RankWeights) -> list[QueryHit]:
     """Hits of a pool of (memory, relevance), best score first; `cosines` are every row's.
     The similarity term is the relevance scaled over the pool when `weights.relevance_norm`
-    says so (`ranking.pool_relevance`)."""
+    says so (`ranking.pool_relevance`); with `weights.diversity`, the order is the maximal
+    marginal relevance one and each score the marginal one (`streams.read.diversity`)."""
     relevances = [rel for _, rel in pool]
     if weights.relevance_norm == "pool":
         terms = ranking.pool_relevance(np.asarray(relevances), weights.relevance_min_spread).tolist()
     else:
         terms = relevances
     hits = []
-    for (m, rel), term in zip(pool, terms):
-        row = index.row(m.id)
+    rows = [index.row(m.id) for m, _ in pool]
+    for (m, rel), term, row in zip(pool, terms, rows):
         sim = float(cosines[row]) if row is not None else rel
         hits.append(QueryHit(m, sim, ranking.score(m, term, now, weights,
                                                    max(m.relations.values(), default=0.0)), rel))
+    if weights.diversity > 0:
+        return diversify(hits, index.vectors(rows), weights.diversity)
     hits.sort(key=lambda h: h.score, reverse=True)
     return hits
 

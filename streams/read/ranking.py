@@ -38,6 +38,9 @@ class RankWeights:
     it over [0, 1] across the candidate pool (`pool_relevance`)."""
     relevance_min_spread: float = 0.3
     """The smallest relevance spread `pool` stretches to [0, 1] (see `pool_relevance`)."""
+    diversity: float = 0.2
+    """Maximal marginal relevance penalty: a candidate's score minus this times its highest
+    cosine to the items ranked above it (`streams.read.diversity`); 0 ranks by score alone."""
 
 
 def pool_relevance(relevances: np.ndarray, min_spread: float) -> np.ndarray:
@@ -97,4 +100,5 @@ def weights_from_settings(settings: Any) -> RankWeights:
         consolidated=settings.rank_w_consolidated, insight=settings.rank_w_insight,
         relevance_norm=settings.rank_relevance_norm,
         relevance_min_spread=settings.rank_relevance_min_spread,
+        diversity=settings.rank_diversity,
     )
