@@ -114,10 +114,27 @@ class Settings(BaseSettings):
     rank_w_recency: float = Field(0.15, description="Ranking weight of the recency decay.")
     rank_w_pinned: float = Field(0.10, description="Ranking weight of being pinned.")
     rank_w_related: float = Field(0.05, description="Ranking weight of the strongest related edge.")
+    rank_relevance_norm: Literal["raw", "pool"] = Field(
+        "pool",
+        description="Scale of the ranking's similarity term. pool: the candidates' relevance "
+        "stretched to [0, 1] (best 1, worst 0), like the importance, recency and pinned terms; "
+        "raw: the relevance as retrieved (whose spread over the candidates is ~0.3, so the "
+        "other terms outweigh it).",
+    )
+    rank_diversity: float = Field(
+        0.2, ge=0.0, le=1.0,
+        description="Maximal marginal relevance: each next item of an answer is ranked by its score "
+        "minus this times its highest cosine to the items above it, so paraphrases of one fact do "
+        "not fill the answer; 0 ranks by score alone.",
+    )
+    rank_relevance_min_spread: float = Field(
+        0.3, gt=0.0, le=1.0, description="With RANK_RELEVANCE_NORM=pool, the smallest spread of "
+        "the candidates' relevance that is stretched to [0, 1] (near-equal candidates stay near-equal).",
+    )
     retrieval_mode: Literal["dense", "hybrid"] = Field(
         "hybrid",
         description="dense: the similarity term is the cosine alone. hybrid: the cosine fused "
-        "with BM25 over the user's active memory summaries (bm25s, stemmed; kept per user, "
+        "with BM25 over the user's active memories' summaries, entities and days said (bm25s, stemmed; kept per user, "
         "rebuilt on the first query after the user's memories changed), see RETRIEVAL_FUSION.",
     )
     retrieval_fusion: Literal["blend", "rrf"] = Field(
@@ -130,6 +147,11 @@ class Settings(BaseSettings):
         0.7, ge=0.0, le=1.0, description="Weight of the cosine in the blend fusion (the rest is BM25's).",
     )
     retrieval_rrf_k: int = Field(60, ge=1, description="k of reciprocal rank fusion (60 as in its paper).")
+    retrieval_window_boost: float = Field(
+        0.1, ge=0.0, le=1.0,
+        description="Added to the relevance of memories said on, or mentioning, a day inside the "
+        "time window a query names (\"in May 2023\", \"last week\"); 0 turns it off.",
+    )
     query_max_top_k: int = Field(100, description="Largest top_k a query may ask for.")
     categories_path: Path | None = Field(
         None, description="Categories YAML (seed 001 §5: categories, context modes, per-agent "

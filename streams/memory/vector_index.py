@@ -9,8 +9,8 @@ import base64
 import logging
 import sys
 from dataclasses import dataclass, field
-from datetime import datetime
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import date, datetime, timezone
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -67,6 +67,29 @@ def compact(memory: Memory) -> Memory:
     return memory
 
 
+def said_on(memory: Memory) -> date:
+    """The day a memory was said: its `date_iso` (the user's calendar) when it has one
+    (episodic memories), else the UTC day it was created on."""
+    if memory.date_iso:
+        return date.fromisoformat(memory.date_iso)
+    return memory.created_at.astimezone(timezone.utc).date()
+
+
+def lexical_text(memory: Memory) -> str:
+    """What BM25 indexes for a memory: its summary, its entities and the day it was said.
+
+    The entities are the names the extractor found in the turn, and not all of them made it
+    into the 280-character summary ("It's special to Melanie" keeps no trace of the lake
+    painting); indexed, a question naming them finds the memory (LoCoMo recall_any@10
+    0.720 -> 0.730, better on both halves of the dev set). The day, written as people write
+    it ("7 July 2023"; BM25 keeps the month and the year), lets a question that names a time
+    the query parser makes no window of ("the first weekend of August 2023") still match the
+    memories said then (LoCoMo recall_any@5 0.648 -> 0.656, both halves).
+    """
+    day = said_on(memory)
+    return " ".join([memory.summary, *memory.entities, f"{day.day} {day:%B %Y}"])
+
+
 def _day(date_iso: str | None) -> int:
     """`YYYY-MM-DD` as the int YYYYMMDD (0 when none), so date windows compare as numbers."""
     return int(date_iso.replace("-", "")) if date_iso else 0
@@ -114,7 +137,8 @@ class UserIndex:
     served document is made when read (`ServedDocs`): holding one for every memory with
     incoming edges doubled the RAM of most linked memories (a pydantic copy, ~1.2 KB).
 
-    `lexical` is the BM25 index over the same rows' summaries (visible memories only), kept in
+    `lexical` is the BM25 index over the same rows' summaries, entities and days said
+    (`lexical_text`; visible memories only), kept in
     step by `upsert` and `update_doc` at no cost to the write path (it is rebuilt lazily, on the
     first query after a change: `streams.memory.lexical_index`).
     """
@@ -199,9 +223,9 @@ class UserIndex:
 
     def _write_lexical(self, row: int, memory: Memory) -> None:
         """Keep the BM25 index in step: only visible memories are in it (a no-op, not even a
-        dirty flag, when neither the summary nor the visibility changed, as on a read)."""
+        dirty flag, when neither the indexed text nor the visibility changed, as on a read)."""
         if memory.is_visible:
-            self.lexical.put(row, memory.summary)
+            self.lexical.put(row, lexical_text(memory))
         else:
             self.lexical.discard(row)
 
@@ -284,6 +308,16 @@ class UserIndex:
         created = self._columns["created"][:n]
         return int(np.count_nonzero(self._columns["budgeted"][:n] & (created > after.timestamp())
                                     & (created <= until.timestamp())))
+
+    def vectors(self, rows: Sequence[int | None]) -> np.ndarray:
+        """The vectors at `rows` (one per row, in order; zeros for None: a memory not indexed)."""
+        out = np.zeros((len(rows), self.dim), dtype=np.float32)
+        matrix = self._matrix
+        if matrix is not None:
+            for i, row in enumerate(rows):
+                if row is not None:
+                    out[i] = matrix[row]
+        return out
 
     def similarities(self, query: np.ndarray) -> np.ndarray:
         """Cosine of every row to `query` (rows and query are L2-normalised)."""

@@ -5,6 +5,7 @@ columns; agent/run/actor/role are checked per candidate. Both only ever narrow t
 """
 from __future__ import annotations
 
+from datetime import datetime, time, timedelta, timezone
 from typing import Callable
 
 import numpy as np
@@ -33,16 +34,26 @@ def base_mask(index: UserIndex, categories: frozenset[str], filters: QueryFilter
     return mask
 
 
-def episodic_mask(index: UserIndex, window: DateWindow | None) -> np.ndarray:
-    """Rows of episodic memories in `window` when there is one: said on a day inside it, or
-    mentioning dates that overlap it ("Ana painted it in 2022", said in 2023, is in 2022)."""
+def window_mask(index: UserIndex, window: DateWindow) -> np.ndarray:
+    """Rows of memories in `window`: said on a day inside it, or mentioning dates that overlap
+    it ("Ana painted it in 2022", said in 2023, is in 2022). The day a memory was said is its
+    `date_iso` (the user's calendar) when it has one (episodic memories), else the UTC day it
+    was created on."""
     cols = index.columns()
-    mask = cols.episodic.copy()
+    start, end = (int(d.strftime("%Y%m%d")) for d in (window.start, window.end))
+    first = datetime.combine(window.start, time.min, timezone.utc).timestamp()
+    after = datetime.combine(window.end + timedelta(days=1), time.min, timezone.utc).timestamp()
+    said = np.where(cols.day > 0, (cols.day >= start) & (cols.day <= end),
+                    (cols.created >= first) & (cols.created < after))
+    mentioned = (cols.event_start > 0) & (cols.event_start <= end) & (cols.event_end >= start)
+    return said | mentioned
+
+
+def episodic_mask(index: UserIndex, window: DateWindow | None) -> np.ndarray:
+    """Rows of episodic memories, in `window` when there is one (`window_mask`)."""
+    mask = index.columns().episodic.copy()
     if window is not None:
-        start, end = (int(d.strftime("%Y%m%d")) for d in (window.start, window.end))
-        said = (cols.day >= start) & (cols.day <= end)
-        mentioned = (cols.event_start > 0) & (cols.event_start <= end) & (cols.event_end >= start)
-        mask &= said | mentioned
+        mask &= window_mask(index, window)
     return mask
 
 

@@ -15,6 +15,12 @@ candidate pool is drawn by it. Two well-studied fusions, chosen by `RETRIEVAL_FU
   relevance is on the scale the ranking weights expect.
 
 `dense` mode is the cosine alone, as before hybrid retrieval existed.
+
+A query that names a time ("in May 2023", "last week": `recall_intent.time_window`) adds
+`RETRIEVAL_WINDOW_BOOST` to the relevance of the memories said or mentioning dates in that
+window (`filters.window_mask`), in either mode: the words of a date rarely match how a memory
+says it (if at all: most summaries were said on a day they do not name), and the episodic time
+filter only ever narrowed the episodes, never lifted the facts of those days.
 """
 from __future__ import annotations
 
@@ -24,6 +30,8 @@ from typing import Any, Literal
 import numpy as np
 
 from streams.memory.vector_index import UserIndex
+from streams.read.filters import window_mask
+from streams.read.recall_intent import DateWindow
 
 Mode = Literal["dense", "hybrid"]
 Fusion = Literal["blend", "rrf"]
@@ -37,11 +45,14 @@ class Retrieval:
     fusion: Fusion = "blend"
     dense_weight: float = 0.7
     rrf_k: int = 60
+    window_boost: float = 0.1
+    """Added to the relevance of the memories in the query's time window (module doc)."""
 
     @classmethod
     def from_settings(cls, settings: Any) -> "Retrieval":
         return cls(mode=settings.retrieval_mode, fusion=settings.retrieval_fusion,
-                   dense_weight=settings.retrieval_dense_weight, rrf_k=settings.retrieval_rrf_k)
+                   dense_weight=settings.retrieval_dense_weight, rrf_k=settings.retrieval_rrf_k,
+                   window_boost=settings.retrieval_window_boost)
 
 
 def blend(dense: np.ndarray, lexical: np.ndarray, mask: np.ndarray, dense_weight: float) -> np.ndarray:
@@ -72,13 +83,18 @@ def rrf(dense: np.ndarray, lexical: np.ndarray, mask: np.ndarray, k: int) -> np.
 
 
 def relevance(index: UserIndex, dense: np.ndarray, text: str, mask: np.ndarray,
-              retrieval: Retrieval) -> np.ndarray:
+              retrieval: Retrieval, window: DateWindow | None = None) -> np.ndarray:
     """Every row's relevance to the query: `dense` (the cosines) in dense mode, else fused with
-    the BM25 scores of `text`. `mask` names the rows the query may return: the lexical scores
+    the BM25 scores of `text`; plus `retrieval.window_boost` for the rows in the query's time
+    `window` when there is one. `mask` names the rows the query may return: the lexical scores
     are normalised, and ranked, among them only."""
-    if retrieval.mode == "dense" or not len(index):
+    if not len(index):
         return dense
-    return fuse(dense, index.lexical_scores(text), mask, retrieval)
+    scores = dense if retrieval.mode == "dense" else fuse(dense, index.lexical_scores(text), mask,
+                                                           retrieval)
+    if window is not None and retrieval.window_boost:
+        scores = (scores + retrieval.window_boost * window_mask(index, window)).astype(np.float32)
+    return scores
 
 
 def fuse(dense: np.ndarray, lexical: np.ndarray, mask: np.ndarray, retrieval: Retrieval) -> np.ndarray:

@@ -19,6 +19,7 @@ import numpy as np
 
 from streams.read import ranking
 from streams.read.consolidated import lift
+from streams.read.diversity import diversify
 from streams.read.fusion import Retrieval, relevance
 from streams.read.categories import CategoryPolicy
 from streams.memory.model import Memory
@@ -44,8 +45,9 @@ PROCEDURAL = PROCEDURAL_CATEGORY.casefold()
 @dataclass(frozen=True)
 class QueryHit:
     """A ranked memory: `similarity` is the cosine (what `threshold` compares with),
-    `relevance` what the ranking formula's similarity term used (the cosine in dense mode, the
-    fused dense + BM25 relevance in hybrid mode: `streams.read.fusion`)."""
+    `relevance` what the candidates were drawn by (the cosine in dense mode, the fused dense +
+    BM25 relevance in hybrid mode: `streams.read.fusion`), which the ranking formula's
+    similarity term scales over the candidate pool (`ranking.pool_relevance`)."""
 
     memory: Memory
     similarity: float
@@ -81,13 +83,23 @@ def user_clock(index: UserIndex) -> datetime | None:
 
 def _scored(pool: Sequence[tuple[Memory, float]], cosines: np.ndarray, index: UserIndex,
             now: datetime, weights: ranking.RankWeights) -> list[QueryHit]:
-    """Hits of a pool of (memory, relevance), best score first; `cosines` are every row's."""
+    """Hits of a pool of (memory, relevance), best score first; `cosines` are every row's.
+    The similarity term is the relevance scaled over the pool when `weights.relevance_norm`
+    says so (`ranking.pool_relevance`); with `weights.diversity`, the order is the maximal
+    marginal relevance one and each score the marginal one (`streams.read.diversity`)."""
+    relevances = [rel for _, rel in pool]
+    if weights.relevance_norm == "pool":
+        terms = ranking.pool_relevance(np.asarray(relevances), weights.relevance_min_spread).tolist()
+    else:
+        terms = relevances
     hits = []
-    for m, rel in pool:
-        row = index.row(m.id)
+    rows = [index.row(m.id) for m, _ in pool]
+    for (m, rel), term, row in zip(pool, terms, rows):
         sim = float(cosines[row]) if row is not None else rel
-        hits.append(QueryHit(m, sim, ranking.score(m, rel, now, weights,
+        hits.append(QueryHit(m, sim, ranking.score(m, term, now, weights,
                                                    max(m.relations.values(), default=0.0)), rel))
+    if weights.diversity > 0:
+        return diversify(hits, index.vectors(rows), weights.diversity)
     hits.sort(key=lambda h: h.score, reverse=True)
     return hits
 
@@ -99,16 +111,19 @@ def rank(
 ) -> list[QueryHit]:
     """Top-k active memories by the ranking formula, over the best `candidates` by relevance
     (no policy, filters or budget: the offline pipeline and the scenario tests use it).
-    `text` is the query, for the lexical half of hybrid retrieval."""
+    `text` is the query, for the lexical half of hybrid retrieval and its time phrase (whose
+    window, read against `now`, lifts the memories of those days: `streams.read.fusion`)."""
     if not len(index):
         return []
+    now = now or user_clock(index)
+    assert now is not None  # the index has memories
     cosines = lift(index, index.similarities(query_vector))
     visible = index.columns().visible
-    scores = relevance(index, cosines, text, visible, retrieval)
+    window = time_window(text, now) if text else None
+    scores = relevance(index, cosines, text, visible, retrieval, window)
     pool = index.best(scores, visible, max(candidates, top_k))
     if not pool:
         return []
-    now = now or user_clock(index) or max(m.updated_at for m, _ in pool)
     return _scored(pool, cosines, index, now, weights)[:top_k]
 
 
@@ -269,7 +284,7 @@ def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: Categ
     if len(index):
         cosines = lift(index, index.similarities(vector))
         allowed = base_mask(index, plan.categories, plan.filters)
-        scores = relevance(index, cosines, plan.text, allowed, retrieval)
+        scores = relevance(index, cosines, plan.text, allowed, retrieval, plan.window)
         is_episode = episodic_mask(index, plan.window)
         accept = row_predicate(plan.filters)
         now = plan.reference or user_clock(index)

