@@ -1,5 +1,5 @@
-"""BM25 over the texts of one user's active memories (summary, entities, day said: `vector_index.lexical_text`;
-the lexical half of hybrid retrieval).
+"""BM25 over the texts of one user's active memories (summary, entities and the day said:
+`vector_index.lexical_text`), the lexical half of hybrid retrieval.
 
 The scoring is `bm25s` (Lucene's BM25, k1 1.5, b 0.75) over tokens from `bm25s.tokenize`:
 lower-cased words of two or more characters, English stopwords dropped, Snowball-stemmed

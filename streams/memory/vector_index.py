@@ -79,7 +79,7 @@ def lexical_text(memory: Memory) -> str:
     """What BM25 indexes for a memory: its summary, its entities and the day it was said.
 
     The entities are the names the extractor found in the turn, and not all of them made it
-    into the 280-character summary ("It's special to Melanie" keeps no trace of the lake
+    into the 280-character summary ("It's special to Ana" keeps no trace of the lake
     painting); indexed, a question naming them finds the memory (LoCoMo recall_any@10
     0.720 -> 0.730, better on both halves of the dev set). The day, written as people write
     it ("7 July 2023"; BM25 keeps the month and the year), lets a question that names a time

@@ -1,7 +1,7 @@
 """Maximal marginal relevance over the ranked candidates (Carbonell and Goldstein, SIGIR 1998).
 
 A memory store holds the same fact said several ways (a merge keeps one, but paraphrases below
-the dedup band stay: "Nate loves turtles", "What can Nate say, Nate loves turtles"), and the
+the dedup band stay: "Ana loves turtles", "What can Ana say, Ana loves turtles"), and the
 best few slots of an answer then repeat one thing while the memory that answers the question
 sits just below them. So the answer is built greedily: each next item is the candidate whose
 score, minus `penalty` times its highest cosine to the items already chosen, is the best. The
@@ -21,7 +21,8 @@ import numpy as np
 H = TypeVar("H")
 
 
-def diversified_order(scores: np.ndarray, vectors: np.ndarray, penalty: float) -> tuple[list[int], list[float]]:
+def diversified_order(scores: np.ndarray, vectors: np.ndarray,
+                      penalty: float) -> tuple[list[int], list[float]]:
     """The greedy MMR order of the candidates and each one's marginal score when chosen (a
     non-increasing sequence: a candidate's marginal score only falls as items are chosen).
 
