@@ -491,17 +491,20 @@ def bench_query(
     as_json: JsonOpt = False,
 ) -> None:
     """memory.query p50/p95 at N memories beside the query embedding alone (and the p95 ratio)
-    and LangGraph's InMemoryStore (same embedder, same queries, same run); with
+    and LangGraph's InMemoryStore (the worker's embedder, EMBEDDER, for all; same queries, same
+    run); with
     RETRIEVAL_MODE=hybrid, dense retrieval beside it and the BM25 index's rebuild time. Memories
     are seeded in process, in bulk; document embeddings are cached under DATA_DIR."""
+    from streams.app.services import settings_embedder
     from streams.eval.bench_query import render, run_query_bench
-
     from streams.read.fusion import Retrieval
 
+    settings = get_settings()
     report = run_query_bench(memories, rounds=rounds, top_k=top_k, budget_tokens=budget_tokens,
-                             cache_dir=get_settings().data_dir / "bench-cache",
+                             cache_dir=settings.data_dir / "bench-cache",
+                             embedder=settings_embedder(settings),  # the worker's (EMBEDDER)
                              embed_max=embed_max, store_max=store_max, console=console,
-                             retrieval=Retrieval.from_settings(get_settings()))
+                             retrieval=Retrieval.from_settings(settings))
     _show(report, as_json, render)
 
 
