@@ -17,8 +17,8 @@ event times, whatever the batching.
 Exactly once in effect: a record's writes (every user run's and the calendar's) are held while
 it runs, kept with its events in the partition's outbox (`watermark.Outbox`), then made. A
 record redelivered after a crash does not run again: it makes again whatever of those writes
-did not land and re-sends the same events. A failing pass is counted and logged, never raised: the partition
-never blocks on the lifecycle.
+did not land and re-sends the same events. A failing pass is counted and logged, never
+raised: the partition never blocks on the lifecycle.
 """
 from __future__ import annotations
 
@@ -90,10 +90,6 @@ class LifecycleRunner:
         return cls(store, schedule, passes, outputs,
                    period=timedelta(hours=settings.lifecycle_period_hours),
                    idle_users_per_record=settings.lifecycle_users_per_record)
-
-    def watermark(self, partition: int) -> datetime | None:
-        """The partition's lifecycle `now` (its watermark's hour), None before its first turn."""
-        return PartitionClock(self.schedule).watermark(partition)
 
     async def after_record(self, partition: int, user_id: str | None, ts: datetime | None,
                            offset: int) -> list[MemoryEvent]:
@@ -183,7 +179,7 @@ class LifecycleRunner:
         return last is None or now - datetime.fromisoformat(last) >= self.period
 
     async def run_user(self, state: MemoryState, partition: int, user_id: str, now: datetime,
-                       clock: PartitionClock | None = None) -> list[MemoryEvent]:
+                       clock: PartitionClock) -> list[MemoryEvent]:
         """Run every pass for one user at `now`, note the run and put the user in `clock`'s
         calendar for the next one; return the events (the caller sends them)."""
         events: list[MemoryEvent] = []
@@ -203,7 +199,7 @@ class LifecycleRunner:
         info = state.tables.users.get(user_id)
         if info is not None:  # a pass may not make a user; nor bring back a purged one
             state.tables.users[user_id] = {**info, STATE_KEY: {"last_run": now.isoformat()}}
-            (clock or PartitionClock(self.schedule)).schedule(partition, user_id, now + self.period)
+            clock.schedule(partition, user_id, now + self.period)
         return events
 
 

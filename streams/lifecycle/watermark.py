@@ -1,9 +1,9 @@
 """The event-time clock of a partition, and the calendar of its users' lifecycle runs.
 
 The watermark of a partition is the latest turn time the dedup stage has seen on it (it never
-moves back); the lifecycle runs at its hour. Users are co-partitioned by user_id, so it is the clock every user of the
-partition ages by, the idle ones included: a user who said nothing for 61 days is 61 days older
-once other users of the partition have spoken for that long.
+moves back); the lifecycle runs at its hour. Users are co-partitioned by user_id, so it is the
+clock every user of the partition ages by, the idle ones included: a user who said nothing for
+61 days is 61 days older once other users of the partition have spoken for that long.
 
 The calendar lists, per partition and per event-time hour, the users whose next run falls in
 it, in chunks of `CHUNK` ids. A run puts the user in the hour of its next run; when the

@@ -492,9 +492,9 @@ def bench_query(
 ) -> None:
     """memory.query p50/p95 at N memories beside the query embedding alone (and the p95 ratio)
     and LangGraph's InMemoryStore (the worker's embedder, EMBEDDER, for all; same queries, same
-    run); with
-    RETRIEVAL_MODE=hybrid, dense retrieval beside it and the BM25 index's rebuild time. Memories
-    are seeded in process, in bulk; document embeddings are cached under DATA_DIR."""
+    run); with RETRIEVAL_MODE=hybrid, dense retrieval beside it and the BM25 index's rebuild
+    time. Memories are seeded in process, in bulk; document embeddings are cached under
+    DATA_DIR."""
     from streams.app.services import settings_embedder
     from streams.eval.bench_query import render, run_query_bench
     from streams.read.fusion import Retrieval
