@@ -171,7 +171,7 @@ def create_faust_app(settings: Settings) -> faust.App:
         topic_allow_declare=True,
         topic_disable_leader=True,
         producer_max_batch_size=one_record,
-        producer_linger_ms=0,
+        producer_linger_ms=settings.kafka_producer_linger_ms,
         # Tansu holds a JoinGroup for about half the session timeout; keep both short so a
         # worker joins in seconds and a killed worker's partitions move on quickly.
         broker_session_timeout=10,

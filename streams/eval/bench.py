@@ -566,8 +566,10 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
     from streams.app.services import settings_embedder
     from streams.app.settings import get_settings
 
-    settings = get_settings()
-    embedder = settings_embedder(settings)  # a fresh stack's worker reads the same EMBEDDER
+    # The same model as the worker's (EMBEDDER), at its best alone: with ONNX Runtime's spinning
+    # threads, which a worker turns off (EMBEDDER_THREAD_SPINNING) to leave its event loop a core.
+    settings = get_settings().model_copy(update={"embedder_thread_spinning": True})
+    embedder = settings_embedder(settings)
     embed_alone: dict[str, Any] = {"embedder": embedder.profile.name, "texts": None,
                                    "batch": settings.dedup_batch_size, "seconds": None}
     if candidate_texts is not None:

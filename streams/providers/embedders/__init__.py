@@ -46,10 +46,11 @@ def profile_of(kind: str, *, dimensions: int | None = None) -> EmbedderProfile:
     return PROFILES[kind]
 
 
-def create_embedder(kind: str, batch_size: int = 32, cache_dir: Path | None = None) -> Embedder:
+def create_embedder(kind: str, batch_size: int = 32, cache_dir: Path | None = None, *,
+                    spinning: bool = True, threads: int | None = None) -> Embedder:
     """The embedder named by the `EMBEDDER` setting; `cache_dir` holds the ONNX kinds' files
     (default: .memstream/models). `bedrock` gets the default Titan options here; the settings'
-    ones come through `configured.build_embedder`."""
+    ones come through `configured.build_embedder`. `spinning`, `threads`: see `OnnxMiniLMEmbedder`."""
     profile_of(kind)
     if kind == BEDROCK:
         from streams.providers.embedders.titan import TitanOptions, TitanV2Embedder
@@ -62,4 +63,4 @@ def create_embedder(kind: str, batch_size: int = 32, cache_dir: Path | None = No
     from streams.providers.embedders.onnx_minilm import OnnxMiniLMEmbedder
 
     return OnnxMiniLMEmbedder(cache_dir or Path(".memstream") / "models", int8=kind == "local-int8",
-                              batch_size=batch_size)
+                              batch_size=batch_size, spinning=spinning, threads=threads)

@@ -40,7 +40,8 @@ def embedder_key(settings: Settings, cache_dir: Path | None) -> Hashable:
     """What identifies one loaded embedder: two settings with the same key share it."""
     if settings.embedder == BEDROCK:
         return (BEDROCK, titan_options(settings))
-    return (settings.embedder, settings.embed_batch_size, cache_dir)
+    return (settings.embedder, settings.embed_batch_size, cache_dir,
+            settings.embedder_thread_spinning, settings.embedder_threads)
 
 
 def build_embedder(settings: Settings, cache_dir: Path | None = None, *,
@@ -49,4 +50,6 @@ def build_embedder(settings: Settings, cache_dir: Path | None = None, *,
     of the `bedrock` kind (default: one from the AWS credential chain with BEDROCK_EMBED_* timeouts)."""
     if settings.embedder == BEDROCK:
         return TitanV2Embedder.create(titan_options(settings), client=bedrock_client)
-    return create_embedder(settings.embedder, settings.embed_batch_size, cache_dir)
+    return create_embedder(settings.embedder, settings.embed_batch_size, cache_dir,
+                           spinning=settings.embedder_thread_spinning,
+                           threads=settings.embedder_threads)

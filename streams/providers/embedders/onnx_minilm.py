@@ -34,7 +34,12 @@ class OnnxMiniLMEmbedder:
     """
 
     def __init__(self, cache_dir: Path, *, int8: bool, batch_size: int = 32,
-                 model_dir: Path | None = None) -> None:
+                 model_dir: Path | None = None, spinning: bool = True,
+                 threads: int | None = None) -> None:
+        """`spinning`: ONNX Runtime's intra-op threads spin-wait for the next piece of work
+        (its default). That is fastest for the model alone; in a worker, whose event loop needs
+        a core between model calls, the spinning threads take it (EMBEDDER_THREAD_SPINNING).
+        `threads`: a model run's threads (None: `intra_op_threads()`)."""
         offline_env()
         try:
             import onnxruntime as ort
@@ -45,8 +50,10 @@ class OnnxMiniLMEmbedder:
         model_dir = model_dir or minilm_dir()
         self.model_file = onnx_path(model_dir, Path(cache_dir), int8=int8)
         options = ort.SessionOptions()
-        options.intra_op_num_threads = intra_op_threads()
+        options.intra_op_num_threads = threads or intra_op_threads()
         options.inter_op_num_threads = 1
+        if not spinning:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self._session = ort.InferenceSession(str(self.model_file), options,
                                              providers=["CPUExecutionProvider"])

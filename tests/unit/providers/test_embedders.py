@@ -85,7 +85,7 @@ def test_the_setting_selects_the_onnx_embedder(cache_dir: Path, onnx_int8: OnnxM
 def test_the_cache_dir_defaults_to_the_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[Path | None] = []
 
-    def create(kind: str, batch: int, cache: Path | None):
+    def create(kind: str, batch: int, cache: Path | None, **options: object):
         seen.append(cache)
         return type("Fake", (), {"profile": MINILM_ONNX_PROFILE})()
 
@@ -198,3 +198,26 @@ def test_quantising_never_works_beside_the_shared_fp32_file(tmp_path: Path, monk
     assert inputs and inputs[0].parent != shared.parent
     assert (tmp_path / "out.onnx").read_bytes() == b"model"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["minilm-fp32.onnx", "out.onnx"]
+
+
+def spins(embedder: OnnxMiniLMEmbedder) -> bool:
+    """ONNX Runtime spins unless the session says "0" (no entry: its default, spinning)."""
+    try:
+        entry = embedder._session.get_session_options().get_session_config_entry(
+            "session.intra_op.allow_spinning")
+    except RuntimeError:
+        return True
+    return entry != "0"
+
+
+def test_a_worker_s_model_threads_do_not_spin_unless_asked(cache_dir: Path, onnx_int8) -> None:
+    assert spins(onnx_int8), "the model alone keeps ONNX Runtime's default"
+    worker = settings_embedder(settings(embedder="local-int8", embedder_cache_dir=cache_dir,
+                                        embedder_threads=1))
+    assert isinstance(worker, OnnxMiniLMEmbedder)
+    assert not spins(worker)
+    assert worker._session.get_session_options().intra_op_num_threads == 1
+    spinning = settings_embedder(settings(embedder="local-int8", embedder_cache_dir=cache_dir,
+                                          embedder_thread_spinning=True))
+    assert spinning is not worker and spins(spinning)
+    np.testing.assert_array_equal(worker.embed(SENTENCES), onnx_int8.embed(SENTENCES))
