@@ -49,6 +49,8 @@ from streams.eval.bench_stages import (
     percentiles,
     process_rss,
     rss_report,
+    cpu_report,
+    cpu_snapshot,
     time_embedding,
 )
 from streams.eval.crossval import QuestionResults, cross_validate
@@ -269,6 +271,14 @@ async def broker_raw_rate(broker_url: str, turns: list[Turn], partitions: int, o
     finally:
         await producer.stop()
         await consumer.stop()
+
+
+def stack_processes(stack: Stack) -> dict[str, int | None]:
+    """The processes whose CPU a run accounts for: the worker and broker this bench started
+    (None: not started here) and the bench itself (its producer and progress consumer)."""
+    broker = stack._broker.pid if stack._broker is not None else None
+    return {"worker": stack._worker.pid if stack._worker is not None else None,
+            "broker": broker, "bench": os.getpid()}
 
 
 async def worker_rss(stack: Stack) -> int | None:
@@ -544,11 +554,14 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         asyncio.run(wait_ready(stack.api_url, None))
         asyncio.run(warm_worker(stack, f"bench{run_id}-warmup"))
         rss_start = asyncio.run(worker_rss(stack))
+        processes = stack_processes(stack)
+        cpu_start = cpu_snapshot(processes)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=console) as bar:
             task = bar.add_task("ingesting turns", total=len(turns))
             result = asyncio.run(ingest(stack.broker_url, turns, stack.one_record_batches, 120.0,
                                         lambda: bar.advance(task), rate))
+        cpu_end = cpu_snapshot(processes)
         rss_end = asyncio.run(worker_rss(stack))
         console.print("reading the run's events ...")
         run_events = asyncio.run(read_run_events(stack, {c.user_id for c in conversations}))
@@ -612,6 +625,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
                                        if embed_alone["seconds"] is not None else None),
         "embedder_alone": embed_alone,
         "worker_rss_bytes": rss,
+        "cpu": cpu_report(cpu_start, cpu_end, len(turns), elapsed),
         "worker_rss_bytes_per_memory": rss["per_memory"],
         "query_latency_ms": percentiles(query_ms, (50, 95)),
         **report.as_dict(),
@@ -688,6 +702,9 @@ def render_report(report: dict[str, Any], console: Console) -> None:
                           " -> ".join("n/a" if v is None else f"{v / 2**20:.1f}"
                                       for v in (rss["start"], rss["after_ingest"])),
                           "" if per is None else f"{per:.0f} B per memory")
+        if (cpu := report.get("cpu")) and cpu["ms_per_turn"]:
+            table.add_row("CPU ms per turn", "  ".join(f"{name} {ms}" for name, ms in cpu["ms_per_turn"].items()),
+                          f"{cpu['cores_busy']} of {cpu['cores']} cores busy")
         q = report["query_latency_ms"]
         table.add_row("query latency ms p50/p95", f"{q['p50']} / {q['p95']}", "")
     if mem0 := report.get("baseline_mem0"):

@@ -1,5 +1,5 @@
 """Where the time of a `bench locomo` run goes: per-stage queueing and work, the embedder's own
-limit, and the worker's memory per stored memory (issue 14 §1).
+limit, the worker's memory per stored memory (issue 14 §1), and the CPU each process used.
 
 Pure helpers over what the pipeline already emits (`memory.progress` records with `queued_ms`
 and `work_ms`, `memory.events` of kind `candidate`) and over the worker process; the bench
@@ -7,6 +7,7 @@ and `work_ms`, `memory.events` of kind `candidate`) and over the worker process;
 """
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -137,6 +138,44 @@ def process_rss(pid: int) -> int | None:
             return parse_vmrss(f.read())
     except OSError:
         return None
+
+
+def parse_cpu_seconds(stat: str, ticks_per_s: float) -> float | None:
+    """User + system CPU seconds from the text of `/proc/<pid>/stat` (None when malformed).
+    The command name (field 2) may hold spaces and parentheses: the fields counted are those
+    after its last ')'."""
+    fields = stat.rpartition(")")[2].split()
+    try:
+        return (int(fields[11]) + int(fields[12])) / ticks_per_s  # utime, stime (fields 14, 15)
+    except (IndexError, ValueError):
+        return None
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """CPU seconds process `pid` has used (None when it is gone or /proc is not there)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return parse_cpu_seconds(f.read(), os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError):
+        return None
+
+
+def cpu_snapshot(pids: dict[str, int | None]) -> dict[str, float | None]:
+    """CPU seconds used so far by each named process (None for one not known or gone)."""
+    return {name: None if pid is None else process_cpu_seconds(pid) for name, pid in pids.items()}
+
+
+def cpu_report(start: dict[str, float | None], end: dict[str, float | None], turns: int,
+               seconds: float) -> dict[str, Any]:
+    """Where the machine's CPU went while the turns were processed: ms of CPU per turn for
+    each process, and the cores they kept busy together (of `os.cpu_count()`)."""
+    used = {name: end[name] - start[name] for name in start
+            if start[name] is not None and end.get(name) is not None}
+    return {
+        "ms_per_turn": {name: round(1000 * s / max(turns, 1), 2) for name, s in used.items()},
+        "cores_busy": round(sum(used.values()) / max(seconds, 1e-9), 2) if used else None,
+        "cores": os.cpu_count(),
+    }
 
 
 def rss_report(start: int | None, end: int | None, memories: int) -> dict[str, Any]:

@@ -102,6 +102,11 @@ class EmbeddedBroker:
     def url(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def pid(self) -> int | None:
+        """The broker process's id while it runs."""
+        return None if self._proc is None else self._proc.pid
+
     def start(self, timeout: float = 20.0) -> "EmbeddedBroker":
         listener = f"tcp://127.0.0.1:{self.port}"
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL

@@ -1,5 +1,6 @@
 """Where a bench run's time goes: the pure helpers `bench locomo` reports with (issue 14 §1)."""
 import math
+import os
 
 import numpy as np
 
@@ -12,6 +13,9 @@ from streams.eval.bench_stages import (
     latencies_ms,
     metric_value,
     parse_vmrss,
+    parse_cpu_seconds,
+    process_cpu_seconds,
+    cpu_report,
     percentiles,
     rss_report,
     time_embedding,
@@ -109,3 +113,23 @@ def test_rss_report_divides_the_growth_by_the_memories_stored():
         "start": 100 * 2**20, "after_ingest": 110 * 2**20, "grown": 10 * 2**20, "per_memory": 10240.0}
     assert rss_report(None, 5, 10)["per_memory"] is None
     assert rss_report(5, 9, 0)["per_memory"] is None
+
+
+def test_cpu_seconds_from_proc_stat_even_with_parentheses_in_the_name():
+    stat = "4075 (python3 (x) y) S 1 4075 1 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 9 0 1 2 3"
+    assert parse_cpu_seconds(stat, 100.0) == 3.0  # (250 + 50) ticks at 100 a second
+    assert parse_cpu_seconds("4075 (python3) S 1", 100.0) is None
+
+
+def test_this_process_cpu_is_read_and_never_goes_back():
+    first = process_cpu_seconds(os.getpid())
+    sum(i * i for i in range(200_000))
+    assert first is not None and process_cpu_seconds(os.getpid()) >= first
+    assert process_cpu_seconds(2**22 + 12345) is None  # no such process
+
+
+def test_cpu_report_gives_ms_per_turn_and_the_cores_kept_busy():
+    report = cpu_report({"worker": 10.0, "broker": 2.0, "bench": None},
+                        {"worker": 30.0, "broker": 3.0, "bench": 5.0}, turns=1000, seconds=20.0)
+    assert report["ms_per_turn"] == {"worker": 20.0, "broker": 1.0}
+    assert report["cores_busy"] == 1.05
