@@ -72,7 +72,9 @@ class Stack:
 
     broker_url: str
     api_url: str
-    one_record_batches: bool = True
+    one_record_batches: bool = False
+    """Whether the bench's producers send one record per batch (KAFKA_ONE_RECORD_BATCHES: only
+    for a broker whose ListOffsets is wrong after multi-record batches and not corrected)."""
     api_key: str | None = None  # None: the client's default (MEMSTREAM_API_KEY)
     master_key: bytes | None = None  # opens the run's events (None: the settings' one)
     app_id: str | None = None  # the worker's APP_ID (None: any app on the broker)
@@ -142,7 +144,8 @@ def start_stack(partitions: int, lifecycle: bool = True) -> Stack:
                           workdir / "worker.log",
                           {"MEMSTREAM_API_KEYS": keys, "MEMSTREAM_MASTER_KEY": master,
                            "LIFECYCLE_ENABLED": str(lifecycle).lower()})
-    stack = Stack(broker.url, f"http://127.0.0.1:{port}", True, api_key=key,
+    stack = Stack(broker.url, f"http://127.0.0.1:{port}", get_settings().kafka_one_record_batches,
+                  api_key=key,
                   master_key=decode_key(master), app_id=BENCH_APP_ID, _broker=broker,
                   _worker=worker, _workdir=workdir)
     try:
@@ -546,7 +549,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
                   f"{sum(len(c.scored_questions) for c in conversations)} scored questions")
 
     if broker:
-        stack = Stack(broker, api or "http://127.0.0.1:6066")
+        stack = Stack(broker, api or "http://127.0.0.1:6066", get_settings().kafka_one_record_batches)
     else:
         console.print("starting a fresh embedded broker and worker ...")
         stack = start_stack(partitions, lifecycle)
