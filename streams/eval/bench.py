@@ -454,8 +454,6 @@ def baseline_recall(conversations: list[LocomoConversation], embedder: Any = Non
 
 
 def _settings_retrieval() -> Retrieval:
-    from streams.app.settings import get_settings
-
     return Retrieval.from_settings(get_settings())
 
 
@@ -465,7 +463,6 @@ def run_offline_bench(files: list[Path], console: Console,
     with `cross_validated`, also recall per half of the conversations and per question
     category (`streams.eval.crossval`); with `lifecycle`, the lifecycle runs during the replay."""
     from streams.app.services import settings_embedder
-    from streams.app.settings import get_settings
     from streams.pipeline.inprocess import InProcessPipeline
 
     settings = get_settings().model_copy(update={"lifecycle_enabled": lifecycle})
@@ -580,7 +577,6 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
     finally:
         stack.close()
     from streams.app.services import settings_embedder
-    from streams.app.settings import get_settings
 
     # The same model as the worker's (EMBEDDER), at its best alone: with ONNX Runtime's spinning
     # threads, which a worker turns off (EMBEDDER_THREAD_SPINNING) to leave its event loop a core.
