@@ -42,6 +42,8 @@ from streams.privacy.crypto import decode_key, encode_key, new_key
 from streams.eval.bench_stages import (
     StageTimes,
     candidate_summaries,
+    cpu_report,
+    cpu_snapshot,
     dominant_queue,
     embedder_limit,
     latencies_ms,
@@ -49,8 +51,6 @@ from streams.eval.bench_stages import (
     percentiles,
     process_rss,
     rss_report,
-    cpu_report,
-    cpu_snapshot,
     time_embedding,
 )
 from streams.eval.crossval import QuestionResults, cross_validate
@@ -72,7 +72,8 @@ class Stack:
 
     broker_url: str
     api_url: str
-    one_record_batches: bool = False
+    one_record_batches: bool = field(
+        default_factory=lambda: get_settings().kafka_one_record_batches)
     """Whether the bench's producers send one record per batch (KAFKA_ONE_RECORD_BATCHES: only
     for a broker whose ListOffsets is wrong after multi-record batches and not corrected)."""
     api_key: str | None = None  # None: the client's default (MEMSTREAM_API_KEY)
@@ -144,8 +145,7 @@ def start_stack(partitions: int, lifecycle: bool = True) -> Stack:
                           workdir / "worker.log",
                           {"MEMSTREAM_API_KEYS": keys, "MEMSTREAM_MASTER_KEY": master,
                            "LIFECYCLE_ENABLED": str(lifecycle).lower()})
-    stack = Stack(broker.url, f"http://127.0.0.1:{port}", get_settings().kafka_one_record_batches,
-                  api_key=key,
+    stack = Stack(broker.url, f"http://127.0.0.1:{port}", api_key=key,
                   master_key=decode_key(master), app_id=BENCH_APP_ID, _broker=broker,
                   _worker=worker, _workdir=workdir)
     try:
@@ -546,7 +546,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
                   f"{sum(len(c.scored_questions) for c in conversations)} scored questions")
 
     if broker:
-        stack = Stack(broker, api or "http://127.0.0.1:6066", get_settings().kafka_one_record_batches)
+        stack = Stack(broker, api or "http://127.0.0.1:6066")
     else:
         console.print("starting a fresh embedded broker and worker ...")
         stack = start_stack(partitions, lifecycle)
