@@ -36,9 +36,12 @@ class ExplicitCommand:
 
 
 _PREFIX = (
-    r"^\s*(?:(?:hey|ok|okay|so|and|also|oh|btw|please|pls|plz|just)\b[,!]?\s+)*"
+    r"^\s*(?:(?:hey|ok|okay|so|and|also|oh|btw|please|pls|plz|just|actually|wait|hm+|um+|uh+|"
+    r"sorry|oops|on second thoughts?)\b[,!.]*\s+)*"
     r"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?(?:please\s+)?"
 )
+"""What may come before a command: fillers, politeness, and the words of a change of mind
+("Actually, don't remember this.", "Wait, forget that.")."""
 _DONT_REMEMBER = re.compile(
     _PREFIX + r"(?:(?:don'?t|do not|never|please don'?t)\s+(?:remember|store|save|keep|record|"
     r"memori[sz]e|log)\b(?P<p1>.*)|(?P<p2>.*)\boff the record\b.*)", re.I | re.S
@@ -48,13 +51,17 @@ _REMEMBER = re.compile(
     r"make a note|note down)\b\s*(?:that\b|this\b|:|-|,)?\s*(?P<payload>.*)", re.I | re.S
 )
 _FORGET = re.compile(
-    _PREFIX + r"(?:forget|delete|erase|remove)\b\s*(?:about\s+)?(?:that\s+)?(?P<payload>.*)",
+    _PREFIX + r"(?P<verb>forget|delete|erase|remove)\b\s*(?:about\s+)?(?:that\s+)?(?P<payload>.*)",
     re.I | re.S,
 )
 _PIN = re.compile(_PREFIX + r"pin\b\s*(?:this|that|it)?\s*[:\-,]?\s*(?P<payload>.*)", re.I | re.S)
 _REMINISCENCE = re.compile(r"^(?:when|how|what|the time|that time|last|those|us|me)\b", re.I)
 _VAGUE = frozenset({"", "it", "about it", "it all", "this", "that", "everything i said"})
+_JUST_SAID = re.compile(r"(?:what|everything|all)(?: that)? i(?: just)? (?:said|told you|wrote|"
+                        r"mentioned)", re.I)
 _DELETE_TARGET = re.compile(r"\b(?:memor|fact|that|this|what i|everything|about|my)\w*", re.I)
+_TAKE_BACK = ExplicitCommand(CommandKind.dont_remember, "")
+"""What "don't remember this" and "forget that" ask: take back what the thread's last turn stored."""
 
 
 _TRAILING_POLITE = re.compile(r"[\s,]+(?:please|pls|plz|thanks|thank you|ok|okay)\W*$", re.I)
@@ -86,10 +93,14 @@ def parse_command(text: str) -> ExplicitCommand | None:
     if m := _FORGET.match(body):
         payload = _clean_payload(m.group("payload"))
         head = payload.split(",")[0].lower()
-        if head in {"it", "about it", "it all"} or (body.lower().startswith(("delete", "erase",
-                "remove")) and not _DELETE_TARGET.search(payload)):
+        forget = m.group("verb").lower() == "forget"
+        if head in {"it", "about it", "it all"} or not (forget or _DELETE_TARGET.search(payload)):
             return None  # "forget it" is a dismissal; "delete the file" is not about memory
-        return ExplicitCommand(CommandKind.forget, "" if payload.lower() in _VAGUE else payload)
+        if payload.lower() in _VAGUE or _JUST_SAID.fullmatch(payload):
+            # "Forget that." names nothing to search for: it takes back what was just said
+            # ("delete that" may be about anything, a file, a message: not a memory command).
+            return _TAKE_BACK if forget else None
+        return ExplicitCommand(CommandKind.forget, payload)
     if m := _PIN.match(body):
         payload = _clean_payload(m.group("payload"))
         return ExplicitCommand(CommandKind.pin, "" if payload.lower() in _VAGUE else payload)
