@@ -75,7 +75,8 @@ class Settings(BaseSettings):
     decay_days: int = Field(30, ge=1, description="Days unused before confidence decays (seed 004).")
     memory_cap: int = Field(
         200, ge=1, description="Active semantic memories per user at most (seed 004); the lifecycle "
-        "soft-deletes the lowest decay weight, then the least recently used, never a pinned one.",
+        "archives the lowest decay weight, then the least recently used, never a pinned one (the "
+        "archive is the cold tier: searchable, restorable).",
     )
 
     # --- trigger / extraction ---------------------------------------------------------------
@@ -101,7 +102,7 @@ class Settings(BaseSettings):
     memory_enable_entity_heuristics: bool = Field(True, description="Same-fact check without an LLM.")
     memory_write_rate_limit_per_hour: int = Field(
         20, ge=0, description="New semantic memories per user per event-time hour (seed 002); past it a new fact is still "
-        "stored but down-ranked (importance 1, tag over_write_budget); corrections and updates are "
+        "stored but down-ranked (one importance level lower, tag over_write_budget); corrections and updates are "
         "never limited. 0: no limit.",
     )
     link_min: float = Field(0.6, description="Neighbours at or above this score become related_to edges.")
@@ -177,7 +178,9 @@ class Settings(BaseSettings):
 
     # --- lifecycle (SPEC §4) ------------------------------------------------------------------
     ttl_days: int = Field(60, description="Days without access before a TTL soft-delete.")
-    ttl_importance_max: int = Field(2, description="Only memories this unimportant are TTL-deleted.")
+    ttl_importance_max: int = Field(
+        1, ge=0, le=5, description="Only memories this unimportant are TTL-deleted, then purged: "
+        "1 is small talk (streams/write/importance.py); 0 turns the TTL off.")
     purge_after_days: int = Field(30, description="Days from soft-delete to purge.")
     archive_weight_min: float = Field(
         0.05, ge=0.0, description="Decay weight (seed 000 §6) under which an unused memory is archived.",
@@ -185,10 +188,11 @@ class Settings(BaseSettings):
     archive_unused_days: int = Field(
         30, ge=0, description="Days without access before a memory may be archived for its decay weight.",
     )
-    archive_retention_days: int = Field(
-        180, ge=1, description="Days an archived memory (decayed, or an original a consolidation "
-        "replaced) is kept before it is soft-deleted, then purged after PURGE_AFTER_DAYS "
-        "(seed 000 §6: retain archived 180 d). The originals of a consolidated memory are not TTL-deleted meanwhile.")
+    archive_retention_days: int | None = Field(
+        None, ge=1, description="A retention window: days an archived memory (decayed, over the cap, "
+        "or an original a consolidation replaced) is kept before it is soft-deleted, then purged "
+        "after PURGE_AFTER_DAYS. Unset (the default): the archive is kept, searchable, until the "
+        "user or an operator removes it (SPEC §8; seed 000 §6 suggests 180).")
     lifecycle_enabled: bool = Field(
         True, description="Run the lifecycle passes (forgetting, promotion, consolidation, "
         "insights, consent expiry) after each dedup record.")
@@ -363,6 +367,15 @@ class Settings(BaseSettings):
     )
     rank_w_insight: float = Field(
         0.10, ge=0.0, description="Ranking penalty of an insight (surfaced with low weight, seed 001 §3).",
+    )
+    rank_w_archived: float = Field(
+        0.05, ge=0.0, description="Ranking penalty of an archived memory (the cold tier): it ranks "
+        "below an active one that matches as well.",
+    )
+    cold_tier_similarity: float = Field(
+        0.6, ge=-1.0, le=1.0, description="A query reaches into the archive by itself when fewer "
+        "than top_k active memories have at least this cosine similarity (the active results are "
+        "weak), or when it points to the past (recall intent, a time phrase).",
     )
 
     # --- privacy (streams/privacy/): per-user data keys, wrapped by the master key ------------------

@@ -279,7 +279,8 @@ class ConsolidationPass:
                                  actor=ACTOR)]
         for member in members:
             archived = member.model_copy(update={
-                "state": "archived", "updated_at": now, "version": member.version + 1})
+                "state": "archived", "superseded_by": memory.id, "updated_at": now,
+                "version": member.version + 1})
             state.store(archived)
             reason = "reconsolidated" if member.type == "consolidated" else "consolidated"
             events.append(state.announce("archived", archived, thread_of(archived), now,

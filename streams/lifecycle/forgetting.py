@@ -1,21 +1,30 @@
-"""Forgetting (SPEC §4, §8; seeds 000 §6, 001 §7, 004 §7): five transitions, in this order.
+"""Forgetting (SPEC §4, §8; seeds 000 §6, 001 §7, 004 §7): six transitions, in this order.
+
+What forgetting is for (docs/forgetting.md): the active tier stays small and relevant (search
+noise, ranking), trivia and what users or the law ask to forget are gone for good (privacy),
+and everything else moves to the archive, the cold tier, which a query still reaches
+(`streams.read.cold_tier`). Nothing a user may ask about later is purged by age alone.
 
 - purge: a soft-deleted memory whose `purge_at` has passed becomes a content-free tombstone
   (`state=purged`, kind `purged`); its audit history is replaced by a tombstone too. The document
   stays (without content) so that a replay of the turn that created it cannot bring it back.
-- TTL soft-delete: unused (`last_accessed`) for more than `TTL_DAYS`, importance at most
-  `TTL_IMPORTANCE_MAX`, not pinned, not an original a consolidation keeps → `state=soft_deleted`, `purge_at = now + PURGE_AFTER_DAYS`
+- TTL soft-delete (trivia only): unused (`last_accessed`) for more than `TTL_DAYS`, importance
+  at most `TTL_IMPORTANCE_MAX` (1: small talk, `streams.write.importance`), not pinned, not an
+  original a consolidation keeps → `state=soft_deleted`, `purge_at = now + PURGE_AFTER_DAYS`
   (kind `soft_deleted`, reason `ttl`). Restorable until the purge (`restore` command).
+- archive retention (a retention window, off unless `ARCHIVE_RETENTION_DAYS` is set): archived
+  for longer, not pinned → soft-deleted (reason `archive_retention`), purged
+  `PURGE_AFTER_DAYS` later. Seed 000 §6 retains archived memories 180 d; SPEC §8 keeps the
+  cold tier until a user or a policy says otherwise, so the window is the operator's choice.
+- rewarm: an archived memory read since it was archived (a query hit counts as an access:
+  `streams.memory.access`) returns to the active tier (kind `restored`, reason `accessed`);
+  not the originals of a consolidated memory, which it answers for.
 - decay archive: unused for more than `ARCHIVE_UNUSED_DAYS` and the decay weight
   (`streams.memory.decay`) under `ARCHIVE_WEIGHT_MIN`, not pinned → `state=archived` (kind
-  `archived`, reason `decay`). Kept, never served, restorable.
-- archive retention: archived (by decay, or as an original a consolidation replaced) for more
-  than `ARCHIVE_RETENTION_DAYS` (180, seed 000 §6 "retain archived 180d"), not pinned →
-  soft-deleted (reason `archive_retention`), so purged `PURGE_AFTER_DAYS` later. The TTL does
-  not apply to the originals of a consolidated memory: that cold storage is its provenance, kept
-  for the retention whatever their importance.
+  `archived`, reason `decay`). Kept, searchable in the cold tier, restorable.
 - memory cap: more than `MEMORY_CAP` active semantic memories → the excess, lowest decay weight
-  then least recently used first, never pinned, is soft-deleted (reason `memory_cap`).
+  then least recently used first, never pinned, is archived (reason `memory_cap`; seed 004's
+  "drop oldest + lowest-confidence", into the cold tier rather than away).
 
 Every transition is announced once: the next run finds the memory in its new state. At most
 `LIFECYCLE_MAX_CHANGES` transitions per user per run; the rest wait for the next run.
@@ -45,11 +54,11 @@ _CONTENT_CLEARED: dict[str, Any] = {
 @dataclass(frozen=True)
 class ForgetConfig:
     ttl_days: int = 60
-    ttl_importance_max: int = 2
+    ttl_importance_max: int = 1
     purge_after_days: int = 30
     archive_weight_min: float = 0.05
     archive_unused_days: int = 30
-    archive_retention_days: int = 180
+    archive_retention_days: int | None = None
     memory_cap: int = 200
     max_changes: int = 100
 
@@ -103,12 +112,14 @@ def forget(state: MemoryState, user_id: str, now: datetime, config: ForgetConfig
         if is_retention_over(memory, now, config) and room(memory):
             events.append(soft_delete(state, memory, now, config, "archive_retention"))
     for memory in memories:
+        if memory.id not in kept and is_read_since_archived(memory) and room(memory):
+            events.append(transition(state, memory, now, "restored", "accessed", {"state": "active"}))
+    for memory in memories:
         if is_archive_due(memory, now, config) and room(memory):
-            events.append(transition(state, memory, now, "archived", "decay", {"state": "archived"},
-                                     weight=round(decay_weight(memory, now), 4)))
+            events.append(archive(state, memory, now, "decay"))
     for memory in over_cap(state, user_id, now, config, changed):
         if room(memory):
-            events.append(soft_delete(state, memory, now, config, "memory_cap"))
+            events.append(archive(state, memory, now, "memory_cap"))
     return events
 
 
@@ -136,9 +147,18 @@ def consolidation_originals(memories: list[Memory]) -> set[str]:
 
 
 def is_retention_over(memory: Memory, now: datetime, config: ForgetConfig) -> bool:
-    """Archived (its last change, `updated_at`) more than `archive_retention_days` ago."""
-    return (memory.state == "archived" and not memory.pinned
+    """Archived (its last change, `updated_at`) more than `archive_retention_days` ago, when a
+    retention window is set."""
+    return (config.archive_retention_days is not None and memory.is_archived
+            and not memory.pinned
             and now - memory.updated_at > timedelta(days=config.archive_retention_days))
+
+
+def is_read_since_archived(memory: Memory) -> bool:
+    """Archived, not replaced by a newer memory, and read after it was archived (a query hit
+    refreshes `last_accessed`; archiving set `updated_at`)."""
+    return (memory.is_archived and memory.superseded_by is None
+            and memory.last_accessed > memory.updated_at)
 
 
 def is_archive_due(memory: Memory, now: datetime, config: ForgetConfig) -> bool:
@@ -160,6 +180,12 @@ def over_cap(state: MemoryState, user_id: str, now: datetime, config: ForgetConf
     evictable = sorted((m for m in active if not m.pinned),
                        key=lambda m: (decay_weight(m, now), m.last_accessed, m.id))
     return evictable[:excess]
+
+
+def archive(state: MemoryState, memory: Memory, now: datetime, reason: str) -> MemoryEvent:
+    """Move `memory` to the cold tier, with its decay weight in the event."""
+    return transition(state, memory, now, "archived", reason, {"state": "archived"},
+                      weight=round(decay_weight(memory, now), 4))
 
 
 def soft_delete(state: MemoryState, memory: Memory, now: datetime, config: ForgetConfig,

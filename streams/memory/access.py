@@ -6,7 +6,9 @@ the web handler only sends the command.
 """
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+import uuid
+from collections.abc import MutableMapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from streams.memory.model import Memory
@@ -19,12 +21,21 @@ from topics.commands import Command
 SEEN_TOUCHES = 256
 
 
+def touch(user_id: str, memory_ids: Sequence[str], read_time: datetime, agent: str) -> Command:
+    """The `touch` command recording that `agent` read `memory_ids` at `read_time` (the
+    query's event time, never the wall clock)."""
+    return Command(command_id=f"touch-{uuid.uuid4().hex}", kind="touch", user_id=user_id,
+                   ts=read_time, thread_id="queries", memory_ids=list(memory_ids),
+                   actor=f"agent:{agent}")
+
+
 def record_reads(memories: MutableMapping[Any, Any], applied: MutableMapping[Any, Any],
                  index: VectorIndex, command: Command) -> list[str]:
     """Apply one touch once (by `command_id`); return the ids of the memories refreshed.
 
-    Only the user's own active memories are refreshed; ids that are gone (purged, deleted
-    since the read) or belong to someone else are skipped, not an error.
+    Only the user's own active and archived memories are refreshed (an archived hit counts as
+    an access: the lifecycle brings it back to the active tier); ids that are gone (purged,
+    deleted since the read) or belong to someone else are skipped, not an error.
     """
     key = touch_key(command.user_id)
     seen = list(applied.get(key) or [])
@@ -36,7 +47,7 @@ def record_reads(memories: MutableMapping[Any, Any], applied: MutableMapping[Any
         if raw is None:
             continue
         memory = Memory.model_validate(raw)
-        if memory.user_id != command.user_id or not memory.is_visible:
+        if memory.user_id != command.user_id or not (memory.is_visible or memory.is_archived):
             continue
         read = memory.model_copy(update={
             "last_accessed": max(memory.last_accessed, command.ts),

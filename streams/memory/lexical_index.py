@@ -1,4 +1,4 @@
-"""BM25 over the texts of one user's active memories (summary, entities and the day said:
+"""BM25 over the texts of one user's searchable memories (summary, entities and the day said:
 `vector_index.lexical_text`), the lexical half of hybrid retrieval.
 
 The scoring is `bm25s` (Lucene's BM25, k1 1.5, b 0.75) over tokens from `bm25s.tokenize`:
@@ -12,8 +12,9 @@ own small index: a write (`put`/`discard`, on every add, supersede, delete, rest
 records the text of a row and marks the index dirty, costing the write path a dict update; the
 index is rebuilt from the recorded texts on the first query after a change (`scores`), never on
 a query when nothing changed. Tokens are cached per row, so a rebuild tokenises only the rows
-whose text changed since the last one. Only visible (active) memories are indexed, so what was
-superseded or deleted counts neither as a match nor in the document frequencies.
+whose text changed since the last one. Only searchable memories (active, and archived: the
+cold tier) are indexed, so what was superseded or deleted counts neither as a match nor in the
+document frequencies.
 
 Like the vector index this is a cache of the `memories` table: it lives in RAM and is made anew
 with its `UserIndex` whenever the worker rebuilds the index from the table.

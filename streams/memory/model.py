@@ -11,6 +11,16 @@ from topics.candidates import MemoryType
 MemoryState = Literal["active", "superseded", "soft_deleted", "archived", "purged"]
 
 
+class PendingChange(BaseModel):
+    """A change of a memory's value that waits for the user's consent (seed 001 §10,
+    `streams.memory.consent`): the memory is still current, but not settled."""
+
+    proposal_id: str
+    field: str = Field(description="The profile field: preferred_name, pronouns, city, …")
+    proposed_summary: str
+    expires_at: datetime
+
+
 class Memory(BaseModel):
     """One memory of one user. `source_turn_ids` is its provenance (`thread_id:turn_id`)."""
 
@@ -60,8 +70,18 @@ class Memory(BaseModel):
     year: int | None = None
     version: int = Field(1, description="Incremented on every change; event ids derive from it.")
     embedding_b64: str | None = Field(None, description="float32 embedding of `summary`, base64.")
+    pending_change: PendingChange | None = Field(
+        None, description="A proposed change of this value waiting for the user's consent; a "
+                          "reader shows it beside the value, which is not settled meanwhile.")
 
     @property
     def is_visible(self) -> bool:
-        """Only active memories are ever returned by a query."""
+        """Active: what a query returns by default (the hot tier)."""
         return self.state == "active"
+
+    @property
+    def is_archived(self) -> bool:
+        """In the cold tier (SPEC §8: archive is cold storage): kept with its vector, served
+        only when a query reaches for the archive (`streams.read.cold_tier`), below active
+        memories."""
+        return self.state == "archived"

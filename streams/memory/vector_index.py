@@ -101,6 +101,10 @@ class Columns:
     filters of a query are numpy masks instead of a Python loop over every memory."""
 
     visible: np.ndarray
+    archived: np.ndarray
+    """In the cold tier (`Memory.is_archived`)."""
+    replaced: np.ndarray
+    """Has a `superseded_by`: a newer memory answers for it (a correction, a consolidation)."""
     episodic: np.ndarray
     category: np.ndarray
     importance: np.ndarray
@@ -116,7 +120,7 @@ class Columns:
     """Whether the memory counts against the write budget (`write_budget.spends`)."""
 
 
-_COLUMN_TYPES = {"visible": np.bool_, "episodic": np.bool_, "category": np.int32,
+_COLUMN_TYPES = {"visible": np.bool_, "archived": np.bool_, "replaced": np.bool_, "episodic": np.bool_, "category": np.int32,
                  "importance": np.int8, "pinned": np.bool_, "updated": np.float64, "day": np.int32,
                  "event_start": np.int32, "event_end": np.int32, "created": np.float64,
                  "budgeted": np.bool_}
@@ -138,7 +142,7 @@ class UserIndex:
     incoming edges doubled the RAM of most linked memories (a pydantic copy, ~1.2 KB).
 
     `lexical` is the BM25 index over the same rows' summaries, entities and days said
-    (`lexical_text`; visible memories only), kept in
+    (`lexical_text`; active and archived memories only), kept in
     step by `upsert` and `update_doc` at no cost to the write path (it is rebuilt lazily, on the
     first query after a change: `streams.memory.lexical_index`).
     """
@@ -204,7 +208,9 @@ class UserIndex:
 
     def _write_columns(self, row: int, memory: Memory) -> None:
         code = self.category_codes.setdefault(memory.category.casefold(), len(self.category_codes))
-        values = {"visible": memory.is_visible, "episodic": memory.type == "episodic",
+        values = {"visible": memory.is_visible, "archived": memory.is_archived,
+                  "replaced": memory.superseded_by is not None,
+                  "episodic": memory.type == "episodic",
                   "category": code, "importance": memory.importance, "pinned": memory.pinned,
                   "updated": memory.updated_at.timestamp(), "day": _day(memory.date_iso),
                   "event_start": _day(memory.event_start and memory.event_start.isoformat()),
@@ -222,9 +228,10 @@ class UserIndex:
             self._write_lexical(row, memory)
 
     def _write_lexical(self, row: int, memory: Memory) -> None:
-        """Keep the BM25 index in step: only visible memories are in it (a no-op, not even a
-        dirty flag, when neither the indexed text nor the visibility changed, as on a read)."""
-        if memory.is_visible:
+        """Keep the BM25 index in step: only searchable memories are in it, active and archived
+        (the cold tier is searched too); a no-op, not even a dirty flag, when neither the
+        indexed text nor the state changed, as on a read."""
+        if memory.is_visible or memory.is_archived:
             self.lexical.put(row, lexical_text(memory))
         else:
             self.lexical.discard(row)

@@ -9,9 +9,12 @@ order, as one that ran through (a counter kept in the `users` record could land 
 changelog apart from the memory it counted, and did). The index keeps the two numbers per row
 (`Columns.created`, `Columns.budgeted`), so counting is a numpy mask, not a loop.
 
-Past the budget a new fact is not dropped: it is stored down-ranked (importance 1, tag
-`over_write_budget`), so it ranks below the user's other memories and the lifecycle forgets it
-first. Only plain creations are limited (seed 002: hot-path writes, so not episodes, which are
+Past the budget a new fact is not dropped: it is stored down-ranked (one importance level
+lower, tag `over_write_budget`), so it ranks below what it would have and the lifecycle moves
+it to the archive sooner. One level, not the lowest: importance 1 is what the TTL purges as
+small talk (`streams.lifecycle.forgetting`), and a long, dense session of real facts is not
+small talk (on LoCoMo, where sessions run past 20 facts an hour, dropping to 1 put a third of
+the importance-1 memories, many of them asked about later, on the way to a purge). Only plain creations are limited (seed 002: hot-path writes, so not episodes, which are
 captured after the turn): an update, a merge and a correction (a supersede) change what is
 known and are never limited, nor is a fact the user asked to keep (pinned). A correction or a
 promotion still counts as a new semantic memory of its hour.
@@ -45,5 +48,6 @@ def within(user_index: UserIndex, ts: datetime, limit: int) -> bool:
 
 
 def down_ranked(memory: Memory) -> Memory:
-    """`memory` stored past the budget: lowest importance, tagged."""
-    return memory.model_copy(update={"importance": 1, "tags": sorted({*memory.tags, OVER_TAG})})
+    """`memory` stored past the budget: one importance level lower (at least 1), tagged."""
+    return memory.model_copy(update={"importance": max(memory.importance - 1, 1),
+                                     "tags": sorted({*memory.tags, OVER_TAG})})

@@ -27,6 +27,7 @@ from streams.app.services import Services
 from streams.app.settings import Settings
 from streams.lifecycle.passes import LifecyclePass
 from streams.lifecycle.runner import LifecycleRunner, service_passes
+from streams.memory.access import touch
 from streams.memory.store import MemoryStore
 from streams.pipeline.commands import CommandsStage
 from streams.pipeline.dedup import DedupStage
@@ -40,9 +41,12 @@ from streams.privacy.sealed import TABLE_OWNERS
 from streams.providers.embedders import Embedder
 from streams.read import ranking
 from streams.read.fusion import Retrieval
-from streams.read.query import QueryHit, rank
+from streams.read.categories import load_policy
+from streams.read.query import QueryHit, QueryLimits, execute, plan_query
+from streams.read.token_budget import get_counter
 from topics import names
 from topics.progress import TurnProgress
+from topics.query import QueryRequest
 from topics.turns import Turn
 
 
@@ -106,7 +110,8 @@ class InProcessPipeline:
         self.services = Services(settings, embedder=embedder)
         self.raw_tables: dict[str, dict[Any, Any]] = {name: {} for name in TABLE_OWNERS}
         self.sealed = stage_tables(self.raw_tables, {}, master_key_of(settings) or new_key())
-        outputs = Outputs(self.topics.send, self.sealed.sealer, settings.dlq_max_raw_bytes)
+        self.outputs = outputs = Outputs(self.topics.send, self.sealed.sealer,
+                                         settings.dlq_max_raw_bytes)
         self.tables = self.sealed.memory
         self.store = MemoryStore(self.tables, self.services.dedup_config)
         self.ingest_stage = IngestStage(settings, self.sealed.ingest, self.services.llm, outputs,
@@ -122,6 +127,7 @@ class InProcessPipeline:
         self.consumers = Consumers(self.ingest_stage.handle, self.dedup_stage.handle_batch,
                                    self.commands_stage.handle)
         self.weights = ranking.weights_from_settings(settings)
+        self.policy = load_policy(settings.categories_path)
 
     async def send_turn(self, turn: Turn) -> None:
         await self.topics.send(names.CHAT_TURNS, turn.user_id.encode(), turn.model_dump_json().encode())
@@ -144,9 +150,18 @@ class InProcessPipeline:
                     for r in self.topics.sent[names.MEMORY_PROGRESS])
         return Counter(p.outcome for p in progress if p.stage == "dedup")
 
-    async def query(self, user_id: str, text: str, top_k: int) -> list[QueryHit]:
-        """The user's best memories for `text` by the SPEC §5 ranking."""
-        vector = (await self.services.embed([text]))[0]
-        return rank(self.store.index().user(user_id), vector, top_k=top_k,
-                    candidates=self.settings.memory_context_topk, weights=self.weights,
-                    text=text, retrieval=Retrieval.from_settings(self.settings))
+    async def query(self, user_id: str, text: str, top_k: int, *, agent: str = "supervisor",
+                    record_access: bool = False) -> list[QueryHit]:
+        """The user's best memories for `text`, answered as the query route answers `agent`
+        (`memory.query` in full mode: policy, tiers, ranking); with `record_access`, the read is
+        recorded as the route records it (a `touch` command, applied on the next delivery)."""
+        request = QueryRequest(agent=agent, query=text, top_k=top_k, **{"return": "full"})
+        clock = self.store.user_clock(user_id)
+        plan = plan_query(request, user_id, self.policy, QueryLimits.from_settings(self.settings),
+                          clock)
+        vector = (await self.services.embed([plan.text]))[0]
+        _, hits = execute(self.store.index().user(user_id), vector, plan, self.policy,
+                          self.weights, get_counter(), retrieval=Retrieval.from_settings(self.settings))
+        if record_access and hits and clock is not None:
+            await self.outputs.command(touch(user_id, [h.memory.id for h in hits], clock, agent))
+        return hits

@@ -53,6 +53,15 @@ def _links(index: UserIndex) -> _Links:
     return links
 
 
+def originals_mask(index: UserIndex) -> np.ndarray:
+    """Rows that are originals of a consolidated memory: archived, but answered by the
+    consolidated memory (which `lift` raises to their cosine), so never served themselves."""
+    mask = np.zeros(len(index), dtype=bool)
+    for originals in _links(index).originals:
+        mask[originals] = True
+    return mask
+
+
 def lift(index: UserIndex, cosines: np.ndarray) -> np.ndarray:
     """`cosines` (one per row) with each consolidated memory's raised to its best original's."""
     links = _links(index)

@@ -16,11 +16,14 @@ from streams.memory.vector_index import UserIndex
 from topics.query import QueryFilters
 
 
-def base_mask(index: UserIndex, categories: frozenset[str], filters: QueryFilters) -> np.ndarray:
-    """Rows that are visible (active), in an allowed category, and pass the column filters."""
+def base_mask(index: UserIndex, categories: frozenset[str], filters: QueryFilters,
+              tier: np.ndarray | None = None) -> np.ndarray:
+    """Rows in `tier` (the active ones when None), in an allowed category, and passing the
+    column filters."""
     cols = index.columns()
     codes = [index.category_codes[c] for c in categories if c in index.category_codes]
-    mask = cols.visible & np.isin(cols.category, np.asarray(codes, dtype=np.int32))
+    rows = cols.visible if tier is None else tier
+    mask = rows & np.isin(cols.category, np.asarray(codes, dtype=np.int32))
     if filters.pinned is not None:
         mask &= cols.pinned == filters.pinned
     if filters.importance_min is not None:

@@ -33,6 +33,9 @@ class RankWeights:
     """Bonus of a `consolidated` memory: queries prefer it to the episodes it replaced."""
     insight: float = 0.10
     """Penalty of an `insight`: surfaced with low weight (seed 001 §3)."""
+    archived: float = 0.05
+    """Penalty of an archived memory (the cold tier, SPEC §8): it ranks below an active one
+    that matches as well."""
     relevance_norm: RelevanceNorm = "pool"
     """How the similarity term is scaled: `raw` is the relevance as retrieved, `pool` spreads
     it over [0, 1] across the candidate pool (`pool_relevance`)."""
@@ -69,12 +72,14 @@ def pool_relevance(relevances: np.ndarray, min_spread: float) -> np.ndarray:
 
 
 def type_adjustment(memory: Memory, weights: RankWeights) -> float:
-    """What the memory's type adds to its score (consolidated +, insight -, others 0)."""
+    """What the memory's type and tier add to its score (consolidated +, insight -,
+    archived -, others 0)."""
+    adjustment = -weights.archived if memory.is_archived else 0.0
     if memory.type == "consolidated":
-        return weights.consolidated
+        return adjustment + weights.consolidated
     if memory.type == "insight":
-        return -weights.insight
-    return 0.0
+        return adjustment - weights.insight
+    return adjustment
 
 
 def score(
@@ -98,6 +103,7 @@ def weights_from_settings(settings: Any) -> RankWeights:
         recency=settings.rank_w_recency, pinned=settings.rank_w_pinned,
         related=settings.rank_w_related,
         consolidated=settings.rank_w_consolidated, insight=settings.rank_w_insight,
+        archived=settings.rank_w_archived,
         relevance_norm=settings.rank_relevance_norm,
         relevance_min_spread=settings.rank_relevance_min_spread,
         diversity=settings.rank_diversity,

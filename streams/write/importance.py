@@ -20,7 +20,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from streams.write.text_rules import Signals, content_words
+from bm25s.stopwords import STOPWORDS_EN_PLUS
+
+from streams.write.sentiment import affect_words
+from streams.write.text_rules import STOPWORDS, Signals, words
 
 BIG_EVENT = re.compile(
     r"\b(?:adopt(?:ed|ing)?|married|wedding|engaged|divorced?|graduat(?:ed|ing|ion)|moved|"
@@ -34,6 +37,33 @@ _CLOSE = re.compile(  # the people and animals of the user's life
     r"girlfriend|mom|dad|mother|father|parents|brother|sister|grand\w+|family|best friend|"
     r"dogs?|cats?|pets?|puppy|kitten))\b|\b(?:have|has|had|got)\s+an?\s+(?:\w+\s+)?(?:dog|cat|"
     r"pet|puppy|kitten|son|daughter|baby)\b", re.I)
+_GENERIC = frozenset((
+    # light verbs and their forms: what a sentence does without saying what with
+    "be being been am was were do does doing done did get gets getting got gotten go goes "
+    "going went gone make makes making made come comes coming came see sees seeing saw seen "
+    "look looks looking looked check checks checking checked try tries trying tried wait waits "
+    "waiting waited want wants wanted need needs needed know knows knew known think thinks "
+    "thinking thought feel feels feeling say says saying tell tells telling told keep keeps "
+    "keeping kept take takes taking took taken give gives giving gave given let lets hope hopes "
+    "hoping hoped mean means meant guess bet sound sounds sounded seem seems seemed hear heard "
+    "find finds found stop stopped start starts started put puts chat chatting talk talking "
+    "talked catch caught share shares sharing shared show showed wish wishes can't cannot "
+    "couldn't won't wouldn't don't didn't isn't wasn't it's that's there's what's he's she's "
+    "i'm i've i'll i'd you're you've we're they're let's can could should would might must "
+    # generic nouns, adverbs and adjectives: the frame of a remark, not its topic
+    "thing things stuff something anything everything nothing someone anyone everyone "
+    "somebody everybody people person guy guys time times day days way ways life lot lots "
+    "part bit moment moments place idea ideas kind sort one ones others world story "
+    "photo photos pic pics picture pictures pretty quite really truly actually literally so "
+    "very just even still already again also too ever never always often sometimes lately "
+    "recently soon now then today tonight yesterday tomorrow here there back around away "
+    "together maybe probably definitely totally absolutely sure big little small new old "
+    "same different next last own whole real other another much many more most enough "
+    "long far ahead forward extra yeah yes hey oh wow haha lol thanks thank please okay ok"
+).split()) | frozenset(STOPWORDS_EN_PLUS)
+"""Words that frame a remark without naming what it is about, and NLTK's English stopwords
+(as bm25s ships them). A hand list: English has no frequency cut that separates them
+("school" is as common as "thing")."""
 LEVELS = (0.22, 0.36, 0.50, 0.64)
 """Where levels 2–5 start on the 0–1 score (below the first is 1)."""
 W_PINNED, W_TRUST, W_SALIENCE, W_INTENSITY, W_EXPLICIT = 0.25, 0.20, 0.20, 0.20, 0.15
@@ -48,23 +78,34 @@ class ImportanceInputs:
     pinned: bool = False
 
 
+def topic_words(text: str) -> list[str]:
+    """The words of `text` that name what it is about: not stopwords, not the generic frame of
+    a remark (`_GENERIC`), not words of feeling (VADER's lexicon: "glad", "awesome", "love").
+    "Ana started aerial yoga" has two ("aerial", "yoga"); "Ana is glad it helped" none."""
+    affect = affect_words()
+    return [w for w in words(text)
+            if len(w) > 2 and (lower := w.lower()) not in STOPWORDS and lower not in _GENERIC
+            and lower not in affect and not w[:1].isupper()]
+
+
 def salience(text: str, sig: Signals, keyed: bool, summary: str = "", dated: bool = False) -> float:
     """What the fact is about, 0–1: 1 for a keyed profile fact or a big life event; ⅔ for a
     specific one — naming people, places or titles, a date, a quantity, the speaker's identity
-    or the people and animals close to them; ⅓ for another statement of some length; 0 for small
-    talk (a short remark, under 11 words, or under 4 content words, without anything specific).
+    or the people and animals close to them; ⅓ for a statement about something (it has a
+    topic word: `topic_words`); 0 for small talk — a reaction, a pleasantry, a feeling about
+    nothing named ("so glad it helped!", "can't wait to see what's next").
 
     Specific facts are the ones asked about later (on LoCoMo, questions name the people,
     places, dates and counts of the conversation), which is why they, not emphasis, come first.
+    Small talk is what the TTL forgets for good (importance 1), so the cut between ⅓ and 0 is
+    by topic, never by length: "Ana started aerial yoga" is short and is asked about later.
     """
     if keyed or BIG_EVENT.search(text):
         return 1.0
     named = any(not e.isdigit() for e in sig.entities) or bool(_NAMED.search(text))
     if named or dated or sig.number or sig.identity or _CLOSE.search(text):
         return 2 / 3
-    if content_words(text) < 4 or len((summary or text).split()) < 11:
-        return 0.0
-    return 1 / 3
+    return 1 / 3 if topic_words(text) else 0.0
 
 
 def score(inputs: ImportanceInputs) -> float:

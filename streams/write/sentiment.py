@@ -31,6 +31,13 @@ def _analyzer() -> SentimentIntensityAnalyzer:
     return SentimentIntensityAnalyzer()
 
 
+@lru_cache(maxsize=1)
+def affect_words() -> frozenset[str]:
+    """The words VADER gives a valence ("glad", "awesome", "hate"), lower case: words of
+    feeling, which say how a remark felt rather than what it was about."""
+    return frozenset(word for word in _analyzer().lexicon if word.isalpha())
+
+
 def sentiment(text: str) -> Sentiment:
     """Valence and intensity (0–1, two decimals) of `text`."""
     compound = float(_analyzer().polarity_scores(text)["compound"])

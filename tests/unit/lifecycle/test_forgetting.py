@@ -1,6 +1,7 @@
 """The forgetting pass over a user's memories, at event times the test chooses."""
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
@@ -76,9 +77,10 @@ async def test_a_consolidated_memorys_original_is_kept_for_the_retention_not_ttl
         update={"type": "consolidated", "consolidated_from": ["cold", "pinned"]})
     s = seeded(archived, summary,
                memory("pinned", importance=1, pinned=True).model_copy(update={"state": "archived"}))
-    assert await run(s, 61) == [], "cold storage is not TTL-deleted at 60 days"
-    assert await run(s, 180) == [], "kept for the 180-day retention"
-    events = await run(s, 181)
+    config = replace(CONFIG, archive_retention_days=180)
+    assert await run(s, 61, config) == [], "cold storage is not TTL-deleted at 60 days"
+    assert await run(s, 180, config) == [], "kept for the 180-day retention"
+    events = await run(s, 181, config)
     assert [(e.kind, e.memory_id, e.meta["reason"]) for e in events] == [
         ("soft_deleted", "cold", "archive_retention")]
     assert s.memory("cold").purge_at == T0 + timedelta(days=211)  # type: ignore[union-attr]
@@ -100,7 +102,8 @@ async def test_the_cap_evicts_lowest_weight_then_oldest_and_never_a_pinned_memor
                memory("episode", importance=1, kind="episodic"))
     events = await run(s, 6, config)
     assert [(e.kind, e.memory_id, e.meta["reason"]) for e in events] == [
-        ("soft_deleted", "weak-older", "memory_cap")]
+        ("archived", "weak-older", "memory_cap")]
+    assert s.memory("weak-older").state == "archived", "into the cold tier, not towards a purge"  # type: ignore[union-attr]
     assert s.memory("pinned-old").state == "active"  # type: ignore[union-attr]
     assert s.memory("episode").state == "active", "the cap counts semantic memories"  # type: ignore[union-attr]
     assert await run(s, 6, config) == []
@@ -108,7 +111,7 @@ async def test_the_cap_evicts_lowest_weight_then_oldest_and_never_a_pinned_memor
 
 async def test_a_run_makes_at_most_max_changes_and_the_rest_wait():
     s = seeded(*(memory(f"m{i}") for i in range(5)))
-    config = ForgetConfig(max_changes=2)
+    config = ForgetConfig(ttl_importance_max=2, max_changes=2)
     assert len(await run(s, 61, config)) == 2
     assert len(await run(s, 61, config)) == 2
     assert len(await run(s, 61, config)) == 1
@@ -131,3 +134,40 @@ async def test_a_transition_keeps_the_memorys_own_edges_only():
     await run(s, 61)
     assert s.memory("old").state == "soft_deleted"  # type: ignore[union-attr]
     assert s.memory("old").relations == {}  # type: ignore[union-attr]
+
+
+async def test_by_default_only_trivia_ages_towards_a_purge_and_the_archive_is_kept():
+    """ForgetConfig's defaults (the settings' own): the TTL takes importance 1 (small talk) only;
+    a plain fact decays into the archive and stays there, however long it is unused."""
+    s = seeded(memory("small-talk", importance=1), memory("fact", importance=2))
+    events = await run(s, 75, ForgetConfig())
+    assert [(e.kind, e.memory_id, e.meta["reason"]) for e in events] == [
+        ("soft_deleted", "small-talk", "ttl")]
+    # importance 2: half-life 90 d, weight 0.25 · 0.5^(d/90) < 0.05 after ~209 days
+    events = await run(s, 215, ForgetConfig())
+    assert [(e.kind, e.memory_id) for e in events] == [("purged", "small-talk"), ("archived", "fact")]
+    assert await run(s, 2000, ForgetConfig()) == [], "no retention window unless one is set"
+    assert s.memory("fact").state == "archived"  # type: ignore[union-attr]
+
+
+async def test_an_archived_memory_read_again_returns_to_the_active_tier():
+    config = ForgetConfig()
+    s = seeded(memory("fact", importance=2))
+    await run(s, 215, config)
+    assert s.memory("fact").state == "archived"  # type: ignore[union-attr]
+    assert await run(s, 216, config) == [], "unread: it stays in the archive"
+    read = s.memory("fact").model_copy(update={"last_accessed": T0 + timedelta(days=217)})  # type: ignore[union-attr]
+    s.store(read)
+    events = await run(s, 218, config)
+    assert [(e.kind, e.memory_id, e.meta["reason"]) for e in events] == [("restored", "fact", "accessed")]
+    assert s.memory("fact").state == "active"  # type: ignore[union-attr]
+    assert await run(s, 219, config) == [], "read a day ago: not due for the archive again"
+
+
+async def test_a_consolidated_memorys_original_read_again_stays_archived():
+    original = memory("episode", importance=2, kind="episodic").model_copy(update={
+        "state": "archived", "last_accessed": T0 + timedelta(days=2)})
+    summary = memory("sum", importance=4, accessed=T0 + timedelta(days=2)).model_copy(
+        update={"type": "consolidated", "consolidated_from": ["episode"]})
+    s = seeded(original, summary)
+    assert [e.kind for e in await run(s, 3)] == [], "the consolidated memory answers for it"

@@ -51,16 +51,17 @@ class Recording:
 async def test_an_idle_user_is_aged_by_the_other_users_of_the_partition(tmp_path, minilm_embedder):
     p = pipeline(tmp_path, minilm_embedder)
     await p.ingest([turn("idle", "1", "I play the cello.", 0)])
-    await p.ingest([turn("busy", "1", "I drive a red Toyota.", 31),
-                    turn("busy", "2", "My sister Marta lives in Porto.", 61)])
+    await p.ingest([turn("busy", "1", "I drive a red Toyota.", 211),
+                    turn("busy", "2", "My sister Marta lives in Porto.", 241)])
     cello = next(m for m in p.store.user_memories("idle"))
-    assert cello.state == "soft_deleted", "the idle user never spoke again, and still aged"
+    assert cello.importance == 2
+    assert cello.state == "archived", "the idle user never spoke again, and still aged"
     kinds = [(e.user_id, e.kind, e.meta.get("reason")) for e in events(p)]
-    # importance 1: archived for its decay weight after 30 days, TTL soft-deleted after 60
-    assert ("idle", "archived", "decay") in kinds and ("idle", "soft_deleted", "ttl") in kinds
-    assert kinds.count(("idle", "soft_deleted", "ttl")) == 1
-    hits = await p.query("idle", "What instrument does Ana play?", 5)
-    assert hits == []
+    # importance 2: archived once its decay weight, 0.25 · 0.5^(days / 90), is under 0.05
+    assert kinds.count(("idle", "archived", "decay")) == 1
+    assert not [k for k in kinds if k[0] == "idle" and k[1] == "soft_deleted"], "a fact is not TTL'd"
+    [hit] = await p.query("idle", "What instrument does Ana play?", 5)
+    assert hit.memory.id == cello.id and hit.memory.is_archived, "the cold tier answers"
 
 
 async def test_passes_run_in_the_contract_order_once_per_period_at_the_watermark(tmp_path, minilm_embedder):
@@ -90,7 +91,8 @@ async def test_a_replay_in_other_batches_makes_the_same_transitions(tmp_path, mi
              *(turn("busy", str(i), f"I visited city number {i} today.", 20 + i * 9) for i in range(10))]
     runs = []
     for batch in (1, 7):
-        p = pipeline(tmp_path / str(batch), minilm_embedder, dedup_batch_size=batch)
+        p = pipeline(tmp_path / str(batch), minilm_embedder, dedup_batch_size=batch,
+                     ttl_importance_max=2)
         await p.ingest(turns)
         runs.append([(e.event_id, e.kind, e.ts) for e in events(p)
                      if e.user_id == "idle" and e.kind in ("archived", "soft_deleted", "purged")])
@@ -98,7 +100,7 @@ async def test_a_replay_in_other_batches_makes_the_same_transitions(tmp_path, mi
 
 
 async def test_a_redelivered_record_re_sends_the_lifecycle_events_it_made(tmp_path, minilm_embedder):
-    p = pipeline(tmp_path, minilm_embedder)
+    p = pipeline(tmp_path, minilm_embedder, ttl_importance_max=2)
     await p.ingest([turn("idle", "1", "I play the cello.", 0), turn("busy", "1", "I drive a red Toyota.", 61)])
     made = [e for e in events(p) if e.kind == "soft_deleted"]
     assert len(made) == 1
@@ -122,11 +124,11 @@ async def test_a_redelivered_record_makes_again_the_lifecycle_writes_that_did_no
     did (separate changelog topics): the redelivered record must not run the passes again (it
     would find nothing due, the user's last run being noted) but make the writes it made."""
     turns = [turn("idle", "1", "I play the cello.", 0), turn("busy", "1", "I drive a red Toyota.", 61)]
-    reference = pipeline(tmp_path / "reference", minilm_embedder)
+    reference = pipeline(tmp_path / "reference", minilm_embedder, ttl_importance_max=2)
     await reference.ingest(turns)
     assert [m.state for m in reference.store.user_memories("idle")] == ["soft_deleted"]
 
-    p = pipeline(tmp_path / "killed", minilm_embedder)
+    p = pipeline(tmp_path / "killed", minilm_embedder, ttl_importance_max=2)
     await p.ingest(turns[:1])
     before = {name: dict(p.raw_tables[name]) for name in ("memories", "audit", "users", "thread_revs")}
     await p.ingest(turns[1:])

@@ -110,7 +110,7 @@ def test_threshold_drops_low_similarity_except_context_all_categories():
 def test_top_k_and_return_modes():
     index = index_of(*[(mem(str(i), related_ids=[], importance=3), 0.9 - i / 100) for i in range(6)])
     bullets = ask(index, top_k=2)[0]
-    assert [set(i) for i in bullets.items] == [{"id", "category", "type", "text", "tokens"}] * 2
+    assert [set(i) for i in bullets.items] == [{"id", "category", "type", "text", "tokens", "archived"}] * 2
     assert bullets.items[0]["text"] == "[Personal] Ana fact 0."
     full = ask(index, top_k=2, **{"return": "full"})[0]
     assert {"summary", "score", "similarity", "source_turn_ids", "related", "importance"} <= set(full.items[0])

@@ -115,7 +115,8 @@ def test_importance_levels_spread_over_one_to_five() -> None:
     assert importance("I love the way the evening light falls across the quiet lake.") == 3  # felt
     assert importance("I finished building the big wooden bookshelf for the kids' new bedroom.") == 2
     assert importance("I'm going to keep it up.") == 1                               # vague
-    assert importance("I went to the store again.") == 1                             # short
+    assert importance("I went to the store again.") == 2                  # short, but about something
+    assert importance("I'm really proud of what we did together.") == 1       # small talk
 
 
 def test_intensity_moves_importance() -> None:
