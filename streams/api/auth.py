@@ -213,23 +213,6 @@ def install(web_app: web.Application, keyring: KeyRing) -> None:
                     "(set MEMSTREAM_API_KEYS or API_KEYS_FILE; `memstream keys new` makes one)")
 
 
-def category_scope(principal: Principal, categories_path: Path | None) -> frozenset[str] | None:
-    """The categories (casefolded) the caller may see; None for an admin (all of them).
-
-    An agent key reads and changes only memories of its allowlist (the categories YAML); an
-    agent without an allowlist sees nothing (fail closed).
-    """
-    if principal.is_admin:
-        return None
-    from streams.read.categories import load_policy
-    from streams.read.errors import QueryForbidden
-
-    try:
-        return load_policy(categories_path).allowed(principal.agent_id)
-    except QueryForbidden:
-        raise AccessDenied("this agent has no category allowlist") from None
-
-
 def dev_key_path(settings: Settings) -> Path:
     """Where `memstream run` keeps its generated admin key (mode 0600), for the local CLI."""
     return Path(settings.data_dir) / "admin-api-key"

@@ -40,7 +40,8 @@ class Operation:
 
 WAIT = Param("wait", description="1 (or a number of seconds up to COMMAND_WAIT_MAX_SECONDS): "
              "answer once the commands are applied.")
-IDEMPOTENCY = Param("Idempotency-Key", "header", "Names the command(s): a retried write applies once.")
+IDEMPOTENCY = Param("Idempotency-Key", "header", "Names the command(s) among this key's own (its "
+                    "agent and role): a retried write applies once.")
 WRITE = {200: m.WriteResult, 202: m.WriteResult, 422: m.WriteResult, 404: m.Error}
 WRITE_PARAMS = (WAIT, IDEMPOTENCY)
 
@@ -95,23 +96,26 @@ OPERATIONS: tuple[Operation, ...] = (
               {200: m.Export}),
     Operation("delete", USER, "Purge the user (admin key): nothing of the user remains but "
               "content-free tombstones in the audit.", WRITE, params=WRITE_PARAMS),
-    Operation("get", USER + "/blocked-topics", "The user's blocked topics.", {200: m.BlockedTopics}),
-    Operation("post", USER + "/blocked-topics", "Block a topic.", WRITE, body=m.TopicBody,
-              params=WRITE_PARAMS),
+    Operation("get", USER + "/blocked-topics", "The user's blocked topics (empty for a key whose "
+              "scope lacks their category, Other).", {200: m.BlockedTopics}),
+    Operation("post", USER + "/blocked-topics", "Block a topic (a key whose scope has Other).",
+              WRITE, body=m.TopicBody, params=WRITE_PARAMS),
     Operation("delete", USER + "/blocked-topics/{topic}", "Unblock a topic.", WRITE,
               params=WRITE_PARAMS),
     Operation("get", USER + "/proposals", "The user's profile changes waiting for consent "
               "(preferred name, pronouns, city, language), oldest first.", {200: m.ProposalList}),
-    Operation("post", USER + "/proposals/{proposal_id}/accept", "Consent: apply the proposed "
-              "change (the old value is superseded).", WRITE, params=WRITE_PARAMS),
-    Operation("post", USER + "/proposals/{proposal_id}/reject", "Reject the proposed change.",
-              WRITE, params=WRITE_PARAMS),
+    Operation("post", USER + "/proposals/{proposal_id}/accept", "Consent (admin key: the user's "
+              "answer): apply the proposed change (the old value is superseded).", WRITE,
+              params=WRITE_PARAMS),
+    Operation("post", USER + "/proposals/{proposal_id}/reject", "Reject the proposed change "
+              "(admin key: the user's answer).", WRITE, params=WRITE_PARAMS),
     *(Operation("get", path, f"Faust's built-in view {path} (admin key): partition routing "
                 "and raw table entries, for operators.", {200: "object"}, tag="faust")
       for path in ("/", "/router/", "/router/topics", "/router/{name}/", "/router/{name}/{key}/",
                    "/table/", "/table/{name}/", "/table/{name}/{key}/")),
-    Operation("get", USER + "/commands/{command_id}", "Whether a command was applied, and its "
-              "events.", {200: m.CommandOutcome, 404: m.Error, 422: m.CommandOutcome},
+    Operation("get", USER + "/commands/{command_id}", "Whether one of this key's commands (its "
+              "command_id as a write answered it) was applied, and its events.",
+              {200: m.CommandOutcome, 404: m.Error, 422: m.CommandOutcome},
               params=(WAIT,)),
 )
 

@@ -1,9 +1,11 @@
 """The query route's work between HTTP and `streams.read.query`, on the worker that owns the user.
 
 Parses a request (JSON body, or the GET query string), checks it against the caller's principal
-(set by the auth middleware, when there is one), answers it from the user's index, and sends a
-`touch` command with what was read: the commands stage refreshes `last_accessed`/`access_count`,
-the handler never writes a table.
+(set by the auth middleware), answers it from the user's index, and sends a `touch` command with
+what was read: the commands stage refreshes `last_accessed`/`access_count`, the handler never
+writes a table. What the answer shows besides its items — the delta header's changes and the
+items' related memories — passes the caller's `Scope` narrowed to the query's categories
+(streams/api/scope.py), as the items themselves are drawn only from those categories.
 """
 from __future__ import annotations
 
@@ -12,6 +14,9 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from pydantic import ValidationError
 
+from streams.api.auth import AccessDenied, Principal
+from streams.api.scope import Scope
+from streams.memory.state import MemoryState
 from streams.read import ranking
 from streams.read.categories import load_policy
 from streams.read.delta import render_delta
@@ -73,25 +78,42 @@ def parse_params(params: Mapping[str, str], principal: Any) -> QueryRequest:
         raise InvalidQuery(validation_message(exc).replace("query:", "q:")) from None
 
 
+def delta_of(state: MemoryState, user_id: str, thread_id: str, since_rev: int,
+             scope: Scope) -> tuple[int, int, str]:
+    """(current rev, since_rev, header) of the thread: only the changes `scope` may see."""
+    changes = scope.events(state.changes_since(user_id, thread_id, since_rev))
+    return state.current_rev(user_id, thread_id), since_rev, render_delta(since_rev, changes)
+
+
+def scoped_items(items: list[dict[str, Any]], scope: Scope) -> list[dict[str, Any]]:
+    """The answer's items with only the related memories `scope` may see."""
+    return [{**item, "related": scope.related(item["related"])} if "related" in item else item
+            for item in items]
+
+
 async def answer(app: MemstreamApp, request: QueryRequest, user_id: str,
-                 principal: Any) -> dict[str, Any]:
+                 principal: Principal | None) -> dict[str, Any]:
     """Answer one query for `user_id` (this worker owns the user). Raises `QueryError`."""
+    if principal is None:
+        raise QueryForbidden("a query needs an API key")
     check_principal(principal, request.agent)
     await app.store.ready()
     settings = app.settings
     policy = load_policy(settings.categories_path)
     clock = app.store.user_clock(user_id)
     plan = plan_query(request, user_id, policy, QueryLimits.from_settings(settings), clock)
+    try:
+        scope = Scope.of(principal, settings.categories_path).narrowed(plan.categories)
+    except AccessDenied as exc:
+        raise QueryForbidden(str(exc)) from None
     vector = (await app.services.embed([plan.text]))[0]
     index = app.store.user_index(user_id)
     delta = None
     if request.since_rev is not None and request.thread_id is not None:
-        current = app.store.state()
-        changes = current.changes_since(user_id, request.thread_id, request.since_rev)
-        delta = (current.current_rev(user_id, request.thread_id), request.since_rev,
-                 render_delta(request.since_rev, changes))
+        delta = delta_of(app.store.state(), user_id, request.thread_id, request.since_rev, scope)
     response, hits = execute(index, vector, plan, policy, ranking.weights_from_settings(settings),
                              get_counter(), delta, Retrieval.from_settings(settings))
+    response.items = scoped_items(response.items, scope)
     # The read time is the query's "now", but never later than the user's clock: a request
     # dated in the future must not keep memories from ever expiring.
     read_time = (min(t for t in (plan.reference, clock) if t is not None)

@@ -4,10 +4,13 @@ Reads answer from the tables of the worker that owns the user (`streams.api.rout
 never touch a table: they send commands to `memory.commands` and answer 202 with the command
 ids; `?wait=1` (or `?wait=<seconds>`) answers once the commands stage has applied them (200), or
 dead-lettered one (422), or the wait ran out (202). `GET .../commands/{id}` tells the outcome
-later. An `Idempotency-Key` header names the commands, so a retried write applies once.
+later. An `Idempotency-Key` header names the commands within the caller's namespace
+(`streams.api.command_ids`), so a retried write applies once.
 
-Access: a key acts only for its users (streams/api/auth.py); an agent key sees and changes only
-the categories of its allowlist, and anything outside it is answered as if it did not exist (404).
+Access: a key acts only for its users (streams/api/auth.py); what it sees and changes is decided
+by its `Scope` (streams/api/scope.py), and anything outside it is answered as if it did not exist
+(404). Purging a user and answering a consent proposal need an admin key: consent is the user's
+own answer (given in chat, or relayed by the backend), never an agent's.
 """
 from __future__ import annotations
 
@@ -21,10 +24,11 @@ from aiohttp import web
 from faust.web import Request, Response, View
 from pydantic import BaseModel, ValidationError
 
-from streams.api import auth
+from streams.api import auth, command_ids
 from streams.api.command_waiter import Outcome, outcome_of_applied
 from streams.api.registry_models import EditBody, MemoryView, TopicBody
 from streams.api.routing import route_to_owner
+from streams.api.scope import Scope
 from streams.api.views import MemstreamView, add_views, error
 from streams.memory.consent import pending_proposals
 from streams.memory.model import Memory
@@ -42,10 +46,6 @@ IDEMPOTENCY_KEY_MAX = 150
 
 class BadRequest(ValueError):
     """A malformed request; answered 400 with the message."""
-
-
-def _in_scope(memory: Memory, scope: frozenset[str] | None) -> bool:
-    return scope is None or memory.category.casefold() in scope
 
 
 def _body(model: type[BaseModel], raw: bytes) -> Any:
@@ -86,10 +86,9 @@ def _status_url(user_id: str, command_id: str) -> str:
     return f"/v1/users/{quote(user_id, safe='')}/commands/{quote(command_id, safe='')}"
 
 
-def _outcome_json(command: Command, outcome: Outcome | None) -> dict[str, Any]:
-    body = {"command_id": command.command_id, "kind": command.kind,
-            "status_url": _status_url(command.user_id, command.command_id)}
-    return {**body, **(outcome.as_json() if outcome else {"status": "accepted", "events": []})}
+def _outcome_json(outcome: Outcome, scope: Scope) -> dict[str, Any]:
+    """An outcome as its caller sees it: only the events of its scope."""
+    return {**outcome.as_json(), "events": scope.events(outcome.events)}
 
 
 class RegistryView(MemstreamView):
@@ -102,16 +101,16 @@ class RegistryView(MemstreamView):
         except BadRequest as exc:
             return error(400, str(exc))
 
-    def scope(self, request: Request) -> frozenset[str] | None:
-        return auth.category_scope(auth.principal_of(request), self.memstream.settings.categories_path)
+    def scope(self, request: Request) -> Scope:
+        return Scope.of(auth.principal_of(request), self.memstream.settings.categories_path)
 
     def user_memories(self, user_id: str) -> list[Memory]:
         return self.memstream.store.user_memories(user_id)
 
-    def find(self, user_id: str, memory_id: str, scope: frozenset[str] | None) -> Memory | None:
+    def find(self, user_id: str, memory_id: str, scope: Scope) -> Memory | None:
         """The user's memory, if it exists, is the user's, and the caller may see it."""
         memory = self.memstream.store.state().memory(memory_id)
-        if memory is None or memory.user_id != user_id or not _in_scope(memory, scope):
+        if memory is None or memory.user_id != user_id or not scope.sees_memory(memory):
             return None
         return memory
 
@@ -131,26 +130,35 @@ class RegistryView(MemstreamView):
         return seconds
 
     def applied_outcome(self, user_id: str, command_id: str) -> Outcome | None:
+        """The outcome of the command `command_id` (as sent: namespaced), if applied."""
         applied = self.memstream.sealed.memory.applied
         return outcome_of_applied(applied.get(command_key(user_id, command_id)))
 
     async def send_commands(self, request: Request, user_id: str,
                             specs: Iterable[tuple[str, dict[str, Any]]]) -> web.Response:
-        """Send one command per (kind, fields); answer as the module docstring says."""
+        """Send one command per (kind, fields); answer as the module docstring says.
+
+        The caller names its commands `<key>`, `<key>:1`, …; each is sent under its namespaced id
+        (`streams.api.command_ids`) and answered under its name."""
         wait = self.wait_seconds(request)
         waiter = self.memstream.command_waiter
         principal = auth.principal_of(request)
+        scope = self.scope(request)
         base_id = request.headers.get("Idempotency-Key") or uuid.uuid4().hex
         if len(base_id) > IDEMPOTENCY_KEY_MAX:
-            # a write may send thousands of commands, each id `<key>:<n>` within 200 characters
+            # a write may send thousands of commands, each id `<namespace>/<key>:<n>` within 200
+            # characters
             raise BadRequest(f"Idempotency-Key must be at most {IDEMPOTENCY_KEY_MAX} characters")
         # Event time: the user's clock (the latest time of their turns), so a change made through
         # the registry sits on the same time line as the conversation (a replay of last year's
         # conversation and its edits ages alike). A user with no turns yet: the wall clock.
         now = self.memstream.store.user_clock(user_id) or datetime.now(timezone.utc)
+        names: dict[str, str] = {}  # the id sent -> the caller's name of it
         commands = []
         for i, (kind, fields) in enumerate(specs):
-            command_id = base_id if i == 0 else f"{base_id}:{i}"
+            name = base_id if i == 0 else f"{base_id}:{i}"
+            command_id = command_ids.command_id(principal, name)
+            names[command_id] = name
             commands.append(Command(command_id=command_id, kind=kind, user_id=user_id, ts=now,  # type: ignore[arg-type]
                                     actor=principal.actor[:200], **fields))
         outcomes: dict[str, Outcome | None] = {}
@@ -175,10 +183,16 @@ class RegistryView(MemstreamView):
         if not commands:
             status = "applied"
         code = {"applied": 200, "rejected": 422, "accepted": 202}[status]
-        headers = {"Location": _status_url(user_id, commands[0].command_id)} if commands else {}
-        return web.json_response(
-            {"status": status, "commands": [_outcome_json(c, outcomes[c.command_id]) for c in commands]},
-            status=code, headers=headers)
+        answers = []
+        for command in commands:
+            outcome = outcomes[command.command_id]
+            name = names[command.command_id]
+            answers.append({"command_id": name, "kind": command.kind,
+                            "status_url": _status_url(user_id, name),
+                            **(_outcome_json(outcome, scope) if outcome
+                               else {"status": "accepted", "events": []})})
+        headers = {"Location": answers[0]["status_url"]} if answers else {}
+        return web.json_response({"status": status, "commands": answers}, status=code, headers=headers)
 
 
 # --- routes -----------------------------------------------------------------------------------
@@ -197,7 +211,7 @@ class UserMemories(RegistryView):
         limit = _int(request, "limit", 1000, LIST_LIMIT_MAX)
         offset = _int(request, "offset", 0, 10**9)
         text = request.query.get("q", "").strip().casefold()
-        found = [m for m in self.user_memories(user_id) if _in_scope(m, scope) and _matches(
+        found = [m for m in scope.memories(self.user_memories(user_id)) if _matches(
             m, categories, request.query.get("state"), request.query.get("pinned"), text)]
         found.sort(key=lambda m: m.created_at, reverse=True)
         return self.json({"user_id": user_id, "total": len(found),
@@ -208,8 +222,8 @@ class UserMemories(RegistryView):
         if (busy := self.not_ready()) is not None:
             return busy
         scope = self.scope(request)
-        targets = sorted((m for m in self.user_memories(user_id)
-                          if m.state == "active" and _in_scope(m, scope)), key=lambda m: m.id)
+        targets = sorted((m for m in scope.memories(self.user_memories(user_id))
+                          if m.state == "active"), key=lambda m: m.id)
         return await self.send_commands(request, user_id,
                                         [("delete", {"memory_id": m.id}) for m in targets])
 
@@ -272,13 +286,11 @@ class UserExport(RegistryView):
             return busy
         scope = self.scope(request)
         current = self.memstream.store.state()
-        docs = sorted((m for m in self.user_memories(user_id) if _in_scope(m, scope)),
-                      key=lambda m: m.created_at)
+        docs = sorted(scope.memories(self.user_memories(user_id)), key=lambda m: m.created_at)
         return self.json({
             "user_id": user_id,
-            "blocked_topics": current.blocked_topics(user_id),
-            "proposals": [p for p in pending_proposals(current, user_id, None)
-                          if scope is None or p["category"].casefold() in scope],
+            "blocked_topics": scope.blocked_topics(current.blocked_topics(user_id)),
+            "proposals": scope.proposals(pending_proposals(current, user_id, None)),
             "memories": [{**MemoryView.of(m), "history": current.history(m.id)} for m in docs],
         })
 
@@ -294,15 +306,18 @@ class User(RegistryView):
 
 
 class BlockedTopics(RegistryView):
-    """GET: the user's blocked topics; POST {topic}: block one (facts about it are dropped)."""
+    """GET: the user's blocked topics; POST {topic}: block one (facts about it are dropped).
+    Seen and changed by a key whose scope has the blocked topics' category."""
 
     @route_to_owner()
     async def get(self, request: Request, user_id: str) -> Response:
-        return self.json({"user_id": user_id,
-                          "topics": self.memstream.store.state().blocked_topics(user_id)})
+        topics = self.memstream.store.state().blocked_topics(user_id)
+        return self.json({"user_id": user_id, "topics": self.scope(request).blocked_topics(topics)})
 
     @route_to_owner()
     async def post(self, request: Request, user_id: str) -> Response:
+        if not self.scope(request).sees_blocked_topics:
+            raise auth.AccessDenied("this key may not manage blocked topics")
         body = _body(TopicBody, await request.read())
         return await self.send_commands(request, user_id, [("block_topic", {"topic": body.topic})])
 
@@ -312,7 +327,8 @@ class BlockedTopic(RegistryView):
 
     @route_to_owner()
     async def delete(self, request: Request, user_id: str, topic: str) -> Response:
-        if topic.strip().lower() not in self.memstream.store.state().blocked_topics(user_id):
+        topics = self.scope(request).blocked_topics(self.memstream.store.state().blocked_topics(user_id))
+        if topic.strip().lower() not in topics:
             return error(404, "no such blocked topic")
         return await self.send_commands(request, user_id, [("unblock_topic", {"topic": topic})])
 
@@ -322,24 +338,21 @@ class Proposals(RegistryView):
 
     @route_to_owner()
     async def get(self, request: Request, user_id: str) -> Response:
-        scope = self.scope(request)
-        items = [p for p in pending_proposals(self.memstream.store.state(), user_id,
-                                              self.memstream.store.user_clock(user_id))
-                 if scope is None or p["category"].casefold() in scope]
+        items = self.scope(request).proposals(pending_proposals(
+            self.memstream.store.state(), user_id, self.memstream.store.user_clock(user_id)))
         return self.json({"user_id": user_id, "items": items})
 
 
 def _proposal_action(decision: str, doc: str) -> type[View]:
-    """A POST route that answers one pending proposal with a `consent` command."""
+    """A POST route (admin key) that answers one pending proposal with a `consent` command."""
 
     class Action(RegistryView):
         @route_to_owner()
         async def post(self, request: Request, user_id: str, proposal_id: str) -> Response:
-            scope = self.scope(request)
-            pending = pending_proposals(self.memstream.store.state(), user_id,
-                                        self.memstream.store.user_clock(user_id))
-            if not any(p["id"] == proposal_id and (scope is None or p["category"].casefold() in scope)
-                       for p in pending):
+            auth.require_admin(request)
+            pending = self.scope(request).proposals(pending_proposals(
+                self.memstream.store.state(), user_id, self.memstream.store.user_clock(user_id)))
+            if not any(p["id"] == proposal_id for p in pending):
                 return error(404, "no such pending proposal")
             return await self.send_commands(request, user_id, [
                 ("consent", {"proposal_id": proposal_id, "decision": decision})])
@@ -350,25 +363,29 @@ def _proposal_action(decision: str, doc: str) -> type[View]:
 
 
 class CommandStatus(RegistryView):
-    """GET: whether a command of the user was applied, and its events (?wait=<s> to wait)."""
+    """GET: whether one of the caller's commands for the user was applied, and its events
+    (?wait=<s> to wait). `command_id` is the caller's name of it: only the caller's own
+    commands are found (`streams.api.command_ids`)."""
 
     @route_to_owner()
     async def get(self, request: Request, user_id: str, command_id: str) -> Response:
         wait = self.wait_seconds(request)
         waiter = self.memstream.command_waiter
-        outcome = self.applied_outcome(user_id, command_id)
+        scope = self.scope(request)
+        sent_id = command_ids.command_id(auth.principal_of(request), command_id)
+        outcome = self.applied_outcome(user_id, sent_id)
         if outcome is None and wait:
-            future = waiter.expect(user_id, command_id)
+            future = waiter.expect(user_id, sent_id)
             try:
-                outcome = self.applied_outcome(user_id, command_id)  # applied meanwhile?
+                outcome = self.applied_outcome(user_id, sent_id)  # applied meanwhile?
                 if outcome is None:
                     await asyncio.wait([future], timeout=wait)
                     outcome = future.result() if future.done() else None
             finally:
-                waiter.forget(user_id, command_id, future)
+                waiter.forget(user_id, sent_id, future)
         if outcome is None:
             return error(404, "no applied command with this id (yet)")
-        return self.json({"command_id": command_id, **outcome.as_json()},
+        return self.json({"command_id": command_id, **_outcome_json(outcome, scope)},
                          status=200 if outcome.status == "applied" else 422)
 
 

@@ -11,7 +11,7 @@ that one from the buffer; if the id is no longer buffered it gets one `reset` me
 (re-read the registry, then follow on). A request reaching a worker that does not own the user
 is streamed through from the owner. When partitions are revoked every stream ends, and clients
 resume with Last-Event-ID at the new owner. Replayed records (at-least-once) are sent once:
-events are dropped by id.
+events are dropped by id. A key gets only the events its `Scope` sees (streams/api/scope.py).
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from yarl import URL
 
 from streams.api import auth
 from streams.api.routing import FORWARDED, INVALID_USER_ID, is_user_id, owner_of
+from streams.api.scope import Scope
 from streams.api.views import MemstreamView, add_views
 from topics.events import MemoryEvent
 
@@ -113,11 +114,6 @@ def after(buffer: list[dict[str, Any]], last_event_id: str | None) -> tuple[list
     return list(buffer), False
 
 
-def _visible(event: dict[str, Any], scope: frozenset[str] | None) -> bool:
-    """An agent key sees the events of its categories, and content-free purge events."""
-    return scope is None or event["kind"] == "purged" or event["category"].casefold() in scope
-
-
 class UserEvents(MemstreamView):
     """GET: the user's memory.* events as text/event-stream; Last-Event-ID resumes."""
 
@@ -135,7 +131,7 @@ class UserEvents(MemstreamView):
             return await self._proxy(request, dest)
         app = self.memstream
         settings = app.settings
-        scope = auth.category_scope(auth.principal_of(request), settings.categories_path)
+        scope = Scope.of(auth.principal_of(request), settings.categories_path)
         last_id = request.headers.get("Last-Event-ID") or request.query.get("last_event_id")
         subscriber = app.hub.subscribe(user_id)  # before reading the buffer: nothing falls between
         response: web.StreamResponse = web.Response()
@@ -185,9 +181,8 @@ class UserEvents(MemstreamView):
             return response
 
     @staticmethod
-    async def _send(response: Any, event: dict[str, Any], scope: frozenset[str] | None,
-                    sent: deque[str]) -> None:
-        if event["event_id"] in sent or not _visible(event, scope):
+    async def _send(response: Any, event: dict[str, Any], scope: Scope, sent: deque[str]) -> None:
+        if event["event_id"] in sent or not scope.sees_event(event):
             return
         sent.append(event["event_id"])
         await response.send(json.dumps(event), id=event["event_id"], event=f"memory.{event['kind']}")

@@ -63,12 +63,16 @@ class QueryHit:
 
 
 def related_bullets(index: UserIndex, memory: Memory, limit: int = 2) -> list[dict[str, Any]]:
-    """The strongest `related_to` neighbours of a memory that are still active (seed 001 §2)."""
+    """The strongest `related_to` neighbours of a memory that are still active (seed 001 §2).
+
+    Links cross categories: each bullet names its category, by which the caller's allowlist
+    keeps or drops it (`streams.api.scope.Scope.related`)."""
     out = []
     for other_id, strength in sorted(memory.relations.items(), key=lambda kv: -kv[1]):
         other = index.docs.get(other_id)
         if other is not None and other.is_visible:
-            out.append({"id": other.id, "summary": other.summary, "strength": strength})
+            out.append({"id": other.id, "category": other.category, "summary": other.summary,
+                        "strength": strength})
         if len(out) >= limit:
             break
     return out

@@ -53,10 +53,12 @@ def test_route_rules():
 
 
 def test_an_agent_without_an_allowlist_sees_nothing():
+    from streams.api.scope import Scope
+
     with pytest.raises(auth.AccessDenied):
-        auth.category_scope(auth.Principal("nobody", "agent"), None)
-    assert auth.category_scope(auth.Principal("ops", "admin"), None) is None
-    assert "goals" in auth.category_scope(auth.Principal("planner", "agent"), None)
+        Scope.of(auth.Principal("nobody", "agent"), None)
+    assert Scope.of(auth.Principal("ops", "admin"), None).categories is None
+    assert "goals" in Scope.of(auth.Principal("planner", "agent"), None).categories
 
 
 def event(event_id: str, kind: str = "created", summary: str = "Ana has a dog.") -> MemoryEvent:
