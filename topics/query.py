@@ -108,6 +108,11 @@ class QueryRequest(BaseModel):
     reference_time: EventTime | None = Field(
         None, description="The 'now' of time phrases and recency; default: the user's clock "
         "(the latest event time of their turns), never the worker's wall clock.")
+    include_archived: bool | None = Field(
+        None, description="Search the archive (the cold tier) too: true always, false never; "
+        "omitted: when the query points to the past (recall intent, a time phrase) or the active "
+        "memories answer it weakly. Archived items rank below active ones and say so "
+        "(`archived: true`).")
 
     @field_validator("query")
     @classmethod
@@ -154,6 +159,7 @@ class BulletItem(BaseModel):
     type: str
     text: str
     tokens: int
+    archived: bool = Field(False, description="From the archive (the cold tier).")
 
 
 class FullItem(BulletItem):
@@ -196,5 +202,8 @@ class QueryResponse(BaseModel):
     budget_tokens: int | None = None
     dropped_for_budget: int = 0
     recall_intent: bool = False
+    cold_tier: Literal["asked", "recall_intent", "weak_active"] | None = Field(
+        None, description="Why the archive was searched too (asked, recall_intent, weak_active); "
+        "null when it was not.")
     time_window: TimeWindow | None = None
     reference_time: datetime | None = None

@@ -9,7 +9,6 @@ items' related memories — passes the caller's `Scope` narrowed to the query's 
 """
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING, Any, Mapping
 
 from pydantic import ValidationError
@@ -17,6 +16,7 @@ from pydantic import ValidationError
 from streams.api.auth import AccessDenied, Principal
 from streams.api.scope import Scope
 from streams.memory.state import MemoryState
+from streams.memory.access import touch
 from streams.read import ranking
 from streams.read.categories import load_policy
 from streams.read.delta import render_delta
@@ -24,7 +24,6 @@ from streams.read.errors import InvalidQuery, QueryForbidden
 from streams.read.fusion import Retrieval
 from streams.read.query import QueryLimits, execute, plan_query
 from streams.read.token_budget import get_counter
-from topics.commands import Command
 from topics.query import QueryRequest, validation_message
 
 if TYPE_CHECKING:
@@ -32,7 +31,8 @@ if TYPE_CHECKING:
 
 _GET_PARAMS = {"q": "query", "agent": "agent", "top_k": "top_k", "threshold": "threshold",
                "return": "return", "budget_tokens": "budget_tokens", "since_rev": "since_rev",
-               "thread_id": "thread_id", "reference_time": "reference_time"}
+               "thread_id": "thread_id", "reference_time": "reference_time",
+               "include_archived": "include_archived"}
 
 
 def _principal_field(principal: Any, name: str) -> Any:
@@ -63,7 +63,8 @@ def parse_body(raw: bytes) -> QueryRequest:
 
 def parse_params(params: Mapping[str, str], principal: Any) -> QueryRequest:
     """The GET form: q, agent (default: the API key's agent), top_k, threshold, return,
-    budget_tokens, since_rev, thread_id, reference_time, categories (comma-separated)."""
+    budget_tokens, since_rev, thread_id, reference_time, include_archived, categories
+    (comma-separated)."""
     allowed = {*_GET_PARAMS, "categories"}
     if not set(params) <= allowed:  # not named: a parameter's name is input too
         raise InvalidQuery(f"unknown parameters (allowed: {', '.join(sorted(allowed))})")
@@ -119,8 +120,6 @@ async def answer(app: MemstreamApp, request: QueryRequest, user_id: str,
     read_time = (min(t for t in (plan.reference, clock) if t is not None)
                  if hits and request.record_access else None)
     if read_time is not None:
-        await app.outputs.command(Command(
-            command_id=f"touch-{uuid.uuid4().hex}", kind="touch", user_id=user_id,
-            ts=read_time, thread_id="queries", memory_ids=[h.memory.id for h in hits],
-            actor=f"agent:{request.agent}"))
+        await app.outputs.command(touch(user_id, [h.memory.id for h in hits], read_time,
+                                        request.agent))
     return response.model_dump(mode="json", by_alias=True)

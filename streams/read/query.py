@@ -17,8 +17,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from streams.read import ranking
-from streams.read.consolidated import lift
+from streams.read import cold_tier, ranking
+from streams.read.consolidated import lift, originals_mask
 from streams.read.diversity import diversify
 from streams.read.fusion import Retrieval, relevance
 from streams.read.categories import CategoryPolicy
@@ -40,6 +40,8 @@ from topics.query import (
 
 
 PROCEDURAL = PROCEDURAL_CATEGORY.casefold()
+EPISODE_TYPES = ("episodic", "consolidated")
+"""Types that fill the episodic slots of an answer."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ class QueryHit:
         item = self.memory.model_dump(mode="json", exclude={"embedding_b64"})
         item["score"] = round(self.score, 6)
         item["similarity"] = round(self.similarity, 6)
+        item["archived"] = self.memory.is_archived
         return item
 
 
@@ -139,6 +142,8 @@ class QueryLimits:
     candidates: int = 24
     episodic_max: int = 3
     recall_episodic: int = 3
+    cold_tier_similarity: float = 0.6
+    """Below this cosine an active memory does not count as an answer (`streams.read.cold_tier`)."""
 
     @classmethod
     def from_settings(cls, settings: Any) -> "QueryLimits":
@@ -146,7 +151,8 @@ class QueryLimits:
                    max_budget_tokens=settings.query_max_budget_tokens,
                    candidates=settings.memory_context_topk,
                    episodic_max=settings.query_episodic_max,
-                   recall_episodic=settings.query_recall_episodic)
+                   recall_episodic=settings.query_recall_episodic,
+                   cold_tier_similarity=settings.cold_tier_similarity)
 
 
 @dataclass(frozen=True)
@@ -168,6 +174,9 @@ class QueryPlan:
     episodic_reserve: int
     episodic_cap: int
     candidates: int
+    include_archived: bool | None = None
+    """The request's `include_archived` (None: the archive is searched when `cold_tier` says)."""
+    cold_tier_similarity: float = 0.6
 
 
 def plan_query(request: QueryRequest, user_id: str, policy: CategoryPolicy, limits: QueryLimits,
@@ -197,8 +206,17 @@ def plan_query(request: QueryRequest, user_id: str, policy: CategoryPolicy, limi
         categories=categories, filters=filters, threshold=request.threshold,
         mode=request.return_, budget_tokens=request.budget_tokens, reference=reference,
         recall=recall, window=window, episodic_reserve=reserve, episodic_cap=cap,
-        candidates=max(limits.candidates, top_k),
+        candidates=max(limits.candidates, top_k), include_archived=request.include_archived,
+        cold_tier_similarity=limits.cold_tier_similarity,
     )
+
+
+def archive_rows(index: UserIndex) -> np.ndarray:
+    """Rows of the cold tier a query may serve: archived, but not what a newer memory answers
+    for (`superseded_by`: the episodes a consolidation replaced, a consolidated memory a later
+    one replaced; or, made before that link was kept, an original of a consolidated memory)."""
+    cols = index.columns()
+    return cols.archived & ~cols.replaced & ~originals_mask(index)
 
 
 def _eligible(hits: list[QueryHit], plan: QueryPlan, policy: CategoryPolicy) -> list[QueryHit]:
@@ -255,7 +273,9 @@ def select(semantic: list[QueryHit], episodic: list[QueryHit], plan: QueryPlan,
 
 
 def bullet(memory: Memory) -> str:
-    return f"[{memory.category}] {memory.summary}"
+    """The memory as one line of an agent's context; an archived one says so."""
+    tier = " (archived)" if memory.is_archived else ""
+    return f"[{memory.category}]{tier} {memory.summary}"
 
 
 def _fit_header(header: str, budget: int | None, counter: TokenCounter) -> tuple[str, int]:
@@ -285,9 +305,14 @@ def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: Categ
     """
     semantic: list[QueryHit] = []
     episodic: list[QueryHit] = []
+    cold: cold_tier.ColdReason | None = None
     if len(index):
         cosines = lift(index, index.similarities(vector))
         allowed = base_mask(index, plan.categories, plan.filters)
+        cold = cold_tier.reason(plan.include_archived, plan.recall, cosines[allowed], plan.top_k,
+                                plan.cold_tier_similarity)
+        if cold is not None:
+            allowed |= base_mask(index, plan.categories, plan.filters, archive_rows(index))
         scores = relevance(index, cosines, plan.text, allowed, retrieval, plan.window)
         is_episode = episodic_mask(index, plan.window)
         accept = row_predicate(plan.filters)
@@ -306,8 +331,10 @@ def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: Categ
                                                      plan.episodic_reserve, accept)
                      if m.id not in in_pool]
         scored = _scored(pool, cosines, index, now, weights)
-        semantic = [h for h in scored if h.memory.type != "episodic"]
-        episodic = [h for h in scored if h.memory.type == "episodic"]
+        # A consolidated memory is the episodes it replaced (seed 000 §5: "prefer
+        # consolidated"): it takes an episodic slot as they would have.
+        semantic = [h for h in scored if h.memory.type not in EPISODE_TYPES]
+        episodic = [h for h in scored if h.memory.type in EPISODE_TYPES]
     hits = select(_eligible(semantic, plan, policy), _eligible(episodic, plan, policy), plan, policy)
 
     header, header_tokens = "", 0
@@ -324,7 +351,7 @@ def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: Categ
         delta=None if delta is None else DeltaHeader(rev=delta[0], since_rev=delta[1],
                                                      header=header, tokens=header_tokens),
         items=items, context=context, tokens=fitted.tokens, budget_tokens=plan.budget_tokens,
-        dropped_for_budget=fitted.dropped, recall_intent=plan.recall,
+        dropped_for_budget=fitted.dropped, recall_intent=plan.recall, cold_tier=cold,
         time_window=None if plan.window is None else TimeWindow(
             phrase=plan.window.phrase, start=plan.window.start, end=plan.window.end),
         reference_time=plan.reference,
@@ -336,6 +363,6 @@ def _item(index: UserIndex, hit: QueryHit, tokens: int, mode: ReturnMode) -> dic
     memory = hit.memory
     if mode == "bullets":
         return {"id": memory.id, "category": memory.category, "type": memory.type,
-                "text": bullet(memory), "tokens": tokens}
+                "text": bullet(memory), "tokens": tokens, "archived": memory.is_archived}
     return {**hit.as_item(), "text": bullet(memory), "tokens": tokens,
             "related": related_bullets(index, memory)}
