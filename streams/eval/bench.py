@@ -55,6 +55,13 @@ from streams.eval.bench_stages import (
 )
 from streams.eval.crossval import QuestionResults, cross_validate
 from streams.eval.crossval import render_rows as crossval_rows
+from streams.eval.live_chat import (
+    Ask,
+    end_state,
+    live_replay,
+    per_conversation,
+    recall_summary,
+)
 from streams.eval.locomo import LocomoConversation, load_conversation
 from streams.eval.recall import KS, RawTurnBaseline, RecallReport, duplicate_rate
 from streams.read.fusion import Retrieval
@@ -186,8 +193,10 @@ class Completion:
 
 
 async def ingest(broker_url: str, turns: list[Turn], one_record: bool, idle_timeout: float,
-                 on_done: Callable[[], None], rate: float = 0.0) -> IngestResult:
-    """Produce `turns` (at `rate` turns/s, or as fast as possible when 0) and wait for each.
+                 on_done: Callable[[], None], rate: float = 0.0,
+                 ask: Ask | None = None) -> IngestResult:
+    """Produce `turns` (at `rate` turns/s, or as fast as possible when 0) and wait for each;
+    with `ask`, each turn is sent after `ask` read memory with it (a chat backend's read).
 
     Progress is consumed while the turns are produced, so a record's arrival time (what every
     latency here is measured to) is not held back until the last turn is sent.
@@ -207,6 +216,8 @@ async def ingest(broker_url: str, turns: list[Turn], one_record: bool, idle_time
                     delay = result.started + i / rate - time.perf_counter()
                     if delay > 0:
                         await asyncio.sleep(delay)
+                if ask is not None:
+                    await ask(turn)
                 result.produced_at[(turn.user_id, turn.thread_id, turn.turn_id)] = time.perf_counter()
                 await producer.send_turn(turn)
             await producer.flush()
@@ -457,11 +468,13 @@ def _settings_retrieval() -> Retrieval:
     return Retrieval.from_settings(get_settings())
 
 
-def run_offline_bench(files: list[Path], console: Console,
-                      cross_validated: bool = False, lifecycle: bool = False) -> dict[str, Any]:
+def run_offline_bench(files: list[Path], console: Console, cross_validated: bool = False,
+                      lifecycle: bool = True, live_queries: bool = False) -> dict[str, Any]:
     """Recall and memory counts from the worker's stages run in process (no Kafka, no timings);
     with `cross_validated`, also recall per half of the conversations and per question
-    category (`streams.eval.crossval`); with `lifecycle`, the lifecycle runs during the replay."""
+    category (`streams.eval.crossval`); `lifecycle` (the worker's default) runs the lifecycle
+    during the replay; `live_queries` replays once more reading memory before every turn, as a
+    chat backend does (`streams.eval.live_chat`), and reports that recall too."""
     from streams.app.services import settings_embedder
     from streams.pipeline.inprocess import InProcessPipeline
 
@@ -483,6 +496,14 @@ def run_offline_bench(files: list[Path], console: Console,
         for m in pipeline.store.user_memories(conv.user_id):
             if m.is_visible:
                 summaries.setdefault((conv.user_id, m.type), []).append(m.summary)
+    names = {c.user_id: p.name for c, p in zip(conversations, files)}
+    state = end_state({c.user_id: stored_with_vectors(pipeline, c.user_id) for c in conversations},
+                      names, pipeline.store.index().dim)
+    live = None
+    if live_queries:
+        console.print(f"replaying again, reading memory (top {settings.memory_k}) before every turn ...")
+        live = asyncio.run(_offline_live_recall(InProcessPipeline(settings, embedder),
+                                                conversations, turns, settings.memory_k))
     base_results = QuestionResults()
     base, base_hybrid = baseline_recall(conversations, embedder, retrieval, base_results)
     return {
@@ -495,8 +516,40 @@ def run_offline_bench(files: list[Path], console: Console,
         "memories_per_turn": round(created / max(len(turns), 1), 4), **report.as_dict(),
         "baseline_raw_turns": base.as_dict(),
         "baseline_raw_turns_hybrid": base_hybrid.as_dict(),
+        "per_conversation": per_conversation(results, conversations, files),
+        "end_state": state,
+        **({"live_queries": live} if live is not None else {}),
         **_cross_validation(cross_validated, results, base_results, conversations, files),
     }
+
+
+def stored_with_vectors(pipeline: Any, user_id: str) -> list[Any]:
+    """The user's memories as stored, each with its vector (what a worker's rebuild reads)."""
+    index = pipeline.store.index().user(user_id)
+    return [m.model_copy(update={"embedding_b64": index.vector_b64(m.id)})
+            for m in index.stored_docs()]
+
+
+async def _offline_live_recall(pipeline: Any, conversations: list[LocomoConversation],
+                               turns: list[Turn], top_k: int) -> dict[str, Any]:
+    """`turns` through a fresh in-process pipeline, memory read before each one (a recorded
+    read of `top_k` items, the turn's text as the query); then the questions."""
+    async def ask(turn: Turn) -> None:
+        await pipeline.query(turn.user_id, turn.text, top_k, record_access=True)
+
+    async def send(turn: Turn) -> None:
+        await pipeline.send_turn(turn)
+        await pipeline.deliver(flush=False)
+
+    queries = await live_replay(turns, ask, send)
+    await pipeline.deliver()
+    report = RecallReport()
+    for conv in conversations:
+        for question in conv.scored_questions:
+            hits = await pipeline.query(conv.user_id, question.question, max(KS))
+            report.add(question.evidence, [(h.memory.summary, h.memory.source_turn_ids) for h in hits])
+    states = Counter(m.state for c in conversations for m in pipeline.store.user_memories(c.user_id))
+    return {**recall_summary(report, queries, top_k), "by_state": dict(sorted(states.items()))}
 
 
 async def _offline_recall(pipeline: Any, conversations: list[LocomoConversation],
@@ -516,11 +569,13 @@ async def _offline_recall(pipeline: Any, conversations: list[LocomoConversation]
 
 
 def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, partitions: int,
-                     console: Console, rate: float = 0.0,
-                     cross_validated: bool = False, lifecycle: bool = False) -> dict[str, Any]:
+                     console: Console, rate: float = 0.0, cross_validated: bool = False,
+                     lifecycle: bool = True, live_queries: bool = False) -> dict[str, Any]:
     """Run the whole benchmark and return the report (see module doc); `cross_validated`
     adds recall per half of the conversations and per question category; `lifecycle` runs the
-    lifecycle in the fresh stack's worker (a running worker, `broker`, does as configured)."""
+    lifecycle in the fresh stack's worker, as a worker does by default (a running worker,
+    `broker`, does as configured); `live_queries` replays once more under other user ids,
+    reading memory before every turn (`streams.eval.live_chat`), and reports that recall."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -530,17 +585,8 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
     )
 
     run_id = uuid.uuid4().hex[:6]
-    conversations = []
-    for path in files:
-        conv = load_conversation(path)
-        # Fresh user ids per run, so a run against a long-lived stack starts from nothing.
-        prefix = f"bench{run_id}-"
-        conv = LocomoConversation(
-            user_id=prefix + conv.user_id, speakers=conv.speakers,
-            turns=[t.model_copy(update={"user_id": prefix + t.user_id}) for t in conv.turns],
-            questions=conv.questions,
-        )
-        conversations.append(conv)
+    # Fresh user ids per run, so a run against a long-lived stack starts from nothing.
+    conversations = [renamed(load_conversation(p), f"bench{run_id}-") for p in files]
     turns = [t for c in conversations for t in c.turns]
     console.print(f"{len(conversations)} conversations, {len(turns)} turns, "
                   f"{sum(len(c.scored_questions) for c in conversations)} scored questions")
@@ -574,6 +620,10 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
                                                  results))
         summaries, memory_states = asyncio.run(active_summaries(stack.api_url, conversations,
                                                                 stack.api_key))
+        per_user = asyncio.run(states_per_user(stack, conversations, files))
+        live = None
+        if live_queries:
+            live = _broker_live_recall(stack, conversations, run_id, get_settings().memory_k, console)
     finally:
         stack.close()
     from streams.app.services import settings_embedder
@@ -614,6 +664,12 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         "memory_events_by_kind": run_events.kinds,
         "proactivity_records": run_events.proactivity,
         "memories_by_state": memory_states,
+        "end_state": {"per_user": per_user, "by_state": memory_states,
+                      "worker_rss_growth_per_user_bytes": (
+                          None if None in (rss_start, rss_end) else
+                          (rss_end - rss_start) // max(len(conversations), 1))},
+        "per_conversation": per_conversation(results, conversations, files),
+        **({"live_queries": live} if live is not None else {}),
         "ingest_turns_per_s": round(len(turns) / elapsed, 2),
         "broker_raw_msgs_per_s": round(raw_rate, 2),
         "e2e_latency_ms": percentiles(e2e, (50, 95, 99)),
@@ -633,6 +689,51 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         "baseline_raw_turns_hybrid": base_hybrid.as_dict(),
         **_cross_validation(cross_validated, results, base_results, conversations, files),
     }
+
+
+def renamed(conv: LocomoConversation, prefix: str) -> LocomoConversation:
+    """`conv` under the user id `prefix` + its own (its turns too)."""
+    return LocomoConversation(
+        user_id=prefix + conv.user_id, speakers=conv.speakers,
+        turns=[t.model_copy(update={"user_id": prefix + t.user_id}) for t in conv.turns],
+        questions=conv.questions)
+
+
+async def states_per_user(stack: Stack, conversations: list[LocomoConversation],
+                          files: list[Path]) -> dict[str, Any]:
+    """Each user's memories by state, read from the registry (by conversation file name)."""
+    out: dict[str, Any] = {}
+    async with ApiClient(stack.api_url, api_key=stack.api_key) as client:
+        for conv, path in zip(conversations, files):
+            states = Counter(m["state"] for m in await client.memories(conv.user_id))
+            out[path.name] = {"by_state": dict(sorted(states.items()))}
+    return out
+
+
+def _broker_live_recall(stack: Stack, conversations: list[LocomoConversation], run_id: str,
+                        top_k: int, console: Console) -> dict[str, Any]:
+    """The conversations again under other user ids, memory read through the query route
+    before every turn (recorded as a read); then the questions (`streams.eval.live_chat`)."""
+    live = [renamed(c, f"live{run_id}-") for c in conversations]
+    turns = [t for c in live for t in c.turns]
+    console.print(f"replaying again, reading memory (top {top_k}) before every turn ...")
+
+    async def run() -> tuple[int, RecallReport, dict[str, int]]:
+        asked = 0
+        async with ApiClient(stack.api_url, api_key=stack.api_key) as client:
+            async def ask(turn: Turn) -> None:
+                nonlocal asked
+                await client.query(turn.user_id, turn.text, top_k=top_k)
+                asked += 1
+
+            await ingest(stack.broker_url, turns, stack.one_record_batches, 120.0, lambda: None,
+                         ask=ask)
+        report, _ = await query_all(stack.api_url, live, stack.api_key)
+        _, states = await active_summaries(stack.api_url, live, stack.api_key)
+        return asked, report, states
+
+    asked, report, states = asyncio.run(run())
+    return {**recall_summary(report, asked, top_k), "by_state": states}
 
 
 def _cross_validation(wanted: bool, results: QuestionResults, baseline: QuestionResults,
@@ -662,7 +763,7 @@ def render_report(report: dict[str, Any], console: Console) -> None:
         table.add_row("embedder", report["embedder"], "")
     table.add_row("turns", str(report["turns"]), "")
     if "lifecycle" in report:
-        table.add_row("lifecycle during the replay", {True: "on", False: "off (--lifecycle)",
+        table.add_row("lifecycle during the replay", {True: "on", False: "off (--no-lifecycle)",
                                                       None: "as the worker is set"}[report["lifecycle"]], "")
     table.add_row("memories written (per turn)",
                   f"{report['memories_written']} ({report['memories_per_turn']})", "")
@@ -722,11 +823,37 @@ def render_report(report: dict[str, Any], console: Console) -> None:
     for k in KS:
         table.add_row(f"context words @{k}", f"{report['context_words_mean_at'][k]:.1f}",
                       f"{base['context_words_mean_at'][k]:.1f}", of_hybrid("context_words_mean_at", k, ".1f"))
+    if live := report.get("live_queries"):
+        table.add_row(f"live chat replay: reads of top {live['read_top_k']} before each turn",
+                      f"{live['queries']} reads", "")
+        for k in KS:
+            table.add_row(f"  recall_any@{k} with reads", f"{live['recall_any'][k]:.3f}", "")
+        table.add_row("  memories by state with reads",
+                      ", ".join(f"{k} {n}" for k, n in live["by_state"].items()), "")
     console.print(table)
+    render_end_state(report, console)
     if cv := report.get("cross_validation"):
         render_cross_validation(cv, console, "memories")
     if cv := report.get("cross_validation_baseline_hybrid"):
         render_cross_validation(cv, console, "hybrid raw-turn baseline")
+
+
+def render_end_state(report: dict[str, Any], console: Console) -> None:
+    """Per conversation: recall_any@5/10/20, memories by state and the index's RAM."""
+    recall = report.get("per_conversation") or {}
+    users = (report.get("end_state") or {}).get("per_user") or {}
+    if not recall:
+        return
+    table = Table(title="per conversation, at the end of the replay")
+    for name in ("conversation", *(f"@{k}" for k in KS), "memories by state", "index MiB"):
+        table.add_column(name, justify="left" if name in ("conversation", "memories by state") else "right")
+    for name, row in recall.items():
+        user = users.get(name, {})
+        ram = user.get("index_bytes")
+        table.add_row(name, *(f"{row['recall_any'][k]:.3f}" for k in KS),
+                      ", ".join(f"{k} {n}" for k, n in user.get("by_state", {}).items()),
+                      "" if ram is None else f"{ram / 2**20:.2f}")
+    console.print(table)
 
 
 def render_cross_validation(cv: dict[str, Any], console: Console, what: str) -> None:

@@ -441,7 +441,8 @@ def bench_locomo(
     mem0_python: Mem0PythonOpt = None,
     mem0_torch_threads: Mem0ThreadsOpt = 0,
     cross_validate: Annotated[bool, typer.Option("--cross-validate", help="Also report recall per half of the conversations (first half, second half), per LoCoMo question category, and each half's gap to the other as development/held-out split.")] = False,
-    lifecycle: Annotated[bool, typer.Option("--lifecycle/--no-lifecycle", help="Run the lifecycle (forgetting, consolidation, promotion) during the replay. Off by default: a replay reads no memory between sessions, so with it every unread low-importance fact ages out before the questions (a live agent's queries refresh last_accessed).")] = False,
+    lifecycle: Annotated[bool, typer.Option("--lifecycle/--no-lifecycle", help="Run the lifecycle (forgetting, consolidation, promotion) during the replay, as a worker does by default; --no-lifecycle is the opt-out (a fresh stack only: a running worker does as it is configured).")] = True,
+    live_queries: Annotated[bool, typer.Option("--live-queries", help="Also replay the conversations as a chat backend runs them, reading memory (MEMORY_K items, the turn's text as the query, recorded as a read) before every turn, and report that recall beside the plain replay's.")] = False,
 ) -> None:
     """Replay LoCoMo conversations through the pipeline and report throughput, latency and recall.
 
@@ -462,11 +463,11 @@ def bench_locomo(
         raise typer.Exit(2)
     if offline:
         report = run_offline_bench(files, console, cross_validated=cross_validate,
-                                   lifecycle=lifecycle)
+                                   lifecycle=lifecycle, live_queries=live_queries)
     else:
         report = run_locomo_bench(files, broker=broker, api=api, partitions=partitions,
                                   console=console, rate=rate, cross_validated=cross_validate,
-                                  lifecycle=lifecycle)
+                                  lifecycle=lifecycle, live_queries=live_queries)
     if python is not None:
         from streams.eval.bench_mem0 import Mem0RunFailed, attach_mem0
         from streams.eval.locomo import load_conversation
