@@ -369,7 +369,7 @@ class Settings(BaseSettings):
         0.10, ge=0.0, description="Ranking penalty of an insight (surfaced with low weight, seed 001 §3).",
     )
     rank_w_archived: float = Field(
-        0.05, ge=0.0, description="Ranking penalty of an archived memory (the cold tier): it ranks "
+        0.03, ge=0.0, description="Ranking penalty of an archived memory (the cold tier): it ranks "
         "below an active one that matches as well.",
     )
     cold_tier_similarity: float = Field(
@@ -416,6 +416,13 @@ class Settings(BaseSettings):
     sse_queue_events: int = Field(
         1000, ge=1, description="Events buffered per SSE client; a client that falls further "
         "behind is disconnected and resumes with Last-Event-ID.",
+    )
+    sse_max_streams: int = Field(
+        1000, ge=1, description="Event streams (SSE connections) one worker serves at once; one "
+        "more is a 429.",
+    )
+    sse_max_streams_per_user: int = Field(
+        8, ge=1, description="Event streams of one user a worker serves at once; one more is a 429.",
     )
 
     # --- observability ---------------------------------------------------------------------------

@@ -48,8 +48,8 @@ _GENERIC = frozenset((
     "hoping hoped mean means meant guess bet sound sounds sounded seem seems seemed hear heard "
     "find finds found stop stopped start starts started put puts chat chatting talk talking "
     "talked catch caught share shares sharing shared show showed wish wishes can't cannot "
-    "couldn't won't wouldn't don't didn't isn't wasn't it's that's there's what's he's she's "
-    "i'm i've i'll i'd you're you've we're they're let's can could should would might must "
+    "can could should would might must help helps helping helped ask asks asking asked "
+    "happen happens happening happened believe mind "
     # generic nouns, adverbs and adjectives: the frame of a remark, not its topic
     "thing things stuff something anything everything nothing someone anyone everyone "
     "somebody everybody people person guy guys time times day days way ways life lot lots "
@@ -59,11 +59,15 @@ _GENERIC = frozenset((
     "recently soon now then today tonight yesterday tomorrow here there back around away "
     "together maybe probably definitely totally absolutely sure big little small new old "
     "same different next last own whole real other another much many more most enough "
-    "long far ahead forward extra yeah yes hey oh wow haha lol thanks thank please okay ok"
+    "long far ahead forward extra yeah yes hey oh wow haha lol thanks thank please okay ok "
+    # words of feeling VADER's lexicon lacks (chat slang)
+    "blast epic stoked rad dope lit"
 ).split()) | frozenset(STOPWORDS_EN_PLUS)
 """Words that frame a remark without naming what it is about, and NLTK's English stopwords
 (as bm25s ships them). A hand list: English has no frequency cut that separates them
 ("school" is as common as "thing")."""
+_CONTRACTED = re.compile(r"['’]")
+"""A contraction ("it'll", "they're", "don't") is a function word, never a topic."""
 LEVELS = (0.22, 0.36, 0.50, 0.64)
 """Where levels 2–5 start on the 0–1 score (below the first is 1)."""
 W_PINNED, W_TRUST, W_SALIENCE, W_INTENSITY, W_EXPLICIT = 0.25, 0.20, 0.20, 0.20, 0.15
@@ -85,7 +89,7 @@ def topic_words(text: str) -> list[str]:
     affect = affect_words()
     return [w for w in words(text)
             if len(w) > 2 and (lower := w.lower()) not in STOPWORDS and lower not in _GENERIC
-            and lower not in affect and not w[:1].isupper()]
+            and lower not in affect and not w[:1].isupper() and not _CONTRACTED.search(w)]
 
 
 def salience(text: str, sig: Signals, keyed: bool, summary: str = "", dated: bool = False) -> float:
@@ -103,9 +107,10 @@ def salience(text: str, sig: Signals, keyed: bool, summary: str = "", dated: boo
     if keyed or BIG_EVENT.search(text):
         return 1.0
     named = any(not e.isdigit() for e in sig.entities) or bool(_NAMED.search(text))
-    if named or dated or sig.number or sig.identity or _CLOSE.search(text):
-        return 2 / 3
-    return 1 / 3 if topic_words(text) else 0.0
+    topic = bool(topic_words(text))
+    if named or (dated and topic) or sig.number or sig.identity or _CLOSE.search(text):
+        return 2 / 3  # a date alone ("feeling good today") names nothing the day was about
+    return 1 / 3 if topic else 0.0
 
 
 def score(inputs: ImportanceInputs) -> float:
