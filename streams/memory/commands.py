@@ -88,6 +88,8 @@ def _command_events(state: MemoryState, cmd: Command, vector: np.ndarray | None)
         for memory in found:
             if memory.state == "active":
                 change(memory, "soft_deleted", state="soft_deleted")
+        if cmd.kind == "dont_remember" and not cmd.memory_id:  # and what the turn proposed
+            events += consent.take_back(state, cmd, last_turn_writes(state, cmd))
     elif cmd.kind in ("pin", "unpin"):
         for memory in found[:1]:
             change(memory, "updated", pinned=cmd.kind == "pin")
@@ -107,6 +109,12 @@ def _command_events(state: MemoryState, cmd: Command, vector: np.ndarray | None)
     return events
 
 
+def last_turn_writes(state: MemoryState, cmd: Command) -> list[str]:
+    """What the thread's turn before `cmd` wrote: memory ids, and the ids of the consent
+    proposals it made."""
+    return state.revisions.last_turn_memories(cmd.user_id, cmd.thread_id, cmd.turn_id)
+
+
 def targets(state: MemoryState, cmd: Command, vector: np.ndarray | None) -> list[Memory]:
     """The memories a command applies to: by id, the thread's last turn, or by description."""
     if cmd.memory_id:
@@ -116,8 +124,8 @@ def targets(state: MemoryState, cmd: Command, vector: np.ndarray | None) -> list
         return [memory]
     found: list[Memory] = []
     if cmd.kind == "dont_remember":
-        for memory_id in state.revisions.last_turn_memories(cmd.user_id, cmd.thread_id, cmd.turn_id):
-            if (memory := state.memory(memory_id)) is not None:
+        for memory_id in last_turn_writes(state, cmd):
+            if (memory := state.memory(memory_id)) is not None:  # not a consent proposal's id
                 found.append(memory)
     if cmd.query and vector is not None:
         hits = state.index.user(cmd.user_id).search(vector, state.commands.match_max)

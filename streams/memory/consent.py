@@ -1,12 +1,16 @@
 """Consent for profile changes (seed 001 §10): no sensitive field changes without the user's yes.
 
-A fact that would change the value of a *sensitive* profile field (preferred name, pronouns,
-home city, language — told by its entity key) is not applied: it is kept as a proposal of the
-user, pending for `ConsentConfig.proposal_ttl` of event time, and applied only by a `consent`
-command (the registry's accept route, or an acknowledgement said in chat right after it, "yes,
-update it"). A change of a *benign* field (tone, goals) applies once corroborated: said again
-in another turn, or said by a trusted source (an external integration, an explicit "remember").
-A field's first value is not a change and applies at once.
+A change of a *sensitive* profile field (preferred name, pronouns, home city, language — told
+by its entity key) that the user states in the first person in chat ("I moved to Lisbon", "call
+me Sam") applies at once: their own words are the explicit chat acknowledgement seed 001 §10
+asks for (`streams.write.statements`). Any other change of one — inferred by a model, reported
+("my friend says I live in …"), or in the assistant's words — is not applied: it is kept as a
+proposal, pending for `ConsentConfig.proposal_ttl` of event time, and applied only by a
+`consent` command (the registry's accept route, or an acknowledgement said in chat right after
+it, "yes, update it"). While it waits, the current memory carries it as `pending_change`, so a
+reader never serves the old value as settled. A change of a *benign* field (tone, goals)
+applies once corroborated: said again in another turn, or said by a trusted source (an external
+integration, an explicit "remember"). A field's first value is not a change and applies at once.
 
 Every decision — proposed, applied, rejected, expired, and a benign change corroborated — is
 announced and audited like a memory change, under a marker id `consent:<uuid>` made from the
@@ -28,10 +32,11 @@ from streams.errors import MemstreamError
 from streams.memory.applied import Applied
 from streams.memory.documents import keys_match, new_memory, same_text
 from streams.memory.linking import link
-from streams.memory.model import Memory
+from streams.memory.model import Memory, PendingChange
 from streams.memory.tables import composite_key
 from streams.memory.users import note_turn, user_info
 from streams.memory.vector_index import decode_vector, encode_vector
+from streams.write.statements import first_person_keys
 from topics.candidates import Candidate
 from topics.commands import Command
 from topics.events import MemoryEvent
@@ -98,9 +103,10 @@ def review(state: MemoryState, candidate: Candidate, memory_id: str, vector: np.
            target: Memory) -> Review:
     """Consent's say on a candidate that would supersede `target` (a changed value).
 
-    Sensitive field: held as a proposal. Benign field: held until corroborated (a pending
-    proposal of the same value from another turn) unless from a trusted source. Other facts:
-    not consent's business (an empty review)."""
+    Sensitive field: applied when the user states it in the first person (audited as applied),
+    else held as a proposal. Benign field: held until corroborated (a pending proposal of the
+    same value from another turn) unless from a trusted source. Other facts: not consent's
+    business (an empty review)."""
     config = state.config.consent
     governed = config.field_of(candidate.fact.entity_key or target.entity_key)
     if governed is None:
@@ -124,21 +130,49 @@ def review(state: MemoryState, candidate: Candidate, memory_id: str, vector: np.
         if keys_match(proposal["entity_key"], entity_key):
             _drop(state, turn.user_id, pid)
             events.append(_announce(state, proposal, "replaced", turn.thread_id, turn.ts, "system", {}))
-    pid = proposal_id(turn.user_id, memory_id)
-    proposal = {
-        "id": pid, "field": name, "kind": kind, "entity_key": entity_key,
-        "memory_id": memory_id, "current_id": target.id, "current_summary": target.summary,
-        "thread_id": turn.thread_id, "source_turn_ids": list(candidate.refs),
-        "proposed_at": turn.ts.isoformat(),
-        "expires_at": (turn.ts + config.proposal_ttl).isoformat(),
+    proposal = _proposal(state, candidate, memory_id, vector, target, name, kind, entity_key)
+    if kind == "sensitive" and stated_by_the_user(candidate):
+        events.append(_announce(state, proposal, "applied", turn.thread_id, turn.ts, _speaker(turn),
+                                {"acknowledged_by": "own_statement", "by_turn": turn.ref}))
+        return Review(events=events)
+    kept = _proposals(state, turn.user_id)  # without the ones replaced above
+    _save(state, turn.user_id, {**kept, proposal["id"]: proposal}, turn.ts)
+    _mark(state, target.id, proposal)
+    # What the turn wrote, so that "don't remember this" said next withdraws it (`take_back`).
+    state.revisions.note_turn_memory(turn, proposal["id"])
+    events.append(_announce(state, proposal, "proposed", turn.thread_id, turn.ts, "system", {}))
+    return Review(held=Applied("proposed", proposal["id"], events))
+
+
+def stated_by_the_user(candidate: Candidate) -> bool:
+    """Whether the candidate's fact is the user's own first-person statement of its profile
+    field in chat ("I moved to Lisbon"), their explicit acknowledgement of the change; not
+    when it comes from an episode's window, the assistant, or words that do not state it."""
+    key = candidate.fact.entity_key
+    return (key is not None and not candidate.source_refs
+            and any(keys_match(stated, key) for stated in first_person_keys(candidate.turn)))
+
+
+def _proposal(state: MemoryState, candidate: Candidate, memory_id: str, vector: np.ndarray,
+              target: Memory, name: str, kind: str, entity_key: str) -> dict[str, Any]:
+    """The proposal of the change `candidate` makes to `target` (as the users table keeps it)."""
+    turn = candidate.turn
+    return {
+        "id": proposal_id(turn.user_id, memory_id), "field": name, "kind": kind,
+        "entity_key": entity_key, "memory_id": memory_id, "current_id": target.id,
+        "current_summary": target.summary, "thread_id": turn.thread_id,
+        "source_turn_ids": list(candidate.refs), "proposed_at": turn.ts.isoformat(),
+        "expires_at": (turn.ts + state.config.consent.proposal_ttl).isoformat(),
         # the fact and the turn's ids, not its words: the rest of the turn is not needed to apply it
         "candidate": candidate.model_copy(update={"turn": turn.model_copy(update={"text": ""})})
         .model_dump(mode="json", exclude={"vector_b64"}),
         "vector_b64": encode_vector(vector),
     }
-    _save(state, turn.user_id, {**_proposals(state, turn.user_id), pid: proposal}, turn.ts)
-    events.append(_announce(state, proposal, "proposed", turn.thread_id, turn.ts, "system", {}))
-    return Review(held=Applied("proposed", pid, events))
+
+
+def _speaker(turn: Turn) -> str:
+    """Who said `turn`, as an audit entry names its actor."""
+    return turn.actor_id or turn.speaker or "user"
 
 
 def expire_due(state: MemoryState, user_id: str, now: datetime, thread_id: str) -> list[MemoryEvent]:
@@ -174,6 +208,19 @@ def decide(state: MemoryState, cmd: Command) -> list[MemoryEvent]:
     changes = _apply_proposal(state, proposal, cmd)
     return [*events, *changes,
             _announce(state, proposal, "applied", cmd.thread_id, cmd.ts, cmd.actor, meta)]
+
+
+def take_back(state: MemoryState, cmd: Command, written: list[str]) -> list[MemoryEvent]:
+    """Withdraw the pending proposals among `written`, what the turn before a "don't remember
+    this" wrote: audited as rejected by the user, the current value left as it is."""
+    pending = _proposals(state, cmd.user_id)
+    events = []
+    for pid in written:
+        if (proposal := pending.get(pid)) is not None:
+            _drop(state, cmd.user_id, pid)
+            events.append(_announce(state, proposal, "rejected", cmd.thread_id, cmd.ts, cmd.actor,
+                                    {"command_id": cmd.command_id, "taken_back": True}))
+    return events
 
 
 def _acknowledged(pending: Mapping[str, dict[str, Any]], cmd: Command,
@@ -232,6 +279,13 @@ def pending_proposals(state: MemoryState, user_id: str, now: datetime | None) ->
     return sorted(out, key=lambda p: (p["proposed_at"], p["id"]))
 
 
+def pending_note(memory: Memory) -> str:
+    """What a bullet of `memory` adds while a change of it waits for consent: " (change
+    pending: <the proposed value>)"; "" when none waits."""
+    pending = memory.pending_change
+    return f" (change pending: {pending.proposed_summary})" if pending is not None else ""
+
+
 # --- acknowledgements said in chat ---------------------------------------------------------
 _VERB = r"(?:update|change|apply|save|use|switch)"
 _OBJ = r"(?:\s+(?:it|that|this|them|my\s+(?:name|pronouns|city|language|profile)))?"
@@ -263,7 +317,7 @@ def acknowledgement_command(turn: Turn, decision: Literal["accept", "reject"]) -
     """The `consent` command of an acknowledgement said in `turn`."""
     return Command(command_id=f"{turn.ref}:consent", kind="consent", user_id=turn.user_id,
                    ts=turn.ts, thread_id=turn.thread_id, turn_id=turn.turn_id, decision=decision,
-                   actor=turn.actor_id or turn.speaker or "user")
+                   actor=_speaker(turn))
 
 
 # --- the proposals in the users table --------------------------------------------------------
@@ -279,11 +333,34 @@ def _save(state: MemoryState, user_id: str, proposals: dict[str, dict[str, Any]]
 
 
 def _drop(state: MemoryState, user_id: str, pid: str) -> None:
+    """Remove a decided proposal, and its mark from the memory it would have changed."""
     proposals = _proposals(state, user_id)
-    proposals.pop(pid, None)
+    proposal = proposals.pop(pid, None)
     info = dict(state.tables.users.get(user_id) or {})
     info["consent_proposals"] = proposals
     state.tables.users[user_id] = info
+    if proposal is not None:
+        _unmark(state, proposal["current_id"], pid)
+
+
+def _mark(state: MemoryState, memory_id: str, proposal: dict[str, Any]) -> None:
+    """Show `proposal` on the memory it would change (`Memory.pending_change`). The mark is
+    not a change of the memory (no version, event or audit entry of its own): the proposal's
+    decisions are audited under its marker id."""
+    memory = state.memory(memory_id)
+    if memory is not None:
+        state.store(memory.model_copy(update={"pending_change": PendingChange(
+            proposal_id=proposal["id"], field=proposal["field"],
+            proposed_summary=proposal["candidate"]["fact"]["summary"],
+            expires_at=datetime.fromisoformat(proposal["expires_at"]))}))
+
+
+def _unmark(state: MemoryState, memory_id: str, pid: str) -> None:
+    """Take the mark of proposal `pid` off the memory it would have changed."""
+    memory = state.memory(memory_id)
+    if memory is not None and memory.pending_change is not None \
+            and memory.pending_change.proposal_id == pid:
+        state.store(memory.model_copy(update={"pending_change": None}))
 
 
 def _announce(state: MemoryState, proposal: dict[str, Any], decision: Decision, thread_id: str,

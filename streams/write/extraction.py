@@ -462,13 +462,20 @@ def split_compound(sentence: str) -> list[str]:
     return [head if head.endswith((".", "!", "?")) else head + ".", tail]
 
 
-def _entity_key(sentence: str) -> str | None:
-    """Deterministic key such as `profile:pet:luna:age`, when a pattern matches."""
+def keyed_span(sentence: str) -> tuple[str, int] | None:
+    """The deterministic key of `sentence` (`profile:pet:luna:age`, `profile:home:city`) and
+    where the words that state it begin, when a pattern matches."""
     for pattern, template in _KEYS:
         if m := pattern.search(sentence):
             groups = [g.lower() if g else "" for g in m.groups()]
-            return template.format(*groups) if groups else template
+            return (template.format(*groups) if groups else template), m.start()
     return None
+
+
+def _entity_key(sentence: str) -> str | None:
+    """Deterministic key such as `profile:pet:luna:age`, when a pattern matches."""
+    keyed = keyed_span(sentence)
+    return keyed[0] if keyed else None
 
 
 def _entities(sentence: str, sig: Signals, speaker: str) -> list[str]:

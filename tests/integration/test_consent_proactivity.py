@@ -1,5 +1,6 @@
 """Consent and proactivity on a running worker over the embedded broker: a sensitive profile
-change waits as a proposal the registry lists and accepts; an important memory becomes a
+change someone else reports waits as a proposal the registry lists and accepts (the user's own
+first-person changes: `test_user_statements.py`); an important memory becomes a
 `memory.proactivity` record a plain Kafka consumer reads (the worker's app must declare the
 topic to produce to it)."""
 from __future__ import annotations
@@ -24,7 +25,8 @@ def run(coro: Any) -> Any:
 def test_a_city_change_waits_for_consent_and_the_registry_applies_it(worker):
     user = unique_user("consent")
     turns = [make_turn(user, "1", "I live in Lisbon."),
-             make_turn(user, "2", "I moved to Berlin last month.", ts="2024-07-01T10:00:00+00:00")]
+             make_turn(user, "2", "My friend says I live in Berlin now.",
+                       ts="2024-07-01T10:00:00+00:00")]
     run(produce(worker.broker_url, turns))
     run(wait_processed(worker.broker_url, turns))
     assert [m["summary"] for m in run(memories(worker.api_url, user)) if m["state"] == "active"] == [

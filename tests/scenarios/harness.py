@@ -39,10 +39,14 @@ A scenario file::
         "query": {"text": "How old is Luna?", "top_contains": ["4"], "none_contains": ["3."]},
         "proposals": {"pending": 1, "fields": ["city"], "proposed_contains": ["Berlin"],
                       "decisions": ["CONSENT_PROPOSED", "CONSENT_APPLIED"]},  # pending consent
-        "proactivity": {"count": 1, "memory_contains": ["job"], "tone": "soft_check_in"}
+        "proactivity": {"count": 1, "memory_contains": ["job"], "tone": "soft_check_in"},
+        "pending_change": {"on": ["Lisbon"], "proposed_contains": ["Berlin"]}  # or null: none
      }}
 
 `proposals.decisions`: the audit verbs of the user's (one) consent proposal, pending or decided.
+`pending_change`: the one memory that carries a change waiting for consent (`Memory.pending_change`):
+it is active, contains `on`, names a pending proposal, and the proposed summary contains
+`proposed_contains`; null: no memory carries one.
 `proactivity`: the `memory.proactivity` records sent; each must name active memories and carry
 their provenance (`source_turn_ids`).
 
@@ -295,6 +299,8 @@ async def check(case: dict[str, Any], run: Replay) -> list[str]:
         problems += _check_proposals(run, exp["proposals"])
     if "proactivity" in exp:
         problems += _check_proactivity(run, exp["proactivity"])
+    if "pending_change" in exp:
+        problems += _check_pending_change(run, exp["pending_change"])
     if problems:
         problems.append("memories:\n" + _describe(run))
     return problems
@@ -417,6 +423,27 @@ def _check_proposals(run: Replay, spec: dict[str, Any]) -> list[str]:
         verbs = [[e["verb"] for e in run.state.history(m)] for m in sorted(markers)]
         if verbs != [spec["decisions"]]:
             problems.append(f"consent decisions {verbs} != [{spec['decisions']}]")
+    return problems
+
+
+def _check_pending_change(run: Replay, spec: dict[str, Any] | None) -> list[str]:
+    marked = [m for m in run.docs if m.pending_change is not None]
+    if spec is None:
+        return [f"{m.summary!r} ({m.state}) carries {m.pending_change}" for m in marked]
+    if len(marked) != 1:
+        return [f"memories with a pending change: {[m.summary for m in marked]} (want one)"]
+    [memory] = marked
+    change = memory.pending_change
+    assert change is not None
+    pending = {p["id"] for p in pending_proposals(run.state, run.user_id, None)}
+    problems = []
+    if memory.state != "active" or not _has_all(memory.summary, spec["on"]):
+        problems.append(f"pending change on {memory.summary!r} ({memory.state}), want an active "
+                        f"memory with {spec['on']}")
+    if change.proposal_id not in pending:
+        problems.append(f"pending change names {change.proposal_id}, not a pending proposal")
+    if not _has_all(change.proposed_summary, spec.get("proposed_contains", [])):
+        problems.append(f"pending change {change.proposed_summary!r} lacks {spec['proposed_contains']}")
     return problems
 
 

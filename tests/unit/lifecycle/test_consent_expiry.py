@@ -20,7 +20,7 @@ def turn(user: str, turn_id: str, text: str, days: float) -> Turn:
 async def test_an_idle_users_proposal_expires_on_the_watermark(tmp_path, minilm_embedder):
     p = InProcessPipeline(Settings(table_store="memory://", data_dir=tmp_path), minilm_embedder)
     await p.ingest([turn("quiet", "1", "I live in Lisbon.", 0),
-                    turn("quiet", "2", "I moved to Berlin last month.", 0.01)])
+                    turn("quiet", "2", "My friend says I live in Berlin now.", 0.01)])
     assert len(pending_proposals(p.store.state(), "quiet", None)) == 1
     await p.ingest([turn("busy", "1", "I drive a red Toyota.", 3),
                     turn("busy", "2", "My sister Marta lives in Porto.", 9)])
