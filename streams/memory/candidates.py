@@ -176,6 +176,7 @@ def supersede(state: MemoryState, old: Memory, new: Memory, thread_id: str, ts: 
     """Never overwrite silently: the old memory stays, superseded, with `valid_to`, linked."""
     changed = old.model_copy(update={
         "state": "superseded", "valid_to": ts, "superseded_by": new.id, "updated_at": ts,
+        "pending_change": None,
         "related_ids": sorted({*old.related_ids, new.id}), "version": old.version + 1,
     })
     state.store(changed)

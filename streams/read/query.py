@@ -22,6 +22,7 @@ from streams.read.consolidated import lift, originals_mask
 from streams.read.diversity import diversify
 from streams.read.fusion import Retrieval, relevance
 from streams.read.categories import CategoryPolicy
+from streams.memory.consent import pending_note
 from streams.memory.model import Memory
 from streams.read.errors import InvalidQuery
 from streams.read.filters import base_mask, episodic_mask, row_predicate
@@ -273,9 +274,10 @@ def select(semantic: list[QueryHit], episodic: list[QueryHit], plan: QueryPlan,
 
 
 def bullet(memory: Memory) -> str:
-    """The memory as one line of an agent's context; an archived one says so."""
+    """The memory as one line of an agent's context; an archived one says so, and one whose
+    change waits for the user's consent says what is pending (never served as settled)."""
     tier = " (archived)" if memory.is_archived else ""
-    return f"[{memory.category}]{tier} {memory.summary}"
+    return f"[{memory.category}]{tier} {memory.summary}{pending_note(memory)}"
 
 
 def _fit_header(header: str, budget: int | None, counter: TokenCounter) -> tuple[str, int]:

@@ -54,3 +54,4 @@ def test_a_query_dated_in_the_past_searches_the_archive():
                      (archived("old", importance=3, created_at=NOW.replace(month=3)), 0.5))
     response, _ = ask(index, top_k=4, query="what did Ana do in March")
     assert response.cold_tier == "recall_intent" and "old" in ids((response, None))
+

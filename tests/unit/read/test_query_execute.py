@@ -231,3 +231,15 @@ def test_index_best_falls_back_to_a_full_sort_when_accept_refuses_the_top_rows()
     assert [m.id for m, _ in index.best(scores, every, 2)] == ["m00", "m01"]
     kept = index.best(scores, every, 2, accept=lambda m: m.run_id == "keep")
     assert [m.id for m, _ in kept] == ["m12", "m13"]
+
+
+def test_a_value_whose_change_waits_for_consent_is_served_with_the_change_pending():
+    from streams.memory.model import PendingChange
+
+    waiting = PendingChange(proposal_id="consent:1", field="city",
+                            proposed_summary="Ana lives in Berlin.", expires_at=NOW)
+    index = index_of((mem("city", importance=3, summary="Ana lives in Lisbon.",
+                          pending_change=waiting), 0.9))
+    response, _ = ask(index, top_k=1)
+    assert response.items[0]["text"] == (
+        "[Personal] Ana lives in Lisbon. (change pending: Ana lives in Berlin.)")
