@@ -12,6 +12,8 @@ that one from the buffer; if the id is no longer buffered it gets one `reset` me
 is streamed through from the owner. When partitions are revoked every stream ends, and clients
 resume with Last-Event-ID at the new owner. Replayed records (at-least-once) are sent once:
 events are dropped by id. A key gets only the events its `Scope` sees (streams/api/scope.py).
+The worker that owns the user counts the streams it serves: past `SSE_MAX_STREAMS` in all or
+`SSE_MAX_STREAMS_PER_USER` for one user, a new one is a 429 (`StreamLimits`).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import asyncio
 import json
 import logging
 from collections import deque
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -31,6 +34,7 @@ from streams.api import auth
 from streams.api.routing import FORWARDED, INVALID_USER_ID, is_user_id, owner_of
 from streams.api.scope import Scope
 from streams.api.views import MemstreamView, add_views
+from streams.app.settings import Settings
 from topics.events import MemoryEvent
 
 if TYPE_CHECKING:
@@ -38,6 +42,23 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 _CLOSE = object()
+RETRY_AFTER_S = 5
+
+
+class TooManyStreams(Exception):
+    """One more event stream would pass a limit of `StreamLimits`; answered 429."""
+
+
+@dataclass(frozen=True)
+class StreamLimits:
+    """How many event streams a worker serves at once: in all, and for one user."""
+
+    total: int
+    per_user: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> "StreamLimits":
+        return cls(settings.sse_max_streams, settings.sse_max_streams_per_user)
 
 
 class Subscriber:
@@ -66,7 +87,19 @@ class Hub:
         self.limit = limit
         self._subscribers: dict[str, set[Subscriber]] = {}
 
-    def subscribe(self, user_id: str) -> Subscriber:
+    def streams(self, user_id: str | None = None) -> int:
+        """Clients connected now: of `user_id`, or of every user."""
+        if user_id is not None:
+            return len(self._subscribers.get(user_id, ()))
+        return sum(len(subscribers) for subscribers in self._subscribers.values())
+
+    def subscribe(self, user_id: str, limits: StreamLimits | None = None) -> Subscriber:
+        """A new client of `user_id`; raises `TooManyStreams` when it would pass `limits`."""
+        if limits is not None:
+            if self.streams() >= limits.total:
+                raise TooManyStreams(f"this worker serves {limits.total} event streams already")
+            if self.streams(user_id) >= limits.per_user:
+                raise TooManyStreams(f"this user has {limits.per_user} event streams open already")
         subscriber = Subscriber(self.limit)
         self._subscribers.setdefault(user_id, set()).add(subscriber)
         return subscriber
@@ -133,7 +166,11 @@ class UserEvents(MemstreamView):
         settings = app.settings
         scope = Scope.of(auth.principal_of(request), settings.categories_path)
         last_id = request.headers.get("Last-Event-ID") or request.query.get("last_event_id")
-        subscriber = app.hub.subscribe(user_id)  # before reading the buffer: nothing falls between
+        try:  # subscribed before the buffer is read: nothing falls between
+            subscriber = app.hub.subscribe(user_id, StreamLimits.of(settings))
+        except TooManyStreams as exc:
+            return web.json_response({"error": f"{exc}; retry later"}, status=429,
+                                     headers={"Retry-After": str(RETRY_AFTER_S)})
         response: web.StreamResponse = web.Response()
         try:
             async with sse_response(request, ping_interval=settings.sse_ping_seconds) as response:

@@ -2,9 +2,10 @@
 query and owner routes; the registry (`streams.api.registry`) and server-sent events
 (`streams.api.sse`) add their own routes.
 
-Every route but /health and the admin page's files needs an API key (`streams.api.auth`). User
-routes are answered by the worker that owns the user's partition (`streams.api.routing`), so
-any worker can receive any request.
+Every route but /health and the admin page's files needs an API key (`streams.api.auth`); the
+key file and the category allowlists are re-read when they change. User routes are answered by
+the worker that owns the user's partition (`streams.api.routing`), so any worker can receive any
+request.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from streams.api.query import answer, parse_body, parse_params
 from streams.api.routing import route_to_owner
 from streams.api.views import MemstreamView, add_views, error
 from streams.observability import metrics
+from streams.read.categories import DEFAULT_PATH, load_policy
 from streams.read.errors import CategoriesConfigError, QueryError
 from topics.query import QueryRequest
 
@@ -137,10 +139,10 @@ def register(app: MemstreamApp, extra_keys: Sequence[auth.KeyEntry] = ()) -> Non
 
     `extra_keys` are accepted besides the configured keys (`memstream run`'s dev admin key).
     """
-    keyring = auth.KeyRing.from_settings(app.settings)
-    for entry in extra_keys:
-        keyring.add(entry)
-    auth.install(app.faust.web.web_app, keyring)
+    web_app = app.faust.web.web_app
+    auth.install(web_app, auth.KeySource.from_settings(app.settings, extra_keys))
+    categories = app.settings.categories_path or DEFAULT_PATH
+    web_app.middlewares.append(auth.reload_on_change(categories, load_policy.cache_clear))
     hardening.install(app)
     add_views(app, ROUTES)
     registry.register(app)

@@ -391,11 +391,12 @@ class Settings(BaseSettings):
     # --- auth, registry, SSE (streams/api/: auth.py, registry.py, sse.py) ------------------------
     memstream_api_keys: str | None = Field(
         None, description="API keys the worker accepts, as a JSON list of {agent_id, role "
-        "(agent|admin), sha256 (hex of the key), users (optional list)}; `memstream keys new` "
+        "(agent|admin|metrics), sha256 (hex of the key), users (optional list)}; `memstream keys new` "
         "prints an entry. Only hashes, never keys.",
     )
     api_keys_file: Path | None = Field(
-        None, description="File with more key entries (the same JSON list, or YAML).",
+        None, description="File with more key entries (the same JSON list, or YAML); re-read "
+        "when it changes, so a key removed from it stops working without a restart.",
     )
     memstream_api_key: SecretStr | None = Field(
         None, description="The key the CLI and clients send (default: DATA_DIR/admin-api-key, "

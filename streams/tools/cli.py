@@ -96,22 +96,20 @@ def run() -> None:
 
 
 def _dev_admin_key(settings: Settings) -> list[KeyEntry]:
-    """With no key configured, `run` accepts one admin key and prints it to the console.
+    """With no key configured, `run` accepts one admin key and says where it is kept.
 
     The key is made once per data dir and kept in DATA_DIR/admin-api-key (mode 0600), where the
-    local CLI finds it; it is never logged. Production workers take keys from the settings.
+    local CLI finds it; it is never printed in full (a console may be logged or shared) nor
+    logged. Production workers take keys from the settings.
     """
     from streams.api import auth
 
     if len(auth.KeyRing.from_settings(settings)):
         return []
     path = auth.dev_key_path(settings)
-    key = path.read_text(encoding="utf-8").strip() if path.exists() else ""
-    if not key:
-        key = auth.new_key()
-        _write_private(path, key)
-    console.print(f"[yellow]no API keys configured[/]: admin key [bold]{key}[/] (kept in {path}; "
-                  f"the admin page is http://{settings.web_host}:{settings.web_port}/admin)")
+    key = auth.dev_admin_key(settings)
+    console.print(f"[yellow]no API keys configured[/]: an admin key ({auth.masked(key)}) is in "
+                  f"{path}; the admin page is http://{settings.web_host}:{settings.web_port}/admin")
     return [auth.entry_for(key, "admin", "admin")]
 
 
@@ -140,12 +138,11 @@ def _new_master_key() -> str:
 
 
 def _write_private(path: Path, text: str) -> None:
-    """Write `text` to a file only its owner may read (mode 0600)."""
-    import os
+    """Create a file only its owner may read (mode 0600); never through a symlink, never over
+    an existing file (`streams.api.auth.write_private`)."""
+    from streams.api.auth import write_private
 
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(text + "\n")
+    write_private(path, text)
 
 
 def _reset_tables(data_dir: Path) -> None:
@@ -395,15 +392,15 @@ def settings(
 @keys_app.command("new")
 def keys_new(
     agent: Annotated[str, typer.Option(help="The agent id the key stands for (its category allowlist applies).")],
-    role: Annotated[str, typer.Option(help="agent or admin.")] = "agent",
+    role: Annotated[str, typer.Option(help="agent, admin, or metrics (may read /metrics only).")] = "agent",
     user: Annotated[Optional[list[str]], typer.Option(help="Limit the key to this user id (repeatable).")] = None,
 ) -> None:
     """Make an API key: prints the key (give it to the client) and the entry the worker needs
     (add it to MEMSTREAM_API_KEYS or API_KEYS_FILE; only its hash is kept)."""
     from streams.api import auth
 
-    if role not in ("agent", "admin"):
-        console.print("[red]--role must be agent or admin[/]")
+    if role not in ("agent", "admin", "metrics"):
+        console.print("[red]--role must be agent, admin or metrics[/]")
         raise typer.Exit(2)
     key = auth.new_key()
     entry = auth.entry_for(key, agent, role, user)  # type: ignore[arg-type]

@@ -131,3 +131,18 @@ def test_the_query_route_never_returns_categories_outside_the_keys_allowlist(wor
                                              PLANNER_KEY))
         assert status in (200, 400, 403), (query, status)
         assert personal["id"] not in body and "Luna" not in body, (query, body[:300])
+
+
+def test_every_answer_carries_the_browser_security_headers(worker):
+    async def headers_of(path: str, key: str | None) -> dict[str, str]:
+        async with aiohttp.ClientSession(headers=auth_headers(key) if key else {}) as session:
+            async with response_to(session, "GET", worker.api_url + path) as response:
+                return dict(response.headers)
+
+    for path, key in [("/admin", None), ("/admin/static/admin.js", None), ("/health", None),
+                      ("/openapi.json", PLANNER_KEY), ("/metrics", None)]:
+        headers = asyncio.run(headers_of(path, key))
+        assert "frame-ancestors 'none'" in headers.get("Content-Security-Policy", ""), path
+        assert headers.get("X-Content-Type-Options") == "nosniff", path
+        assert headers.get("X-Frame-Options") == "DENY", path
+        assert headers.get("Referrer-Policy") == "no-referrer", path

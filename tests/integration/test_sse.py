@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, AsyncIterator
 
 import aiohttp
@@ -108,3 +108,23 @@ def test_an_agent_key_gets_only_events_of_its_allowlist(worker):
     message = asyncio.run(scenario())
     data = json.loads(message["data"])
     assert data["category"] == "Goals" and "Luna" not in message["data"]
+
+
+def test_a_users_event_streams_past_the_limit_are_refused_with_429(worker):
+    """SSE_MAX_STREAMS_PER_USER (8 by default) streams of one user are served; one more is a
+    429 with Retry-After, and another user is still served."""
+    user, other = unique_user("sse-limit"), unique_user("sse-limit-other")
+
+    async def scenario() -> None:
+        async with AsyncExitStack() as streams:
+            for _ in range(8):  # each is subscribed by the time its 200 arrives
+                await streams.enter_async_context(events(worker.api_url, user))
+            async with aiohttp.ClientSession(headers=auth_headers(ADMIN_KEY)) as session:
+                async with session.get(f"{worker.api_url}/v1/users/{user}/events") as refused:
+                    assert refused.status == 429, await refused.text()
+                    assert "Retry-After" in refused.headers
+                    assert "event streams" in (await refused.json())["error"]
+            async with events(worker.api_url, other):
+                pass
+
+    asyncio.run(scenario())
