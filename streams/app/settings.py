@@ -56,7 +56,7 @@ class Settings(BaseSettings):
     dlq_max_raw_bytes: int = Field(
         262144, ge=1024, le=700_000,
         description="Bytes of a record a dead letter keeps at most; a larger record keeps its first "
-        "bytes, marked raw_truncated, with its size and SHA-256 (a dead letter must fit the "
+        "bytes, marked raw_truncated, with its size and HMAC (a dead letter must fit the "
         "producer's 1 MB request limit, and base64 adds a third).",
     )
     max_future_skew_seconds: int = Field(

@@ -5,15 +5,20 @@ first bytes, marked `raw_truncated` (a 2 MB text would otherwise make a dead let
 the producer's request limit, and the failed send would stop the partition). The kept bytes
 are scanned for secrets (`streams.write.policy`); any found is replaced (`raw_redacted`). They
 are then sealed for the record's user (`raw_sealed`), so a purge makes them unreadable; when no
-user can be told from the record they are not kept (`raw_withheld`). Size and SHA-256 of the
-original are always kept.
+user can be told from the record they are not kept (`raw_withheld`). The original's size is
+always kept, and with a sealer its HMAC-SHA256 (`raw_digest`) under a key derived from the master
+key: an unkeyed hash would confirm a guess of a short turn to anyone, even after its user's purge.
 """
 from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import json
 import re
+
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from streams.pipeline.records import Record
 from streams.privacy.sealed import Sealer
@@ -23,6 +28,25 @@ from topics.turns import ID_PATTERN
 
 MAX_ERROR_CHARS = 500
 _USER_ID = re.compile(ID_PATTERN)
+DIGEST_LABEL = b"memstream dead-letter raw digest v1"
+
+
+def digest_key(master_key: bytes) -> bytes:
+    """The key of dead letters' raw digests: a key of its own, derived from the master key
+    (HKDF-SHA256 under its own label)."""
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=DIGEST_LABEL).derive(master_key)
+
+
+def raw_digest(key: bytes, raw: bytes) -> str:
+    """HMAC-SHA256 (hex) of a record's bytes under `key` (`digest_key`): it matches a dead letter
+    with the producer's copy for whoever holds the master key, and confirms nothing to anyone
+    else."""
+    return hmac.new(key, raw, hashlib.sha256).hexdigest()
+
+
+def _master_key(sealer: Sealer) -> bytes:
+    """The master key behind `sealer` (`UserKeys` keeps it private; no public accessor yet)."""
+    return sealer.keys._master  # noqa: SLF001
 
 
 def kept_bytes(raw: bytes, limit: int) -> tuple[bytes, bool, bool]:
@@ -54,16 +78,17 @@ def dead_letter_of(record: Record, stage: str, reason: str, detail: str, max_raw
                    sealer: Sealer | None = None, ref: str | None = None) -> DeadLetter:
     """The dead letter of `record` (see the module doc). `detail` must be content-free.
 
-    Without a `sealer` the kept bytes stay in clear (`raw_b64`): for tools and tests only.
+    Without a `sealer` the kept bytes stay in clear (`raw_b64`), with no digest: for tools and
+    tests only.
     """
     raw = record.value or b""
     kept, truncated, redacted = kept_bytes(raw, max_raw_bytes)
     user_id = user_of_record(record)
+    digest = raw_digest(digest_key(_master_key(sealer)), raw) if sealer is not None else ""
     letter = DeadLetter(
         stage=stage, reason=reason, error=detail[:MAX_ERROR_CHARS], topic=record.topic,
         partition=record.partition, offset=record.offset, key=user_id, raw_size=len(raw),
-        raw_sha256=hashlib.sha256(raw).hexdigest(), raw_truncated=truncated, raw_redacted=redacted,
-        ref=ref,
+        raw_hmac=digest, raw_truncated=truncated, raw_redacted=redacted, ref=ref,
     )
     encoded = base64.b64encode(kept).decode("ascii")
     if sealer is None:

@@ -6,7 +6,6 @@ keeps at most an excerpt), and a valid turn sent afterwards becomes a memory.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import random
 import re
@@ -17,7 +16,10 @@ import aiohttp
 import pytest
 from aiokafka import AIOKafkaProducer
 
+from streams.pipeline.dead_letters import digest_key, raw_digest
+from streams.privacy.crypto import decode_key
 from tests.integration.conftest import (
+    MASTER_KEY,
     Worker,
     auth_headers,
     make_turn,
@@ -38,6 +40,8 @@ from topics.names import (
 pytestmark = pytest.mark.integration
 PER_CLASS = 1300  # x 8 classes on chat.turns, plus commands and candidates: > 10,000 records
 BIG_TEXTS = 24  # 2 MB each: enough to prove the point without filling the broker's memory
+DIGEST_KEY = digest_key(decode_key(MASTER_KEY))
+"""Dead letters name their record by its HMAC under a key derived from the workers' master key."""
 
 
 def hostile_turns(user: str, rng: random.Random) -> dict[str, list[bytes]]:
@@ -104,7 +108,7 @@ def test_ten_thousand_hostile_records_stop_nothing(broker, tmp_path):
         turns = hostile_turns(user, rng)
         internal = hostile_internal(user, rng)
         sent = {CHAT_TURNS: [v for values in turns.values() for v in values], **internal}
-        class_of = {hashlib.sha256(v).hexdigest(): name for name, values in turns.items() for v in values}
+        class_of = {raw_digest(DIGEST_KEY, v): name for name, values in turns.items() for v in values}
         total = sum(len(v) for v in sent.values())
         assert total >= 10_000
         pid = worker.proc.pid
@@ -117,12 +121,12 @@ def test_ten_thousand_hostile_records_stop_nothing(broker, tmp_path):
             await wait_processed(broker.url, [valid], timeout=900)
             for topic, dlq in ((CHAT_TURNS, CHAT_TURNS_DLQ), (MEMORY_COMMANDS, MEMORY_COMMANDS_DLQ),
                                (MEMORY_CANDIDATES, MEMORY_CANDIDATES_DLQ)):
-                hashes = {hashlib.sha256(v).hexdigest() for v in sent[topic]}
+                hashes = {raw_digest(DIGEST_KEY, v) for v in sent[topic]}
                 # at-least-once: a record may be dead-lettered twice; wait for every distinct one
-                letters = await read_all(broker.url, dlq, lambda d: d["raw_sha256"] in hashes,
+                letters = await read_all(broker.url, dlq, lambda d: d["raw_hmac"] in hashes,
                                          len(hashes), timeout=900,
-                                         done=lambda got: {d["raw_sha256"] for d in got} >= hashes)
-                missing = hashes - {d["raw_sha256"] for d in letters}
+                                         done=lambda got: {d["raw_hmac"] for d in got} >= hashes)
+                missing = hashes - {d["raw_hmac"] for d in letters}
                 assert not missing, (f"bad records of {topic} not dead-lettered, by class: "
                                      f"{Counter(class_of.get(h, topic) for h in missing)}")
                 assert all(len(json.dumps(d)) < 1_000_000 for d in letters), "within the producer limit"

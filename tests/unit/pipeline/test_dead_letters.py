@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 from streams.app.settings import Settings
 from streams.observability import metrics
-from streams.pipeline.dead_letters import dead_letter_of
+from streams.pipeline.dead_letters import dead_letter_of, digest_key, raw_digest
 from streams.pipeline.inprocess import InProcessPipeline
 from streams.pipeline.outputs import Outputs
 from streams.pipeline.records import Record
@@ -27,8 +27,8 @@ def record(value: bytes, topic: str = names.CHAT_TURNS, key: bytes | None = b"an
     return Record(topic, 0, 41, key, value)
 
 
-def sealer() -> Sealer:
-    return Sealer(UserKeys({}, new_key()))
+def sealer(master_key: bytes | None = None) -> Sealer:
+    return Sealer(UserKeys({}, master_key or new_key()))
 
 
 def test_the_kept_bytes_are_sealed_for_the_records_user_or_withheld_when_there_is_none():
@@ -39,15 +39,28 @@ def test_the_kept_bytes_are_sealed_for_the_records_user_or_withheld_when_there_i
     assert base64.b64decode(seal.open(letter.raw_sealed)) == raw
     anonymous = dead_letter_of(record(b"\xff garbage", key=None), "ingest", "not_utf8", "x", 4096, seal)
     assert anonymous.raw_withheld and anonymous.raw_sealed is None and not anonymous.raw_b64
-    assert anonymous.raw_sha256 == hashlib.sha256(b"\xff garbage").hexdigest()
+    assert anonymous.raw_size == len(b"\xff garbage") and anonymous.raw_hmac
 
 
-def test_a_record_too_large_keeps_a_marked_excerpt_with_size_and_hash():
+def test_the_digest_of_a_record_is_keyed_by_the_master_key():
+    """An unkeyed hash of a short turn confirms a guess of it to anyone who reads the DLQ, even
+    after the user's purge; the HMAC confirms it only to whoever holds the master key."""
+    master = new_key()
+    raw = b'{"user_id": "ana", "text": "I am pregnant", "ts": 3}'
+    letter = dead_letter_of(record(raw), "ingest", "invalid_schema", "ts", 4096, sealer(master))
+    assert letter.raw_hmac == raw_digest(digest_key(master), raw)
+    assert letter.raw_hmac != hashlib.sha256(raw).hexdigest() and not letter.raw_sha256
+    other = dead_letter_of(record(raw), "ingest", "invalid_schema", "ts", 4096, sealer(new_key()))
+    assert other.raw_hmac != letter.raw_hmac, "another master key, another digest"
+    assert digest_key(master) != master
+
+
+def test_a_record_too_large_keeps_a_marked_excerpt_with_its_size():
     raw = b"x" * 2_000_000
     letter = dead_letter_of(record(raw), "ingest", "oversized", "2000000 bytes", max_raw_bytes=4096)
     assert letter.raw_truncated and not letter.raw_redacted
     assert letter.raw == raw[:4096]
-    assert (letter.raw_size, letter.raw_sha256) == (len(raw), hashlib.sha256(raw).hexdigest())
+    assert letter.raw_size == len(raw)
     assert len(letter.model_dump_json()) < 10_000, "the letter fits a producer request easily"
 
 
@@ -62,7 +75,9 @@ def test_a_detected_secret_is_never_kept_in_clear():
     letter = dead_letter_of(record(raw), "ingest", "invalid_schema", "ts: datetime", max_raw_bytes=4096)
     assert letter.raw_redacted and AWS_KEY not in letter.model_dump_json()
     assert AWS_KEY not in letter.raw.decode() and "my key is" in letter.raw.decode()
-    assert letter.raw_sha256 == hashlib.sha256(raw).hexdigest(), "the original can still be matched"
+    master = new_key()
+    sealed = dead_letter_of(record(raw), "ingest", "invalid_schema", "ts", 4096, sealer(master))
+    assert sealed.raw_hmac == raw_digest(digest_key(master), raw), "the original can be matched"
 
 
 async def test_a_dead_letter_that_cannot_be_sent_is_counted_and_never_raises():
