@@ -2,7 +2,9 @@
 
 Without a Docker engine nothing can start here, so the files are parsed and cross-checked: the
 services and their pinned images, the workers' environment against `Settings`, Prometheus'
-targets against the worker service, Grafana's mounts against the provisioning files. Where the
+targets against the worker service, Grafana's mounts against the provisioning files, and that
+the stack is closed by default (ports on 127.0.0.1 only, no unauthenticated Kafka listener
+published, OpenSearch's security plugin on, every password a compose secret). Where the
 `docker compose` plugin exists, `docker compose config` validates the file against the spec.
 """
 from __future__ import annotations
@@ -75,8 +77,6 @@ def test_worker_environment_names_real_settings():
     assert not unknown, f"not settings of streams/app/settings.py: {sorted(unknown)}"
     worker = env(WORKER)
     assert worker["KAFKA_ONE_RECORD_BATCHES"] == "false", "Apache Kafka takes multi-record batches"
-    opensearch_url = worker["OPENSEARCH_URL"]
-    assert re.fullmatch(r"http://opensearch:9200", opensearch_url)
     # Values that are not interpolated parse as the settings they are meant for.
     literal = {k: v for k, v in worker.items() if "$" not in v}
     Settings.model_validate({k.lower(): v for k, v in literal.items()})
@@ -94,7 +94,7 @@ def test_every_worker_advertises_its_own_address():
     assert "container_name" not in WORKER and "hostname" not in WORKER, "replicas need their own"
 
 
-def test_prometheus_scrapes_every_worker_with_a_key():
+def test_prometheus_scrapes_every_worker_with_a_metrics_only_key():
     prometheus = SERVICES["prometheus"]
     config_path = mounts(prometheus)["/etc/prometheus/prometheus.yml"]
     config = yaml.safe_load(config_path.read_text())
@@ -108,6 +108,9 @@ def test_prometheus_scrapes_every_worker_with_a_key():
     (secret,) = prometheus["secrets"]
     assert credentials == f"/run/secrets/{secret}"
     assert secret in COMPOSE["secrets"]
+    # The key env.example makes for it is a `metrics` key: it reads /metrics and nothing else.
+    example = (ROOT / "deploy" / "env.example").read_text()
+    assert '"role":"metrics"' in example and '"role":"admin"' not in example
 
 
 def test_grafana_provisioning_is_mounted_and_consistent():
@@ -164,8 +167,129 @@ def test_docker_compose_config_accepts_the_file(tmp_path):
     if reason:
         pytest.skip(reason)
     env_file = tmp_path / "test.env"
-    env_file.write_text("MEMSTREAM_API_KEYS=[]\nMEMSTREAM_METRICS_KEY=k\nGRAFANA_ADMIN_PASSWORD=p\n")
+    env_file.write_text("MEMSTREAM_API_KEYS=[]\nMEMSTREAM_METRICS_KEY=k\nGRAFANA_ADMIN_PASSWORD=p\n"
+                        "MEMSTREAM_MASTER_KEY=m\nOPENSEARCH_PASSWORD=o\nKAFKA_CHAT_PASSWORD=c\n")
     result = subprocess.run(
         ["docker", "compose", "--env-file", str(env_file), "-f", str(ROOT / "docker-compose.yml"),
          "config", "--quiet"], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert result.returncode == 0, result.stderr
+
+
+# --- closed by default ------------------------------------------------------------------------
+LOCALHOST = "127.0.0.1"
+SECRET_NAME = re.compile(r"PASSWORD|SECRET|TOKEN|(^|_)KEY$", re.I)
+"""Environment variables that hold a credential (MEMSTREAM_API_KEYS holds hashes only)."""
+
+
+def published(service: dict[str, Any]) -> list[tuple[str, str]]:
+    """(host address, container port) of every port a service publishes; '' when the port is
+    published on every interface."""
+    out = []
+    for port in service.get("ports", []):
+        if isinstance(port, dict):
+            out.append((str(port.get("host_ip", "")), str(port["target"])))
+            continue
+        parts = str(port).split("/")[0].rsplit(":", 2)
+        host_ip = parts[0] if len(parts) == 3 else ""
+        out.append((host_ip, parts[-1]))
+    return out
+
+
+def secret_file(name: str) -> str:
+    assert name in COMPOSE["secrets"], f"no compose secret {name}"
+    return f"/run/secrets/{name}"
+
+
+def test_every_published_port_is_bound_to_localhost():
+    exposed = {name: [p for p in published(s) if p[0] != LOCALHOST] for name, s in SERVICES.items()}
+    assert not any(exposed.values()), f"published beyond 127.0.0.1: {exposed}"
+    assert all(published(SERVICES[name]) for name in ("kafka", "worker", "opensearch"))
+
+
+def kafka_listeners() -> dict[str, tuple[str, str]]:
+    """Kafka's listeners: name -> (port, security protocol)."""
+    kafka = env(SERVICES["kafka"])
+    protocols = dict(e.split(":") for e in kafka["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"].split(","))
+    ports = {e.split("://")[0]: e.rsplit(":", 1)[1] for e in kafka["KAFKA_LISTENERS"].split(",")}
+    return {name: (port, protocols[name]) for name, port in ports.items()}
+
+
+def test_kafka_publishes_no_unauthenticated_listener():
+    listeners = kafka_listeners()
+    published_ports = {port for _, port in published(SERVICES["kafka"])}
+    by_port = {port: (name, protocol) for name, (port, protocol) in listeners.items()}
+    assert published_ports <= set(by_port), "a published port with no listener behind it"
+    for port in published_ports:
+        name, protocol = by_port[port]
+        assert protocol in ("SASL_PLAINTEXT", "SASL_SSL"), f"listener {name} ({protocol}) is published"
+        mechanisms = env(SERVICES["kafka"])[f"KAFKA_LISTENER_NAME_{name}_SASL_ENABLED_MECHANISMS"]
+        assert set(mechanisms.split(",")) <= {"SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"}
+    # The workers' listener carries no authentication: it must stay on the compose network.
+    inter_broker = env(SERVICES["kafka"])["KAFKA_INTER_BROKER_LISTENER_NAME"]
+    assert listeners[inter_broker][0] not in published_ports
+
+
+def test_kafka_authorizes_with_acls_and_makes_the_chat_user():
+    kafka = env(SERVICES["kafka"])
+    assert kafka["KAFKA_AUTHORIZER_CLASS_NAME"].endswith("StandardAuthorizer")
+    assert kafka.get("KAFKA_ALLOW_EVERYONE_IF_NO_ACL_FOUND", "false") == "false"
+    # Only the unauthenticated internal listeners act as the super user.
+    assert kafka["KAFKA_SUPER_USERS"] == "User:ANONYMOUS"
+    init = SERVICES["kafka-init"]
+    assert init["image"] == SERVICES["kafka"]["image"]
+    assert init["depends_on"]["kafka"]["condition"] == "service_healthy"
+    (script,) = mounts(init).values()
+    text = script.read_text()
+    (secret,) = init["secrets"]
+    assert secret_file(secret) in text
+    assert "SCRAM-SHA-512=[" in text and "kafka-acls.sh" in text and "--allow-principal" in text
+    assert all(topic in text for topic in ("chat.turns", "memory.commands", "memory.proactivity"))
+    assert "--resource-pattern-type prefixed --group chat-" in text, "never the workers' group"
+
+
+def test_opensearch_runs_its_security_plugin_with_a_password_from_a_secret():
+    opensearch = SERVICES["opensearch"]
+    settings = env(opensearch)
+    assert settings.get("DISABLE_SECURITY_PLUGIN", "false") != "true"
+    assert settings.get("plugins.security.disabled", "false") != "true"
+    (secret,) = opensearch["secrets"]
+    start = mounts(opensearch)["/deploy/opensearch-start.sh"]
+    assert opensearch["entrypoint"] == ["bash", "/deploy/opensearch-start.sh"]
+    text = start.read_text()
+    assert secret_file(secret) in text and "hash.sh" in text and "internal_users.yml" in text
+    assert "opensearch-docker-entrypoint.sh" in text
+    assert secret_file(secret) in " ".join(opensearch["healthcheck"]["test"])
+    # The workers log in with that password, read from the same secret when they start.
+    assert secret in WORKER["secrets"]
+    command = " ".join(WORKER["command"])
+    assert f"OPENSEARCH_URL=http://memstream:$$(cat {secret_file(secret)})@opensearch:9200" in command
+    assert "OPENSEARCH_URL" not in env(WORKER)
+
+
+def test_no_password_is_written_in_the_compose_file():
+    """A credential reaches a service as a compose secret (a file under /run/secrets), or is
+    interpolated from .env; never a literal in the file."""
+    literals = []
+    for name, service in SERVICES.items():
+        for key, value in env(service).items():
+            if SECRET_NAME.search(key) and not (value.startswith("${") or value.startswith("/run/secrets/")):
+                literals.append(f"{name}: {key}")
+    assert not literals, f"credentials written in docker-compose.yml: {literals}"
+    text = (ROOT / "docker-compose.yml").read_text()
+    # `password: x`, `PASSWORD=x` or a default `${X_PASSWORD:-x}`; `${X_PASSWORD:?message}` is none
+    assert not re.search(r"password:?[=:-][ \t]*(?![$\"{/?])\S", text, re.I), "a literal password"
+    for name, secret in COMPOSE["secrets"].items():
+        assert set(secret) <= {"environment", "file"}, f"secret {name}"
+    grafana = env(SERVICES["grafana"])
+    assert "GF_SECURITY_ADMIN_PASSWORD" not in grafana
+    assert grafana["GF_SECURITY_ADMIN_PASSWORD__FILE"] == secret_file("grafana_admin_password")
+    assert grafana["GF_AUTH_ANONYMOUS_ENABLED"] == "false"
+
+
+def test_the_deploy_scripts_are_valid_bash():
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("no bash")
+    for script in ("kafka-init.sh", "opensearch-start.sh"):
+        result = subprocess.run([bash, "-n", str(ROOT / "deploy" / script)], capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
