@@ -25,7 +25,8 @@ from streams.app.services import Services
 from streams.app.settings import Settings
 from streams.memory.store import MemoryStore
 from streams.pipeline.tables import stage_tables
-from streams.privacy.crypto import master_key_of, new_key
+from streams.privacy.crypto import MasterKeys, master_keys_of, new_key
+from streams.privacy.user_keys import CHANGELOG_CONFIGS
 from streams.pipeline.outputs import Outputs, Sender
 from streams.providers.embedders import Embedder
 from streams.providers.llm import GuardedLLM
@@ -100,6 +101,10 @@ TABLES = {
 }
 
 
+TABLE_TOPIC_CONFIGS = {"user_keys": CHANGELOG_CONFIGS}
+"""Changelog topic configs besides Faust's `cleanup.policy=compact`: a shredded key's old record
+is compacted within a bounded time (`streams.privacy.user_keys.CHANGELOG_CONFIGS`)."""
+
 UNSEALED = ("user_keys", "lifecycle")
 """Tables that hold no user content, so are not sealed (`streams.pipeline.tables`)."""
 
@@ -115,7 +120,8 @@ class MemstreamApp:
     """
 
     def __init__(self, settings: Settings, faust_app: faust.App, topics: Topics, tables: Tables,
-                 services: Services, master_key: bytes, send: Sender | None = None) -> None:
+                 services: Services, master_key: bytes | MasterKeys,
+                 send: Sender | None = None) -> None:
         self.settings = settings
         self.faust = faust_app
         self.topics = topics
@@ -210,13 +216,14 @@ def create_app(settings: Settings, *, send: Sender | None = None,
     # producers' user_id keys, so `route_to_owner` sends a web request to the worker that holds
     # the user. Code indexes the tables with str keys (encoded as UTF-8); iteration yields bytes.
     tables = Tables(**{
-        name: app.Table(name, partitions=settings.topic_partitions, help=help, key_type=bytes)
+        name: app.Table(name, partitions=settings.topic_partitions, help=help, key_type=bytes,
+                        extra_topic_configs=TABLE_TOPIC_CONFIGS.get(name))
         for name, help in TABLES.items()
     })
-    master_key = master_key_of(settings)
+    master_key = master_keys_of(settings)
     if master_key is None:
         log.warning("no MEMSTREAM_MASTER_KEY: users' data keys are wrapped by a key that dies with "
                     "this process (fine for tests; a worker refuses to run so)")
-        master_key = new_key()
+        master_key = MasterKeys(new_key())
     return MemstreamApp(settings, app, topics, tables, Services(settings, embedder=embedder, llm=llm),
                         master_key, send)

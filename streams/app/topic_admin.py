@@ -5,6 +5,7 @@ import asyncio
 from typing import Iterable
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import TopicAlreadyExistsError
 
 
@@ -25,6 +26,19 @@ async def create_topics(bootstrap: str, topics: Iterable[str], partitions: int) 
         return missing
     finally:
         await admin.close()
+
+
+async def topic_configs(bootstrap: str, topic: str) -> dict[str, str]:
+    """The configs the broker reports for `topic` (e.g. those Faust requested for a table's
+    changelog: `streams.privacy.user_keys.CHANGELOG_CONFIGS`)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id="memstream-admin")
+    await admin.start()
+    try:
+        responses = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
+    finally:
+        await admin.close()
+    return {entry[0]: entry[1] for response in responses for resource in response.resources
+            for entry in resource[4]}
 
 
 def ensure_topics(bootstrap: str, topics: Iterable[str], partitions: int) -> list[str]:

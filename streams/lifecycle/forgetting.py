@@ -38,9 +38,8 @@ from typing import Any
 from streams.lifecycle.passes import ACTOR, LIFECYCLE_THREAD, thread_of
 from streams.memory.decay import days_unused, decay_weight
 from streams.memory.model import Memory
+from streams.memory.purge import scrub_memory
 from streams.memory.state import MemoryState
-from streams.memory import ids
-from streams.memory.tables import candidate_key, thread_key
 from topics.events import MemoryEvent
 
 _CONTENT_CLEARED: dict[str, Any] = {
@@ -209,7 +208,9 @@ def transition(state: MemoryState, memory: Memory, now: datetime, kind: str, rea
 
 
 def purge(state: MemoryState, memory: Memory, now: datetime) -> MemoryEvent:
-    """Replace the memory by a content-free tombstone (its vector leaves the document too)."""
+    """Replace the memory by a content-free tombstone (its vector leaves the document too), and
+    clear what else the tables keep of it (`streams.memory.purge.scrub_memory`)."""
+    history = state.history(memory.id)  # before the purge's tombstone replaces it
     tombstone = memory.model_copy(update={**_CONTENT_CLEARED, "state": "purged",
                                           "version": memory.version + 1, "updated_at": now})
     # Not `state.store`: that would copy the vector back into the document from the index.
@@ -217,37 +218,5 @@ def purge(state: MemoryState, memory: Memory, now: datetime) -> MemoryEvent:
     state.index.add(tombstone)  # listed still, by a zero vector: the content's vector goes too
     event = state.announce("purged", tombstone, thread_of(memory), now, {"reason": "purge_at"},
                            actor=ACTOR)
-    for thread_id in sorted({thread_of(memory), LIFECYCLE_THREAD}):
-        scrub_change_log(state, memory.user_id, thread_id, memory.id)
-    scrub_applied(state, memory)
+    scrub_memory(state, memory, history, threads=(thread_of(memory), LIFECYCLE_THREAD))
     return event
-
-
-FACT_INDEXES = range(6)
-"""Fact indexes a turn's candidates can have (up to 5 facts, then its episode)."""
-
-
-def scrub_applied(state: MemoryState, memory: Memory) -> None:
-    """Replace the `applied` records of the candidates a purged memory came from by content-free
-    ones: they keep blocking a replay of those turns (which must not bring the memory back),
-    without the memory's summary in their events and writes."""
-    refs = {part for ref in memory.source_turn_ids
-            for part in (tuple(ref.split(":", 1)), tuple(ref.rsplit(":", 1))) if len(part) == 2}
-    for thread_id, turn_id in sorted(refs):
-        for index in FACT_INDEXES:
-            key = candidate_key(memory.user_id, ids.memory_id(memory.user_id, thread_id, turn_id, index))
-            record = state.tables.applied.get(key)
-            if record and record.get("memory_id") == memory.id and record.get("events"):
-                state.tables.applied[key] = {"outcome": "purged", "memory_id": memory.id, "events": []}
-
-
-def scrub_change_log(state: MemoryState, user_id: str, thread_id: str, memory_id: str) -> None:
-    """Blank the summary and category of a purged memory's lines in a thread's change log (the
-    delta header then shows that something was forgotten, never what)."""
-    thread = state.revisions.thread(user_id, thread_id)
-    changes = thread.get("changes", [])
-    if not any(c.get("memory_id") == memory_id and c.get("summary") for c in changes):
-        return
-    thread["changes"] = [{**c, "summary": "", "category": ""} if c.get("memory_id") == memory_id
-                         else c for c in changes]
-    state.revisions.table[thread_key(user_id, thread_id)] = thread

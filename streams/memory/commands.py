@@ -2,7 +2,8 @@
 edit — and, in their own modules, purge_user, block/unblock topic, consent
 (`streams.memory.consent`) and proactivity feedback (`streams.proactivity.policy`).
 
-A command is applied once, by `command_id`: a replay returns the events of the first time.
+A command is applied once, by `command_id`: a replay returns the events of the first time —
+except `purge_user`, which a replay applies again (`streams.memory.purge`).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from streams.memory import applied, consent
 from streams.memory.applied import Applied
 from streams.memory.blocked_topics import set_topic_blocked
 from streams.memory.model import Memory
-from streams.memory.purge import purge_user
+from streams.memory.purge import purge_command
 from streams.memory.tables import command_key
 from streams.memory.vector_index import encode_vector
 from streams.proactivity.policy import record_feedback
@@ -49,6 +50,8 @@ def apply_command(state: MemoryState, cmd: Command, vector: np.ndarray | None) -
     `vector` embeds `cmd.query` (or, for edit, the new summary). Raises `CommandError`.
     """
     key = command_key(cmd.user_id, cmd.command_id)
+    if cmd.kind == "purge_user":  # a replay purges again (`streams.memory.purge`)
+        return purge_command(state, cmd, key)
     replay = applied.prior(state.tables.applied, key)
     if replay is not None:
         return replay
@@ -60,8 +63,6 @@ def apply_command(state: MemoryState, cmd: Command, vector: np.ndarray | None) -
 
 
 def _command_events(state: MemoryState, cmd: Command, vector: np.ndarray | None) -> list[MemoryEvent]:
-    if cmd.kind == "purge_user":
-        return purge_user(state, cmd.user_id, cmd.thread_id, cmd.ts)
     if cmd.kind in ("block_topic", "unblock_topic"):
         return [set_topic_blocked(state, cmd, cmd.kind == "block_topic")]
     if cmd.kind == "consent":
@@ -73,7 +74,8 @@ def _command_events(state: MemoryState, cmd: Command, vector: np.ndarray | None)
         record_feedback(state.tables.users, cmd.user_id, cmd.feedback == "acted")
         return []
     events: list[MemoryEvent] = []
-    meta = {"command": cmd.kind, "actor": cmd.actor}
+    # command_id: a purge of the memory finds this command's `applied` record by it
+    meta = {"command": cmd.kind, "actor": cmd.actor, "command_id": cmd.command_id}
 
     def change(memory: Memory, kind: str, vector: np.ndarray | None = None, **update: Any) -> Memory:
         changed = memory.model_copy(

@@ -21,9 +21,11 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from streams.pipeline.records import Record
+from streams.privacy.placement import MisroutedRecord
 from streams.privacy.sealed import Sealer
 from streams.write import policy
 from topics.dlq import DeadLetter
+from topics.sealed import Sealed
 from topics.turns import ID_PATTERN
 
 MAX_ERROR_CHARS = 500
@@ -93,6 +95,26 @@ def dead_letter_of(record: Record, stage: str, reason: str, detail: str, max_raw
     encoded = base64.b64encode(kept).decode("ascii")
     if sealer is None:
         return letter.model_copy(update={"raw_b64": encoded})
-    if user_id is None or reason in ("purged_user", "sealed_unreadable"):
+    sealed = sealed_for_owner(record, user_id, reason, encoded, sealer)
+    if sealed is None:
         return letter.model_copy(update={"raw_withheld": True})
-    return letter.model_copy(update={"raw_sealed": sealer.seal(user_id, encoded)})
+    return letter.model_copy(update={"raw_sealed": sealed})
+
+
+WITHHELD_REASONS = ("purged_user", "sealed_unreadable", "wrong_partition")
+"""Dead letters that never keep the record's bytes: its user was purged, or the record is not
+on its user's partition (`streams.privacy.placement`)."""
+
+
+def sealed_for_owner(record: Record, user_id: str | None, reason: str, encoded: str,
+                     sealer: Sealer) -> Sealed | None:
+    """The kept bytes sealed for the record's user; None (withheld) for a record without a
+    user_id key (a keyless record is not placed by its user: the partition it landed on is not
+    the user's), for `WITHHELD_REASONS`, and for a record on another partition than its user's.
+    A key made there would belong to no partition the user lives on, and a purge would miss it."""
+    if user_id is None or record.key != user_id.encode("utf-8") or reason in WITHHELD_REASONS:
+        return None
+    try:
+        return sealer.seal(user_id, encoded)
+    except MisroutedRecord:
+        return None

@@ -27,6 +27,7 @@ from streams.observability import metrics
 from streams.observability.logs import describe_failure
 from streams.pipeline.outputs import Outputs
 from streams.pipeline.records import Record, RecordScope, StageClock, no_scope
+from streams.privacy.placement import check_routed
 from streams.privacy.user_keys import UserKeys
 from streams.providers.embedders import Embed
 from streams.providers.llm import GuardedLLM
@@ -178,10 +179,11 @@ class IngestStage:
         if ahead > settings.max_future_skew_seconds:
             raise InvalidRecord("future_event_time",
                                 f"ts is {ahead:.0f} s ahead (limit {settings.max_future_skew_seconds} s)")
-        purged_at = self.tables.keys.purged_at(turn.user_id)
-        if purged_at is not None and turn.ts <= purged_at:
-            # A replay of what the user had memstream forget: never stored again (SPEC §7).
-            raise InvalidRecord("purged_user", "the turn is older than the user's purge")
+        check_routed(turn.user_id)  # a turn on another partition would split the user's key
+        if self.tables.keys.predates_purge(turn.user_id, turn.ts, record.timestamp):
+            # A replay of what the user had memstream forget, or a turn still in flight when the
+            # purge took effect: never stored again (SPEC §7, docs/privacy.md).
+            raise InvalidRecord("purged_user", "the turn is from before the user's purge")
         return turn
 
     async def process_turn(self, turn: Turn, clock: StageClock | None = None) -> int:

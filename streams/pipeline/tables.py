@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from streams.memory.tables import MemoryTables, Table
 from streams.pipeline.ingest import IngestTables
+from streams.privacy.crypto import MasterKeys
 from streams.privacy.sealed import TABLE_OWNERS, SealedTable, Sealer
 from streams.privacy.user_keys import UserKeys
 
@@ -25,9 +26,10 @@ class StageTables:
     sealer: Sealer
 
 
-def stage_tables(raw: Mapping[str, Table], user_keys: Table, master_key: bytes) -> StageTables:
+def stage_tables(raw: Mapping[str, Table], user_keys: Table,
+                 master_key: bytes | MasterKeys) -> StageTables:
     """Sealed views of the `raw` tables (by name, see `TABLE_OWNERS`), keyed by `user_keys`
-    wrapped with `master_key`."""
+    wrapped with `master_key` (or the current of several, each of which unwraps)."""
     keys = UserKeys(user_keys, master_key)
     sealer = Sealer(keys)
     sealed = {name: SealedTable(raw[name], sealer, owner) for name, owner in TABLE_OWNERS.items()}

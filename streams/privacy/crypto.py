@@ -2,12 +2,18 @@
 
 A sealed value is `b64url(version byte | 12-byte nonce | ciphertext+tag)`, bound to its user by
 the associated data, so a value sealed for one user never opens as another's.
+
+The master key setting may name several keys, comma- (or, in a key file, line-) separated: the
+first wraps, every one unwraps. That is how a master-key rotation runs without downtime
+(`streams.privacy.rotation`, docs/privacy.md): `NEW,OLD` while the keys are re-wrapped, then
+`NEW` alone.
 """
 from __future__ import annotations
 
 import base64
 import binascii
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -70,17 +76,52 @@ def open_sealed(key: bytes, sealed: str, context: bytes) -> bytes:
         raise SealError("the value does not open with this key") from None
 
 
-def master_key_of(settings: Any) -> bytes | None:
-    """The configured master key (`MEMSTREAM_MASTER_KEY`, else `MASTER_KEY_FILE`), or None.
+@dataclass(frozen=True)
+class MasterKeys:
+    """The master key that wraps (`current`), and older ones still accepted for unwrapping
+    while a rotation re-wraps the users' keys (`previous`)."""
+
+    current: bytes
+    previous: tuple[bytes, ...] = ()
+
+    @classmethod
+    def of(cls, keys: bytes | MasterKeys) -> MasterKeys:
+        """`keys` as `MasterKeys` (a single key: no previous ones)."""
+        return keys if isinstance(keys, MasterKeys) else cls(keys)
+
+    @property
+    def accepted(self) -> tuple[bytes, ...]:
+        """Every key that unwraps, the current one first."""
+        return (self.current, *self.previous)
+
+
+def decode_keys(text: str) -> MasterKeys:
+    """Master keys written as `encode_key` texts separated by commas or line breaks, the current
+    one first; raises `MasterKeyError`."""
+    texts = [t for t in text.replace(",", "\n").split() if t]
+    if not texts:
+        raise MasterKeyError("no master key given")
+    keys = [decode_key(t) for t in texts]
+    return MasterKeys(keys[0], tuple(keys[1:]))
+
+
+def master_keys_of(settings: Any) -> MasterKeys | None:
+    """The configured master keys (`MEMSTREAM_MASTER_KEY`, else `MASTER_KEY_FILE`), or None.
 
     Raises `MasterKeyError` when one is configured but unusable.
     """
     if settings.memstream_master_key is not None:
-        return decode_key(settings.memstream_master_key.get_secret_value())
+        return decode_keys(settings.memstream_master_key.get_secret_value())
     if settings.master_key_file is not None:
         try:
             text = Path(settings.master_key_file).read_text(encoding="utf-8")
         except OSError as exc:
             raise MasterKeyError(f"{settings.master_key_file}: cannot read ({exc.strerror})") from None
-        return decode_key(text)
+        return decode_keys(text)
     return None
+
+
+def master_key_of(settings: Any) -> bytes | None:
+    """The configured master key that wraps (the first of `master_keys_of`), or None."""
+    keys = master_keys_of(settings)
+    return keys.current if keys is not None else None

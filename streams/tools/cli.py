@@ -417,6 +417,40 @@ def keys_master() -> None:
     print(_new_master_key())
 
 
+@keys_app.command("rotate")
+def keys_rotate(
+    new_key_file: Annotated[Path, typer.Option(help="File holding the new master key (`memstream keys master`).", exists=True, dir_okay=False)],
+    workers_stopped: Annotated[bool, typer.Option(help="Every worker is stopped: skip the consumer-group check (the embedded broker lists members that left).")] = False,
+    broker: BrokerOpt = None,
+) -> None:
+    """Re-wrap every user's data key under a new master key, with every worker stopped.
+
+    The keys configured now (MEMSTREAM_MASTER_KEY or MASTER_KEY_FILE, each of a comma list)
+    unwrap; the new one wraps. Then start the workers with MEMSTREAM_MASTER_KEY=NEW,OLD, and
+    later NEW alone (docs/privacy.md)."""
+    from streams.privacy.crypto import MasterKeys, decode_key, master_keys_of
+    from streams.privacy.rotation import UnwrappableKeys, WorkersRunning, rotate_changelog
+    from streams.tools.unseal import changelog_topic
+
+    settings = get_settings()
+    old = master_keys_of(settings)
+    if old is None:
+        console.print("[red]no master key configured: set MEMSTREAM_MASTER_KEY or MASTER_KEY_FILE "
+                      "to the current one[/]")
+        raise typer.Exit(2)
+    new = decode_key(new_key_file.read_text(encoding="utf-8"))
+    masters = MasterKeys(new, tuple(k for k in old.accepted if k != new))
+    topic = changelog_topic(settings.app_id, "user_keys")
+    try:
+        report = asyncio.run(rotate_changelog(_broker(broker), topic, masters, settings.app_id,
+                                              check_group=not workers_stopped))
+    except (WorkersRunning, UnwrappableKeys) as exc:
+        console.print(f"[red]{exc}[/]; nothing was changed")
+        raise typer.Exit(1) from None
+    console.print(f"{topic}: {report.rewrapped} keys re-wrapped, {report.current} already under "
+                  f"the new master key, {report.without_key} users without a key (purged)")
+
+
 def _show(report: dict[str, Any], as_json: bool, render: Callable[[dict[str, Any], Console], None]) -> None:
     """A bench report as JSON on stdout (`--json`), else as `render`'s tables."""
     if as_json:
