@@ -382,7 +382,9 @@ class Settings(BaseSettings):
     memstream_master_key: SecretStr | None = Field(
         None, description="Master key (32 bytes, url-safe base64; `memstream keys master` makes "
         "one) that wraps every user's data key; the same on every worker, never logged, never in "
-        "Kafka. Required by `memstream worker`; `memstream run` makes one per data dir.",
+        "Kafka. Required by `memstream worker`; `memstream run` makes one per data dir. During a "
+        "rotation a comma-separated list (NEW,OLD): the first wraps, any unwraps "
+        "(docs/privacy.md).",
     )
     master_key_file: Path | None = Field(
         None, description="File holding the master key (instead of MEMSTREAM_MASTER_KEY).",

@@ -47,8 +47,8 @@ def raw_digest(key: bytes, raw: bytes) -> str:
 
 
 def _master_key(sealer: Sealer) -> bytes:
-    """The master key behind `sealer` (`UserKeys` keeps it private; no public accessor yet)."""
-    return sealer.keys._master  # noqa: SLF001
+    """The master key behind `sealer` (the current one, which wraps)."""
+    return sealer.keys.master_key
 
 
 def kept_bytes(raw: bytes, limit: int) -> tuple[bytes, bool, bool]:

@@ -68,7 +68,6 @@ class UserKeys:
     def __init__(self, table: Table, master_key: bytes | MasterKeys) -> None:
         self.table = table
         self.masters = MasterKeys.of(master_key)
-        self._master = self.masters.current  # read by streams.pipeline.dead_letters (digest key)
         self._cache: dict[str, bytes] = {}
 
     @property

@@ -22,9 +22,13 @@ import yaml
 
 from streams.api import auth
 from streams.read.categories import DEFAULT_PATH
+from streams.app.topic_admin import create_topics
+from streams.tools.broker import EmbeddedBroker
+from topics.names import ALL_TOPICS
 from tests.integration.conftest import (
     ADMIN_KEY,
     NO_LIFECYCLE,
+    PARTITIONS,
     REQUEST_GUARD_S,
     Worker,
     auth_headers,
@@ -90,7 +94,19 @@ async def admin(method: str, base: str, path: str, body: Any = None,
 
 
 @pytest.fixture(scope="module")
-def scoped(broker, tmp_path_factory) -> Iterator[Scoped]:
+def own_broker(tmp_path_factory) -> Iterator[EmbeddedBroker]:
+    """A broker of this module's own: on the session's, the session worker (another consumer
+    group) processes the same turns and its progress records would end `wait_processed` before
+    this module's worker has stored them."""
+    b = EmbeddedBroker(log_path=tmp_path_factory.mktemp("scopes-broker") / "broker.log").start()
+    run(create_topics(b.url, ALL_TOPICS, PARTITIONS))
+    yield b
+    b.stop()
+
+
+@pytest.fixture(scope="module")
+def scoped(own_broker, tmp_path_factory) -> Iterator[Scoped]:
+    broker = own_broker
     workdir = tmp_path_factory.mktemp("scopes")
     categories = yaml.safe_load(DEFAULT_PATH.read_text())
     categories["allowlists"]["solo"] = [SOLO_CATEGORY]
