@@ -423,7 +423,7 @@ def _resolve_he_she(sentences: list[str]) -> list[str]:
 _KIND_OF = re.compile(r"\b(?:(?:an?|my|our)\s+)?" + _PET[:-1] + r"|son|daughter|brother|sister|"
                       r"husband|wife|partner|boyfriend|girlfriend|friend|cousin|niece|nephew)"
                       r"\s+(?:(?:named|called)\s+)?([A-Z][a-z]+)\b")
-_ATTRIBUTE = re.compile(r"\s*(?:,|;|\s-|\s–|\sand)\s+(?:who|(?P<name>[A-Z][a-z]+))"
+_ATTRIBUTE = re.compile(r"(?<!\s)(?:\s*+[,;]|\s++(?:-|–|and))\s+(?:who|(?P<name>[A-Z][a-z]+))"
                         r"(?P<verb>\s+(?:is|was|just turned|turned|turns)\b|['’]s\b)"
                         r"(?P<rest>[^,;.!?]*?\d[^,;.!?]*)(?P<end>[,;.!?]|$)")
 
@@ -535,7 +535,8 @@ def _said(name: str, sentence: str, text: str) -> str:
 
 
 _INTENSIFIER = re.compile(  # "really", "super", "totally" …: tone, not content (seed 001 §9)
-    r"\s+(?:really|super|totally|just|pretty|kinda|actually|definitely|literally|honestly|"
+    # (tried where a run of spaces starts, and taking it whole: see text_rules)
+    r"(?<!\s)\s++(?:really|super|totally|just|pretty|kinda|actually|definitely|literally|honestly|"
     r"basically|absolutely|truly|seriously|so+)\b(?=\s+(?!that\b|much\b|many\b|far\b|"
     r"the\b|a\b|an\b|to\b|and\b|or\b|on\b|in\b|for\b|of\b)[a-z])", re.I,
 )

@@ -4,6 +4,11 @@ Sentence splitting; greeting, filler, question and reaction detection; cleaning 
 fillers, vocatives, hedges, slang, subjectless chat, demonstratives, "here's …" with a photo);
 the content signals a sentence is scored by; and the choice of the sentences a turn's facts are
 written from (`fact_sentences`), which the trigger uses too so that both agree.
+
+Every rule reads a text in linear time (a turn holds up to 8,000 characters of anyone's text).
+Where a pattern opens on a run of spaces, it starts only where the run starts (`(?<!\s)`) and
+takes the run whole (`\s*+`): a try from inside the run reaches the same place as the one from
+its start, so it could only fail again, after rescanning the run.
 """
 from __future__ import annotations
 
@@ -12,9 +17,10 @@ from dataclasses import dataclass
 
 from topics.turns import Role
 
-_CAPTION = re.compile(r"\s*\[shares an image:\s*(?P<caption>[^\]]*)\]\s*$")
-_SENTENCE_END = re.compile(
-    r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[!?])\s+|\s*\n+\s*|(?<=[.!?])\s+-\s+"
+_CAPTION = re.compile(r"(?<!\s)\s*+\[shares an image:\s*+(?P<caption>[^\]]*+)\]\s*$")
+_SENTENCE_END = re.compile(  # the third form: a run of spaces that holds a line break
+    r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[!?])\s+|(?<!\s)(?=[^\S\n]*\n)\s+|"
+    r"(?<=[.!?])\s+-\s+"
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’]*|\d+")
 _NORMALISE = re.compile(r"[^a-z0-9' ]+")
@@ -83,9 +89,10 @@ _NOT_ENTITIES = frozenset(
     "November December Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec OMG LOL Haha Wow OK Ok "
     "Okay BTW TBH IMO Yay Yeah Thanks Hey Hi".split()
 )
-_STEPS = re.compile(
-    r"(?:\bstep \d|\bfirst(?:ly)?,? .+\bthen\b|(?:^|\n)\s*\d+[.)]\s|\bto \w+ .{0,40}\byou (?:need|"
-    r"have|should)\b)", re.I
+_STEPS = re.compile(  # "first … then" from the first "first" of each line only: a later one
+    # on the same line finds no "then" the first one did not
+    r"(?:\bstep \d|^(?>[^\n]*?\bfirst(?:ly)?,? )[^\n]+?\bthen\b|^[^\S\n]*\d+[.)]\s|"
+    r"\bto \w+ .{0,40}\byou (?:need|have|should)\b)", re.I | re.M
 )
 _PAST_VERB = re.compile(
     r"\b(?:went|visited|attended|saw|met|took|ran|finished|started|adopted|bought|got|had|did|"
@@ -115,7 +122,7 @@ _REACTION_LEAD = re.compile(
 )
 _YOU_KNOW = re.compile(r"(?:^|(?<=[,;]))\s*you know\b(?! what),?\s*|,\s*you know(?=\s*[.!?]*$)", re.I)
 _JUST_SO = re.compile(  # "…, just so you know." / "Just so you know, …": an aside, not content
-    r",?\s*\b(?:just )?so (?:that )?you (?:know|are aware)\b,?\s*|\bfyi\b,?\s*", re.I)
+    r"(?:,|(?<!\s))\s*+\b(?:just )?so (?:that )?you (?:know|are aware)\b,?\s*|\bfyi\b,?\s*", re.I)
 _TELLING_YOU = re.compile(  # "… wanted to let you know I joined …" → "I joined …"
     r"^.{0,40}?\b(?:just )?(?:wanted|want|had|have|got) to (?:let you know|tell you|share with you|"
     r"update you)(?: that)?,?\s+(?=I\b|I['’]|my\b|we\b|our\b)", re.I
@@ -129,7 +136,7 @@ _SHOWING = (
      "I shared "),
 )
 _TRAILING_LOOK = re.compile(
-    r"\s*[,;–-]\s*(?:take a look|have a look|check it out|look|see)\s*[!.]*$", re.I
+    r"(?<!\s)\s*+[,;–-]\s*+(?:take a look|have a look|check it out|look|see)\s*[!.]*$", re.I
 )
 _VOCATIVE_HEAD = re.compile(  # "Mel, that sounds …"
     r"^[A-Z][a-z]+,\s+(?=(?i:i|you|we|that|this|it|those|these|thanks|so|glad|yes|yeah|no|my|let['’]?s|"
@@ -197,8 +204,16 @@ STOPWORDS = frozenset((
 
 
 def strip_caption(text: str) -> tuple[str, str | None]:
-    """Split a LoCoMo-style `[shares an image: …]` suffix off the text."""
-    m = _CAPTION.search(text)
+    """Split a LoCoMo-style `[shares an image: …]` suffix off the text.
+
+    The caption holds no "]" and ends the text, so it starts after the last "]" but one: the
+    search starts there (a text full of "[shares an image:" and no closing "]" would otherwise
+    be read to its end from each of them).
+    """
+    last = text.rfind("]")
+    if last < 0 or text[last + 1:].strip():
+        return text, None
+    m = _CAPTION.search(text, text.rfind("]", 0, last) + 1)
     if not m:
         return text, None
     return text[: m.start()].rstrip(), m.group("caption").strip() or None
@@ -287,11 +302,20 @@ def _entities_of(sentence: str) -> tuple[str, ...]:
         first = m.group(1).split()[0].rstrip(".,")
         if first not in _NOT_ENTITIES and first.lower() not in _NOT_NAME_OPENERS:
             found.insert(0, m.group(1).rstrip("."))
-    out: list[str] = []
-    for e in dict.fromkeys(found):  # "Harry Potter" makes "Potter" redundant
-        if not any(e != o and re.search(r"\b" + re.escape(e) + r"\b", o) for o in found):
-            out.append(e)
-    return tuple(out)
+    names = list(dict.fromkeys(found))[:MAX_ENTITIES]
+    return tuple(e for e in names if not any(_inside(e, o) for o in names))
+
+
+MAX_ENTITIES = 32
+"""The most distinct names read from one sentence: each is checked against every other, a
+square of work, and a sentence worth a fact names far fewer."""
+
+
+def _inside(name: str, other: str) -> bool:
+    """Whether `name` is a word or words of another name ("Harry Potter" makes "Potter"
+    redundant)."""
+    return (name != other and name in other
+            and re.search(r"\b" + re.escape(name) + r"\b", other) is not None)
 
 
 _NOT_NAME_OPENERS = frozenset("the a an my our this that i i'm i've it it's we he she they so and "

@@ -42,19 +42,25 @@ _PREFIX = (
 )
 """What may come before a command: fillers, politeness, and the words of a change of mind
 ("Actually, don't remember this.", "Wait, forget that.")."""
+_COMMAND_PREFIX = f"(?>{_PREFIX})"
+"""The commands take the longest prefix, atomically: no command opens on a word the prefix can
+take but "please", which "please don't" reads the same either way, so a shorter prefix never
+matches where the longest did not; tried, each shorter one rescanned the rest of the text ("ok
+ok ok …" with no command in it cost the square of its length)."""
 _DONT_REMEMBER = re.compile(
-    _PREFIX + r"(?:(?:don'?t|do not|never|please don'?t)\s+(?:remember|store|save|keep|record|"
-    r"memori[sz]e|log)\b(?P<p1>.*)|(?P<p2>.*)\boff the record\b.*)", re.I | re.S
+    _COMMAND_PREFIX + r"(?:(?:don'?t|do not|never|please don'?t)\s+(?:remember|store|save|keep|"
+    r"record|memori[sz]e|log)\b(?P<p1>.*)|(?P<p2>.*)\boff the record\b.*)", re.I | re.S
 )
 _REMEMBER = re.compile(
-    _PREFIX + r"(?:remember|memori[sz]e|keep in mind|(?:don'?t|do not|never) forget|"
+    _COMMAND_PREFIX + r"(?:remember|memori[sz]e|keep in mind|(?:don'?t|do not|never) forget|"
     r"make a note|note down)\b\s*(?:that\b|this\b|:|-|,)?\s*(?P<payload>.*)", re.I | re.S
 )
 _FORGET = re.compile(
-    _PREFIX + r"(?P<verb>forget|delete|erase|remove)\b\s*(?:about\s+)?(?:that\s+)?(?P<payload>.*)",
-    re.I | re.S,
+    _COMMAND_PREFIX + r"(?P<verb>forget|delete|erase|remove)\b\s*(?:about\s+)?(?:that\s+)?"
+    r"(?P<payload>.*)", re.I | re.S,
 )
-_PIN = re.compile(_PREFIX + r"pin\b\s*(?:this|that|it)?\s*[:\-,]?\s*(?P<payload>.*)", re.I | re.S)
+_PIN = re.compile(_COMMAND_PREFIX + r"pin\b\s*(?:this|that|it)?\s*[:\-,]?\s*(?P<payload>.*)",
+                  re.I | re.S)
 _REMINISCENCE = re.compile(r"^(?:when|how|what|the time|that time|last|those|us|me)\b", re.I)
 _VAGUE = frozenset({"", "it", "about it", "it all", "this", "that", "everything i said"})
 _JUST_SAID = re.compile(r"(?:what|everything|all)(?: that)? i(?: just)? (?:said|told you|wrote|"
@@ -64,7 +70,8 @@ _TAKE_BACK = ExplicitCommand(CommandKind.dont_remember, "")
 """What "don't remember this" and "forget that" ask: take back what the thread's last turn stored."""
 
 
-_TRAILING_POLITE = re.compile(r"[\s,]+(?:please|pls|plz|thanks|thank you|ok|okay)\W*$", re.I)
+_TRAILING_POLITE = re.compile(  # tried where a run of spaces and commas starts (see text_rules)
+    r"(?<![\s,])[\s,]++(?:please|pls|plz|thanks|thank you|ok|okay)\W*$", re.I)
 _LEADING_DEICTIC = re.compile(r"^(?:this|that|it)\b(?:\W|$)", re.I)
 
 
