@@ -159,9 +159,11 @@ def test_names_are_compared_pairwise_only_up_to_the_cap(monkeypatch: pytest.Monk
         return search(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(text_rules.re, "search", counted)
-    sentence = CLASSES["distinct names"](8000).replace(", ", ", Ann ")  # "Ann" inside none
+    names = CLASSES["distinct names"](8000).removeprefix("I met ")
+    sentence = "I met Ann, Ann " + names.replace(", ", ", Ann ")  # Ann, Ann Aaaa, Ann Aaab, …
     entities = text_rules.sentence_signals(sentence).entities
-    assert 0 < len(entities) <= text_rules.MAX_ENTITIES
+    assert len(entities) == text_rules.MAX_ENTITIES - 1 and "Ann" not in entities
+    assert 0 < calls  # "Ann" was compared with the others
 
 
 def _entities_compared_with_every_other(sentence: str) -> tuple[str, ...]:
