@@ -65,6 +65,7 @@ CLASSES: dict[str, Callable[[int], str]] = {
     "PEM header": lambda n: _repeat("PRIVATE KEY ", n, "-----BEGIN "),
     "[shares an image:": lambda n: _repeat("[shares an image: ", n),
     "first-then runs": lambda n: _repeat("first, ", n),
+    "a dog named Max…": lambda n: _repeat("a dog named Max ", n, "I have "),
     "1-comma runs (fact)": lambda n: _repeat("1,", n, "I paid ", " dollars."),
     "… runs (fact)": lambda n: _repeat("…", n, "I love my dog Max ", " today."),
 }

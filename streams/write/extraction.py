@@ -110,8 +110,10 @@ _PET = r"((?i:dog|cat|puppy|pup|kitten|bird|parrot|rabbit|bunny|hamster|horse|tu
 _KEYS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(?:[Mm]y|[Oo]ur)\s+" + _PET + r",?\s+([A-Z][a-z]+),?\s+(?:is|" + _APOS +
                 r"s|turned|turns|just turned)\s+(?:now\s+)?(\d{1,2})\b"), "profile:pet:{1}:age"),
-    (re.compile(r"\b" + _PET + r"\s+(?:named|called)\s+([A-Z][a-z]+)\b.*?\b(?:[Ss]he|[Hh]e|[Ii]t|who|\2)"
-                r"(?:\s+is|" + _APOS + r"s|\s+turned|\s+turns)\s+(?:now\s+)?(\d{1,2})\b"),
+    # the age within 200 characters of the naming: unbounded, each naming rescanned the rest of
+    # the sentence ("a dog named Max" many times over cost the square of the sentence)
+    (re.compile(r"\b" + _PET + r"\s+(?:named|called)\s+([A-Z][a-z]+)\b.{0,200}?\b(?:[Ss]he|[Hh]e|"
+                r"[Ii]t|who|\2)(?:\s+is|" + _APOS + r"s|\s+turned|\s+turns)\s+(?:now\s+)?(\d{1,2})\b"),
      "profile:pet:{1}:age"),
     (re.compile(r"\b(?:[Mm]y|[Oo]ur)\s+(son|daughter|brother|sister|husband|wife|partner|boyfriend|"
                 r"girlfriend|mom|dad|mother|father),?\s+([A-Z][a-z]+),?\s+(?:is|" + _APOS +

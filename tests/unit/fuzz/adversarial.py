@@ -29,7 +29,7 @@ RULE_PIECES = [
 RUN_PIECES = [
     "`a", "secret ", "secret`", "api_key", "password:", "'", "`", " ", "\xa0", "\n", ", ", "ok ",
     "sk-", "/", "eyJ", "AC" + "a" * 32, "PRIVATE KEY ", "-----BEGIN ", "x`==pwd ", "a`;'",
-    "1,", "Aa ", "first, ", "[shares an image: ", "?!", "…",
+    "1,", "Aa ", "first, ", "[shares an image: ", "?!", "…", "a dog named Max ",
 ]
 """Pieces whose long runs made a pattern rescan the run from each place in it."""
 

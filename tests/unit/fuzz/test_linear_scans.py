@@ -245,6 +245,23 @@ def test_rule_patterns_match_as_their_quadratic_originals(name: str, text: str) 
     assert _use(new, how, text) == _use(old, how, text)
 
 
+_NAMED_AGE_BEFORE = re.compile(
+    r"\b" + extraction._PET + r"\s+(?:named|called)\s+([A-Z][a-z]+)\b.*?\b(?:[Ss]he|[Hh]e|[Ii]t|who|\2)"
+    r"(?:\s+is|" + extraction._APOS + r"s|\s+turned|\s+turns)\s+(?:now\s+)?(\d{1,2})\b")
+NAMED_PIECES = ["a dog", " ", "named", "called", "Max", "Luna", "She", "she", "It", "who", "is",
+                "turned", "’s", "'s", "now", "3", "12", ",", ".", "and", "Max is 4"]
+
+
+@fuzz_settings(300)
+@given(text=mixes(NAMED_PIECES).filter(lambda t: len(t) <= 200))
+@example(text="a dog named Max and a cat named Luna. Luna is 3")
+def test_a_named_age_is_found_as_before_within_200_characters(text: str) -> None:
+    named_age = next(p for p, _ in extraction._KEYS if ".{0,200}?" in p.pattern)
+    new = named_age.search(text)
+    old = _NAMED_AGE_BEFORE.search(text)
+    assert (new and (new.span(), new.groups())) == (old and (old.span(), old.groups()))
+
+
 _CAPTION_BEFORE = re.compile(r"\s*\[shares an image:\s*(?P<caption>[^\]]*)\]\s*$")
 
 
