@@ -413,13 +413,49 @@ def _resolve_he_she(sentences: list[str]) -> list[str]:
             s = re.sub(r"\b([Ss]he|[Hh]e)\b(?!['’]ll)",
                        lambda h: mention if h.start() else mention[:1].upper() + mention[1:],
                        s, count=1)
-        for m in _NAMED.finditer(s):
-            named = m.group(1) or m.group(3)
-            mention = named if m.group(1) else _lower_first(m.group(0).lstrip())
-            tail = s[m.end():]
-            s = s[: m.end()] + re.sub(r"\b(?:[Ss]he|[Hh]e)\b", named, tail, count=1)
+        s, namings = _name_the_pronouns(s)
+        if namings:
+            last = namings[-1]
+            named = last.group(1) or last.group(3)
+            mention = named if last.group(1) else _lower_first(last.group(0).lstrip())
         out.append(s)
     return out
+
+
+_HE_SHE = re.compile(r"\b(?:[Ss]he|[Hh]e)\b")
+
+
+def _name_the_pronouns(s: str) -> tuple[str, list[re.Match[str]]]:
+    """`s` with each naming's name put for the first "she" or "he" after it that an earlier
+    naming did not take ("a dog named Luna and she …" → "… Luna and Luna …"), and the namings.
+
+    One pass over the pronouns: a naming never looks before its own end, so the pronouns before
+    it are passed for good (each naming rescanned the rest of the sentence, the square of its
+    length for a sentence of namings). Positions are those of `s` as given (they were read in
+    the text as rewritten so far, off by the length a longer or shorter name had added).
+    """
+    namings = list(_NAMED.finditer(s))
+    if not namings:
+        return s, namings
+    pronouns = [p.span() for p in _HE_SHE.finditer(s)]
+    put: dict[int, tuple[int, str]] = {}  # a pronoun's start → (its end, the name put there)
+    i = 0
+    for m in namings:
+        name = m.group(1) or m.group(3)
+        if glued := _HE_SHE.match(s[m.end():m.end() + 4]):  # "named MaxShe": the name runs on
+            put[m.end()] = (m.end() + glued.end(), name)
+            continue
+        while i < len(pronouns) and pronouns[i][0] < m.end():
+            i += 1
+        if i < len(pronouns):
+            put[pronouns[i][0]] = (pronouns[i][1], name)
+            i += not _HE_SHE.fullmatch(name)  # a dog named He: still a pronoun to the next naming
+    pieces, done = [], 0
+    for start in sorted(put):
+        end, name = put[start]
+        pieces += [s[done:start], name]
+        done = end
+    return "".join([*pieces, s[done:]]), namings
 
 
 _KIND_OF = re.compile(r"\b(?:(?:an?|my|our)\s+)?" + _PET[:-1] + r"|son|daughter|brother|sister|"

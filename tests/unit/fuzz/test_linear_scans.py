@@ -262,6 +262,44 @@ def test_a_named_age_is_found_as_before_within_200_characters(text: str) -> None
     assert (new and (new.span(), new.groups())) == (old and (old.span(), old.groups()))
 
 
+def _pronouns_named_one_by_one(s: str) -> str:
+    """How pronouns were named before issue 24: each naming rescanned the rest of the text."""
+    for m in extraction._NAMED.finditer(s):
+        named = m.group(1) or m.group(3)
+        s = s[: m.end()] + re.sub(r"\b(?:[Ss]he|[Hh]e)\b", named, s[m.end():], count=1)
+    return s
+
+
+@fuzz_settings(300)
+@given(text=mixes(["named", "called", " ", "Bob", "Amy", "She", "she", "my dog", "My sister",
+                   "and", "loves", ",", ".", "the", "Sheila", "BobShe", "x"]))
+def test_pronouns_are_named_as_before(text: str) -> None:
+    # names as long as the pronouns: the old loop's positions never drifted
+    assert extraction._name_the_pronouns(text)[0] == _pronouns_named_one_by_one(text)
+
+
+def test_pronouns_are_named_where_they_are() -> None:
+    # the old loop read later positions in the text as rewritten so far: "Bo" for "she" moved
+    # the rest one character, twice, and the last "he" was missed
+    text = "named Bo she, named Bo she, named Lu he is"
+    assert extraction._name_the_pronouns(text)[0] == "named Bo Bo, named Bo Bo, named Lu Lu is"
+
+
+def test_naming_pronouns_reads_a_sentence_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    read = 0
+    sub = re.sub
+
+    def counted(pattern: object, repl: object, string: str, *args: object, **kwargs: object) -> str:
+        nonlocal read
+        read += len(string)
+        return sub(pattern, repl, string, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(extraction.re, "sub", counted)
+    sentence = CLASSES["a dog named Max…"](8000)
+    extraction._resolve_he_she(["I have a dog named Rex.", sentence])
+    assert read <= 2 * len(sentence)  # the old loop handed re.sub the rest of it per naming
+
+
 _CAPTION_BEFORE = re.compile(r"\s*\[shares an image:\s*(?P<caption>[^\]]*)\]\s*$")
 
 
