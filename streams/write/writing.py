@@ -55,7 +55,15 @@ _ABBREV = re.compile(
     r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|Mt|vs|etc|e\.g|i\.e|approx|No|Inc|Ltd|Co|Ave|Rd)\.$"
     r"|(?:^|[\s(])(?:[A-Z]\.)+$"  # initials and "U.S."
 )
-_SENTENCE_BREAK = re.compile(r"[.!?…]+[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+_SENTENCE_BREAK = re.compile(r"(?<![.!?…])[.!?…]++[\"')\]]*+\s++(?=[\"'(\[]?[A-Z0-9])")
+"""A sentence's end, read once from where its punctuation starts (tried from every mark of a
+long "……" run, the old form was quadratic in the run)."""
+_FINAL_MARKS = re.compile(r"(?<![.!?…])[.!?…]+$")
+"""The marks that end a text, matched from where their run starts (from every mark of a long run
+not at the end, the old form was quadratic in the run)."""
+_ABBREV_TAIL = 64
+"""Characters before a break that `_ABBREV` looks at (the longest abbreviation is 7; a longer
+run of initials is not one)."""
 _TRAILING_JOINERS = re.compile(
     r"(?:[\s,;:–—-]+(?:and|but|or|so|because|which|that|to|with|the|a|an|of|in|for|on|at|as|"
     r"like|who|when|while|from|into|by|than|then|my|his|her|their|its|is|are|was|were))+\s*$",
@@ -69,7 +77,7 @@ def split_summary_sentences(text: str) -> list[str]:
     out: list[str] = []
     start = 0
     for m in _SENTENCE_BREAK.finditer(text):
-        head = text[start:m.start() + 1]
+        head = text[max(start, m.start() + 1 - _ABBREV_TAIL):m.start() + 1]
         if _ABBREV.search(head.rstrip(".!?…\"')]") + ".") and text[m.start()] == ".":
             continue
         out.append(text[start:m.end()].strip())
@@ -142,9 +150,9 @@ def normalise_summary(summary: str, max_chars: int = MAX_CHARS, *,
     s = re.sub(r"([!?.])[!?.]+", r"\1", s)
     if max_sentences:
         s = " ".join(split_summary_sentences(s)[:max_sentences])
-    s = re.sub(r"[!?.…]+$", "", s).rstrip(" ,;:-–—")
+    s = _FINAL_MARKS.sub("", s).rstrip(" ,;:-–—")
     s = trim_to(s, max_chars)
-    s = re.sub(r"[.!?…]+$", "", s).rstrip(" ,;:-–—")
+    s = _FINAL_MARKS.sub("", s).rstrip(" ,;:-–—")
     return (s[:1].upper() + s[1:] + ".") if s else ""
 
 

@@ -17,7 +17,7 @@ SECRET_PIECES = [
 """What the secret scan's patterns are made of: keywords, quotes, operators, key prefixes."""
 
 RULE_PIECES = [
-    " ", "  ", "\n", " \n ", "\xa0", "\t", ",", ", ", ";", ".", "!", "?", "-", " - ", "–", "'", '"',
+    " ", "  ", "\n", " \n ", "\xa0", "\t", ",", ", ", ";", ".", "!", "?", "…", "-", " - ", "–", "'", '"',
     "(", ")", "[", "]", "a", "I", "my", "Max", "Luna", "who", "is", "3", "12", "and", "so", "you",
     "know", "just", "that", "are", "aware", "fyi", "look", "take a look", "see", "check it out",
     "please", "thanks", "ok", "okay", "hey", "also", "can", "you", "don't", "remember", "forget",

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from streams.eval.adversarial_cost import CLASSES
 from streams.pipeline.dead_letters import kept_bytes
-from streams.write import extraction, policy, text_rules, trigger
+from streams.write import extraction, policy, procedural, text_rules, trigger, writing
 from tests.fuzzing import fuzz_settings
 from tests.unit.fuzz.adversarial import RULE_PIECES, SECRET_PIECES, mixes, runs
 
@@ -208,6 +208,11 @@ def _quadratic_originals() -> dict[str, tuple[re.Pattern[str], re.Pattern[str], 
             extraction._INTENSIFIER.flags), "sub"),
         "_ATTRIBUTE": (extraction._ATTRIBUTE, re.compile(extraction._ATTRIBUTE.pattern.replace(
             r"(?<!\s)(?:\s*+[,;]|\s++(?:-|–|and))", r"\s*(?:,|;|\s-|\s–|\sand)", 1)), "sub"),
+        "_LIST_SEPARATOR": (procedural._LIST_SEPARATOR, re.compile(
+            r"\s*(?:;|\n|,\s*(?:and\s+)?)\s*"), "split"),
+        "_SENTENCE_BREAK": (writing._SENTENCE_BREAK, re.compile(
+            r"[.!?…]+[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])"), "sub"),
+        "_FINAL_MARKS": (writing._FINAL_MARKS, re.compile(r"[.!?…]+$"), "sub"),
         **{name: (new, re.compile(new.pattern.replace(trigger._COMMAND_PREFIX, trigger._PREFIX, 1),
                                   new.flags), "match")
            for name, new in (("_DONT_REMEMBER", trigger._DONT_REMEMBER),
@@ -217,7 +222,8 @@ def _quadratic_originals() -> dict[str, tuple[re.Pattern[str], re.Pattern[str], 
 
 
 RULES = ["_SENTENCE_END", "_JUST_SO", "_TRAILING_LOOK", "_STEPS", "_TRAILING_POLITE",
-         "_INTENSIFIER", "_ATTRIBUTE", "_DONT_REMEMBER", "_REMEMBER", "_FORGET", "_PIN"]
+         "_INTENSIFIER", "_ATTRIBUTE", "_DONT_REMEMBER", "_REMEMBER", "_FORGET", "_PIN",
+         "_LIST_SEPARATOR", "_SENTENCE_BREAK", "_FINAL_MARKS"]
 
 
 def _use(pattern: re.Pattern[str], how: str, text: str) -> object:

@@ -41,3 +41,18 @@ def test_a_malformed_line_is_a_named_error(tmp_path: Path) -> None:
     bad.write_text("# header\nPersonal\tI like tea.\nno tab here\n", encoding="utf-8")
     with pytest.raises(LabelledSetError, match="bad.tsv:3"):
         load(bad)
+
+
+def test_an_amount_counts_once_from_where_its_digits_start():
+    """The Finance cue for amounts ("2.5k", "3 grand") matches a run of digits once, from its
+    start: "1,1,1,…k" is one amount, not one per digit (which also cost quadratic time)."""
+    from streams.write.categories import _CUES
+
+    [finance] = [cues for name, cues in _CUES if name == "Finance"]
+    cues = finance[-1][1]
+
+    def amounts(text: str) -> list[str]:
+        return [m.group(0) for m in cues.finditer(text) if m.group(0)[0].isdigit()]
+
+    assert amounts("I paid 2.5k for it, then 3 grand") == ["2.5k", "3 grand"]
+    assert len(amounts("I paid " + "1," * 2000 + "5k")) == 1
