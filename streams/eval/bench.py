@@ -543,11 +543,7 @@ async def _offline_live_recall(pipeline: Any, conversations: list[LocomoConversa
 
     queries = await live_replay(turns, ask, send)
     await pipeline.deliver()
-    report = RecallReport()
-    for conv in conversations:
-        for question in conv.scored_questions:
-            hits = await pipeline.query(conv.user_id, question.question, max(KS))
-            report.add(question.evidence, [(h.memory.summary, h.memory.source_turn_ids) for h in hits])
+    report = await _ask_questions(pipeline, conversations)
     states = Counter(m.state for c in conversations for m in pipeline.store.user_memories(c.user_id))
     return {**recall_summary(report, queries, top_k), "by_state": dict(sorted(states.items()))}
 
@@ -557,6 +553,13 @@ async def _offline_recall(pipeline: Any, conversations: list[LocomoConversation]
     """Ingest `turns` through the in-process stages, then ask every scored question (each
     one's items also go to `results`, for the cross-validated report)."""
     await pipeline.ingest(turns)
+    return await _ask_questions(pipeline, conversations, results)
+
+
+async def _ask_questions(pipeline: Any, conversations: list[LocomoConversation],
+                         results: QuestionResults | None = None) -> RecallReport:
+    """Every scored question asked of the in-process pipeline (an evaluation read: not
+    recorded); each one's items also go to `results` when given."""
     report = RecallReport()
     for conv in conversations:
         for question in conv.scored_questions:

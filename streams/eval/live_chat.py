@@ -21,7 +21,7 @@ from typing import Any
 
 from streams.eval.crossval import QuestionResults
 from streams.eval.locomo import LocomoConversation
-from streams.eval.recall import KS, RecallReport
+from streams.eval.recall import RecallReport
 from streams.memory.model import Memory
 from streams.memory.vector_index import VectorIndex
 from topics.turns import Turn
@@ -93,6 +93,5 @@ async def live_replay(turns: Sequence[Turn], ask: Ask, send: Callable[[Turn], Aw
 def recall_summary(report: RecallReport, queries: int, top_k: int) -> dict[str, Any]:
     """The live replay's figures for the report: recall as the plain replay's, and its reads."""
     data = report.as_dict()
-    return {"reads_per_turn": 1, "read_top_k": top_k, "queries": queries,
-            "recall_any": data["recall_any"], "recall_all": data["recall_all"],
-            "context_words_mean_at": data["context_words_mean_at"], "ks": list(KS)}
+    return {"read_top_k": top_k, "queries": queries, "recall_any": data["recall_any"],
+            "recall_all": data["recall_all"], "context_words_mean_at": data["context_words_mean_at"]}
