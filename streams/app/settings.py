@@ -27,7 +27,8 @@ class Settings(BaseSettings):
     web_host: str = Field("127.0.0.1", description="Host the worker's web server binds and advertises.")
     web_port: int = Field(6066, description="Port of the worker's web server (query API, /metrics).")
     embedded_broker_port: int = Field(9092, description="Port of the embedded broker.")
-    log_level: str = Field("info", description="Worker log level.")
+    log_level: str = Field("info", description="The project's log level; libraries (Faust, Kafka, "
+                           "the model's tools) log at WARNING unless it is debug.")
     table_store: str = Field("rocksdb://", description="Faust table store (rocksdb:// or memory://).")
     kafka_one_record_batches: bool = Field(
         False,

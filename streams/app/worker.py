@@ -5,17 +5,22 @@ stages depend on `streams`, never the reverse.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from streams.api.auth import KeyEntry
 from streams.app.factory import MemstreamApp, create_app
 from streams.app.settings import Settings
+from streams.observability.logs import worker_logging
+from topics.names import CHAT_TURNS
 from streams.pipeline.outputs import Sender
 from streams.providers.embedders import Embedder
 from streams.providers.llm import GuardedLLM
 
 log = logging.getLogger(__name__)
+READY_POLL_S = 0.5
+"""How often the ready announcement checks the worker's tables (a log line, not a probe)."""
 
 
 def build_worker(settings: Settings, *, extra_keys: Sequence[KeyEntry] = (),
@@ -59,6 +64,22 @@ def run_worker(settings: Settings, extra_keys: Sequence[KeyEntry] = ()) -> None:
     if created:
         log.info("created topics: %s", ", ".join(created))
     app = build_worker(settings, extra_keys=extra_keys)
+    app.faust.task(_announce_ready(app))
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    worker = faust.Worker(app.faust, loglevel=settings.log_level.upper(), quiet=True)
+    worker = faust.Worker(app.faust, loglevel=settings.log_level.upper(), quiet=True,
+                          logging_config=worker_logging(settings.log_level))
     worker.execute_from_commandline()
+
+
+def _announce_ready(app: MemstreamApp) -> Callable[[], Awaitable[None]]:
+    """A task that says once, in one line, when the worker serves: its tables recovered, its
+    partitions assigned and its model loaded."""
+    async def announce() -> None:
+        while not app.tables_ready():
+            await asyncio.sleep(READY_POLL_S)
+        await app.services.warm_up()  # returns at once when the model is loaded already
+        turns = sorted(tp.partition for tp in app.faust.consumer.assignment()
+                       if tp.topic == CHAT_TURNS)
+        log.info("ready: consuming chat.turns partitions %s; the embedding model is loaded",
+                 ", ".join(map(str, turns)) or "(none yet)")
+    return announce

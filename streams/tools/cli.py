@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import sys
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -61,8 +60,9 @@ def _api(api: str | None) -> str:
 
 
 def _setup_logging() -> None:
-    level = get_settings().log_level.upper()
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from streams.observability.logs import configure
+
+    configure(get_settings().log_level)
 
 
 @app.command()

@@ -19,7 +19,8 @@ import shutil
 import tempfile
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from streams.providers.embedders.base import EmbedderError
@@ -52,11 +53,13 @@ def onnx_path(model_dir: Path, cache_dir: Path, *, int8: bool) -> Path:
         if target.exists():
             return target
         cache_dir.mkdir(parents=True, exist_ok=True)
+        steps = [*(["exporting to ONNX"] if not fp32.exists() else []),
+                 *(["quantising to int8"] if int8 else [])]
+        log.info("preparing the embedding model once (%s); cached in %s", ", ".join(steps),
+                 cache_dir)
         if not fp32.exists():
-            log.info("exporting %s to ONNX (once; cached at %s)", model_dir.name, fp32)
             _write_atomically(fp32, lambda tmp: export_fp32(model_dir, tmp))
         if int8:
-            log.info("quantising %s to int8 (once; cached at %s)", fp32.name, target)
             _write_atomically(target, lambda tmp: quantise_int8(fp32, tmp))
     return target
 
@@ -91,6 +94,9 @@ def export_fp32(model_dir: Path, out: Path) -> None:
             return self.bert(input_ids=input_ids, attention_mask=attention_mask,
                              token_type_ids=token_type_ids).last_hidden_state
 
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # a bar per load, in a worker's log
     encoder = Encoder(AutoModel.from_pretrained(str(model_dir))).eval()
     # Two rows of different lengths, so the traced graph keeps the padding mask general.
     ids = torch.tensor([[101, 7592, 2088, 102], [101, 7592, 102, 0]], dtype=torch.long)
@@ -120,6 +126,24 @@ def quantise_int8(fp32: Path, out: Path) -> None:
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=".quantise-") as private:
         source = Path(private) / fp32.name
         shutil.copyfile(fp32, source)
-        quantize_dynamic(str(source), str(out), weight_type=QuantType.QInt8, per_channel=True,
-                         op_types_to_quantize=["MatMul"],
-                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+        with _quiet(logging.getLogger()):  # onnxruntime's quantiser logs per tensor on the root
+            quantize_dynamic(str(source), str(out), weight_type=QuantType.QInt8,
+                             per_channel=True, op_types_to_quantize=["MatMul"],
+                             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+
+
+class _BelowError(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR
+
+
+@contextmanager
+def _quiet(logger: logging.Logger) -> Iterator[None]:
+    """`logger`'s own records below ERROR dropped while the block runs (a library's advice,
+    "consider pre-processing before quantization", and its notes per tensor: not the user's)."""
+    quiet = _BelowError()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
