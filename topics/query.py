@@ -94,8 +94,11 @@ class QueryRequest(BaseModel):
         "whole allowlist.")
     filters: QueryFilters = Field(default_factory=QueryFilters)
     top_k: int | None = Field(None, ge=1, description="Default: MEMORY_K.")
-    threshold: float | None = Field(None, ge=-1.0, le=1.0,
-                                    description="Drop items whose cosine similarity is lower.")
+    threshold: float | None = Field(
+        None, ge=0.0, le=1.0, description="Drop items whose score is lower. An item's score is "
+        "the probability that it answers the query, calibrated on LoCoMo (the same for every "
+        "user, query and store size); categories with context `all` are exempt. Default: "
+        "QUERY_THRESHOLD (0.02) for bullets, none for full answers.")
     return_: ReturnMode = Field("bullets", alias="return")
     budget_tokens: int | None = Field(None, ge=1, description="Token budget of the whole answer.")
     since_rev: int | None = Field(None, ge=0, description="Delta header since this thread revision.")
@@ -160,6 +163,8 @@ class BulletItem(BaseModel):
     text: str
     tokens: int
     archived: bool = Field(False, description="From the archive (the cold tier).")
+    score: float = Field(description="The probability that the item answers the query "
+                                     "(calibrated; what `threshold` compares with).")
 
 
 class FullItem(BulletItem):
@@ -168,7 +173,8 @@ class FullItem(BulletItem):
     model_config = ConfigDict(extra="allow")
 
     summary: str
-    score: float
+    rank_score: float = Field(description="The ranking formula's score (SPEC §5), which orders "
+                                          "one answer; not comparable across queries.")
     similarity: float
     source_turn_ids: list[str]
     related: list[dict[str, Any]] = Field(default_factory=list)

@@ -113,7 +113,8 @@ async def answer(app: MemstreamApp, request: QueryRequest, user_id: str,
     if request.since_rev is not None and request.thread_id is not None:
         delta = delta_of(app.store.state(), user_id, request.thread_id, request.since_rev, scope)
     response, hits = execute(index, vector, plan, policy, ranking.weights_from_settings(settings),
-                             get_counter(), delta, Retrieval.from_settings(settings))
+                             get_counter(), delta, Retrieval.from_settings(settings),
+                             app.services.score_curve())
     response.items = scoped_items(response.items, scope)
     # The read time is the query's "now", but never later than the user's clock: a request
     # dated in the future must not keep memories from ever expiring.

@@ -22,6 +22,7 @@ from streams.observability import metrics
 from streams.providers.embedders import Embedder, EmbedderProfile, create_embedder
 from streams.providers.embedders.configured import build_embedder, embedder_key, embedder_profile
 from streams.providers.llm import GuardedLLM
+from streams.read.calibration import ScoreCurve, curve_for
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,11 @@ class Services:
         metrics.EMBED_SECONDS.labels(embedder=name).observe(time.perf_counter() - started)
         metrics.EMBED_TEXTS.labels(embedder=name).inc(len(texts))
         return vectors
+
+    def score_curve(self) -> ScoreCurve:
+        """How a query item's relevance becomes its score, for this embedder and the settings'
+        retrieval mode (`streams.read.calibration`)."""
+        return curve_for(self.embedder().profile.name, self.settings.retrieval_mode)
 
     async def warm_up(self) -> None:
         """Load the embedder off the event loop (a worker does it as it starts)."""

@@ -373,6 +373,12 @@ class Settings(BaseSettings):
         0.03, ge=0.0, description="Ranking penalty of an archived memory (the cold tier): it ranks "
         "below an active one that matches as well.",
     )
+    query_threshold: float | None = Field(
+        0.02, ge=0.0, le=1.0, description="The threshold of a bullets answer whose request sets "
+        "none: items scoring lower (a score is the probability that the item answers the query, "
+        "streams/read/calibration.py) are left out, but for categories with context all. Full "
+        "answers (inspection, evaluation) apply only a threshold the request sets.",
+    )
     cold_tier_similarity: float = Field(
         0.6, ge=-1.0, le=1.0, description="A query reaches into the archive by itself when fewer "
         "than top_k active memories have at least this cosine similarity (the active results are "

@@ -63,6 +63,7 @@ from streams.eval.live_chat import (
     recall_summary,
 )
 from streams.eval.locomo import LocomoConversation, load_conversation
+from streams.eval.score_calibration import Point, answered, plot, reliability
 from streams.eval.recall import KS, RawTurnBaseline, RecallReport, duplicate_rate
 from streams.read.fusion import Retrieval
 from topics.events import MemoryEvent
@@ -419,8 +420,8 @@ def stored_quality(summaries: dict[tuple[str, str], list[str]], conversations: l
 
 
 async def query_all(api_url: str, conversations: list[LocomoConversation],
-                    api_key: str | None = None,
-                    results: QuestionResults | None = None) -> tuple[RecallReport, list[float]]:
+                    api_key: str | None = None, results: QuestionResults | None = None,
+                    points: list[Point] | None = None) -> tuple[RecallReport, list[float]]:
     report, latencies = RecallReport(), []
     async with ApiClient(api_url, api_key=api_key) as client:
         for conv in conversations:
@@ -433,6 +434,10 @@ async def query_all(api_url: str, conversations: list[LocomoConversation],
                 latencies.append((time.perf_counter() - started) * 1000)
                 ranked = [(i["summary"], i["source_turn_ids"]) for i in items]
                 report.add(question.evidence, ranked)
+                if points is not None:
+                    points += [Point(i["similarity"], i["score"],
+                                     answered(question.evidence, i["source_turn_ids"]))
+                               for i in items]
                 if results is not None:
                     results.add(conv.user_id, question.category, question.evidence, ranked)
     return report, latencies
@@ -469,7 +474,8 @@ def _settings_retrieval() -> Retrieval:
 
 
 def run_offline_bench(files: list[Path], console: Console, cross_validated: bool = False,
-                      lifecycle: bool = True, live_queries: bool = False) -> dict[str, Any]:
+                      lifecycle: bool = True, live_queries: bool = False,
+                      plot_path: Path | None = None) -> dict[str, Any]:
     """Recall and memory counts from the worker's stages run in process (no Kafka, no timings);
     with `cross_validated`, also recall per half of the conversations and per question
     category (`streams.eval.crossval`); `lifecycle` (the worker's default) runs the lifecycle
@@ -488,7 +494,8 @@ def run_offline_bench(files: list[Path], console: Console, cross_validated: bool
         f" ({retrieval.fusion})" if retrieval.mode == "hybrid" else ""))
     turns = [t for c in conversations for t in c.turns]
     results = QuestionResults()
-    report = asyncio.run(_offline_recall(pipeline, conversations, turns, results))
+    points: list[Point] = []
+    report = asyncio.run(_offline_recall(pipeline, conversations, turns, results, points))
     outcomes = pipeline.outcomes()
     created = outcomes.get("created", 0)
     summaries: dict[tuple[str, str], list[str]] = {}
@@ -517,6 +524,7 @@ def run_offline_bench(files: list[Path], console: Console, cross_validated: bool
         "baseline_raw_turns": base.as_dict(),
         "baseline_raw_turns_hybrid": base_hybrid.as_dict(),
         "per_conversation": per_conversation(results, conversations, files),
+        "score_reliability": _reliability(points, plot_path, console),
         "end_state": state,
         **({"live_queries": live} if live is not None else {}),
         **_cross_validation(cross_validated, results, base_results, conversations, files),
@@ -549,17 +557,20 @@ async def _offline_live_recall(pipeline: Any, conversations: list[LocomoConversa
 
 
 async def _offline_recall(pipeline: Any, conversations: list[LocomoConversation],
-                          turns: list[Turn], results: QuestionResults | None = None) -> RecallReport:
+                          turns: list[Turn], results: QuestionResults | None = None,
+                          points: list[Point] | None = None) -> RecallReport:
     """Ingest `turns` through the in-process stages, then ask every scored question (each
-    one's items also go to `results`, for the cross-validated report)."""
+    one's items also go to `results`, for the cross-validated report, and to `points`)."""
     await pipeline.ingest(turns)
-    return await _ask_questions(pipeline, conversations, results)
+    return await _ask_questions(pipeline, conversations, results, points)
 
 
 async def _ask_questions(pipeline: Any, conversations: list[LocomoConversation],
-                         results: QuestionResults | None = None) -> RecallReport:
+                         results: QuestionResults | None = None,
+                         points: list[Point] | None = None) -> RecallReport:
     """Every scored question asked of the in-process pipeline (an evaluation read: not
-    recorded); each one's items also go to `results` when given."""
+    recorded); each one's items also go to `results`, and their scores to `points`, when
+    given."""
     report = RecallReport()
     for conv in conversations:
         for question in conv.scored_questions:
@@ -568,12 +579,17 @@ async def _ask_questions(pipeline: Any, conversations: list[LocomoConversation],
             report.add(question.evidence, items)
             if results is not None:
                 results.add(conv.user_id, question.category, question.evidence, items)
+            if points is not None:
+                points += [Point(h.relevance or h.similarity, h.calibrated,
+                                 answered(question.evidence, h.memory.source_turn_ids))
+                           for h in hits]
     return report
 
 
 def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, partitions: int,
                      console: Console, rate: float = 0.0, cross_validated: bool = False,
-                     lifecycle: bool = True, live_queries: bool = False) -> dict[str, Any]:
+                     lifecycle: bool = True, live_queries: bool = False,
+                     plot_path: Path | None = None) -> dict[str, Any]:
     """Run the whole benchmark and return the report (see module doc); `cross_validated`
     adds recall per half of the conversations and per question category; `lifecycle` runs the
     lifecycle in the fresh stack's worker, as a worker does by default (a running worker,
@@ -619,8 +635,9 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         raw_rate = asyncio.run(broker_raw_rate(stack.broker_url, turns, partitions, stack.one_record_batches))
         console.print("querying ...")
         results = QuestionResults()
+        points: list[Point] = []
         report, query_ms = asyncio.run(query_all(stack.api_url, conversations, stack.api_key,
-                                                 results))
+                                                 results, points))
         summaries, memory_states = asyncio.run(active_summaries(stack.api_url, conversations,
                                                                 stack.api_key))
         per_user = asyncio.run(states_per_user(stack, conversations, files))
@@ -672,6 +689,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
                           None if None in (rss_start, rss_end) else
                           (rss_end - rss_start) // max(len(conversations), 1))},
         "per_conversation": per_conversation(results, conversations, files),
+        "score_reliability": _reliability(points, plot_path, console),
         **({"live_queries": live} if live is not None else {}),
         "ingest_turns_per_s": round(len(turns) / elapsed, 2),
         "broker_raw_msgs_per_s": round(raw_rate, 2),
@@ -692,6 +710,15 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         "baseline_raw_turns_hybrid": base_hybrid.as_dict(),
         **_cross_validation(cross_validated, results, base_results, conversations, files),
     }
+
+
+def _reliability(points: list[Point], plot_path: Path | None, console: Console) -> dict[str, Any]:
+    """The served scores' reliability (`streams.eval.score_calibration`); its diagram written
+    as PNG at `plot_path` when given."""
+    report = reliability(points)
+    if plot_path is not None and points:
+        console.print(f"reliability diagram: {plot(report, plot_path, 'memstream scores on the questions')}")
+    return report
 
 
 def renamed(conv: LocomoConversation, prefix: str) -> LocomoConversation:
@@ -826,6 +853,9 @@ def render_report(report: dict[str, Any], console: Console) -> None:
     for k in KS:
         table.add_row(f"context words @{k}", f"{report['context_words_mean_at'][k]:.1f}",
                       f"{base['context_words_mean_at'][k]:.1f}", of_hybrid("context_words_mean_at", k, ".1f"))
+    if rel := report.get("score_reliability"):
+        table.add_row("score calibration error (ECE)", f"{rel['expected_calibration_error']:.3f}",
+                      f"{rel['items']} items scored")
     if live := report.get("live_queries"):
         table.add_row(f"live chat replay: reads of top {live['read_top_k']} before each turn",
                       f"{live['queries']} reads", "")

@@ -161,7 +161,8 @@ class InProcessPipeline:
                           clock)
         vector = (await self.services.embed([plan.text]))[0]
         _, hits = execute(self.store.index().user(user_id), vector, plan, self.policy,
-                          self.weights, get_counter(), retrieval=Retrieval.from_settings(self.settings))
+                          self.weights, get_counter(), retrieval=Retrieval.from_settings(self.settings),
+                          curve=self.services.score_curve())
         if record_access and hits and clock is not None:
             await self.outputs.command(touch(user_id, [h.memory.id for h in hits], clock, agent))
         return hits

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from streams.read import cold_tier, ranking
+from streams.read.calibration import FALLBACK, ScoreCurve
 from streams.read.consolidated import lift, originals_mask
 from streams.read.diversity import diversify
 from streams.read.fusion import Retrieval, relevance
@@ -47,20 +48,24 @@ EPISODE_TYPES = ("episodic", "consolidated")
 
 @dataclass(frozen=True)
 class QueryHit:
-    """A ranked memory: `similarity` is the cosine (what `threshold` compares with),
-    `relevance` what the candidates were drawn by (the cosine in dense mode, the fused dense +
-    BM25 relevance in hybrid mode: `streams.read.fusion`), which the ranking formula's
-    similarity term scales over the candidate pool (`ranking.pool_relevance`)."""
+    """A ranked memory: `similarity` is the cosine, `relevance` what the candidates were drawn
+    by (the cosine in dense mode, the fused dense + BM25 relevance in hybrid mode:
+    `streams.read.fusion`), which the ranking formula's similarity term scales over the
+    candidate pool (`ranking.pool_relevance`); `score` is that formula's (it orders one
+    answer), `calibrated` the probability that the memory answers the query
+    (`streams.read.calibration`: what `threshold` compares with, the item's `score`)."""
 
     memory: Memory
     similarity: float
     score: float
     relevance: float | None = None
+    calibrated: float = 0.0
 
     def as_item(self) -> dict[str, Any]:
         """The JSON item of a query answer: the memory (no vector) with its scores."""
         item = self.memory.model_dump(mode="json", exclude={"embedding_b64"})
-        item["score"] = round(self.score, 6)
+        item["score"] = round(self.calibrated, 6)
+        item["rank_score"] = round(self.score, 6)
         item["similarity"] = round(self.similarity, 6)
         item["archived"] = self.memory.is_archived
         return item
@@ -90,7 +95,8 @@ def user_clock(index: UserIndex) -> datetime | None:
 
 
 def _scored(pool: Sequence[tuple[Memory, float]], cosines: np.ndarray, index: UserIndex,
-            now: datetime, weights: ranking.RankWeights) -> list[QueryHit]:
+            now: datetime, weights: ranking.RankWeights,
+            curve: ScoreCurve = FALLBACK) -> list[QueryHit]:
     """Hits of a pool of (memory, relevance), best score first; `cosines` are every row's.
     The similarity term is the relevance scaled over the pool when `weights.relevance_norm`
     says so (`ranking.pool_relevance`); with `weights.diversity`, the order is the maximal
@@ -105,7 +111,8 @@ def _scored(pool: Sequence[tuple[Memory, float]], cosines: np.ndarray, index: Us
     for (m, rel), term, row in zip(pool, terms, rows):
         sim = float(cosines[row]) if row is not None else rel
         hits.append(QueryHit(m, sim, ranking.score(m, term, now, weights,
-                                                   max(m.relations.values(), default=0.0)), rel))
+                                                   max(m.relations.values(), default=0.0)), rel,
+                             curve.score(rel)))
     if weights.diversity > 0:
         return diversify(hits, index.vectors(rows), weights.diversity)
     hits.sort(key=lambda h: h.score, reverse=True)
@@ -115,7 +122,7 @@ def _scored(pool: Sequence[tuple[Memory, float]], cosines: np.ndarray, index: Us
 def rank(
     index: UserIndex, query_vector: np.ndarray, *, top_k: int, candidates: int,
     weights: ranking.RankWeights, now: datetime | None = None, text: str = "",
-    retrieval: Retrieval = Retrieval(),
+    retrieval: Retrieval = Retrieval(), curve: ScoreCurve = FALLBACK,
 ) -> list[QueryHit]:
     """Top-k active memories by the ranking formula, over the best `candidates` by relevance
     (no policy, filters or budget: the offline pipeline and the scenario tests use it).
@@ -132,7 +139,7 @@ def rank(
     pool = index.best(scores, visible, max(candidates, top_k))
     if not pool:
         return []
-    return _scored(pool, cosines, index, now, weights)[:top_k]
+    return _scored(pool, cosines, index, now, weights, curve)[:top_k]
 
 
 @dataclass(frozen=True)
@@ -145,6 +152,8 @@ class QueryLimits:
     recall_episodic: int = 3
     cold_tier_similarity: float = 0.6
     """Below this cosine an active memory does not count as an answer (`streams.read.cold_tier`)."""
+    bullets_threshold: float | None = 0.02
+    """The `threshold` of a bullets answer that sets none (`QUERY_THRESHOLD`)."""
 
     @classmethod
     def from_settings(cls, settings: Any) -> "QueryLimits":
@@ -153,7 +162,8 @@ class QueryLimits:
                    candidates=settings.memory_context_topk,
                    episodic_max=settings.query_episodic_max,
                    recall_episodic=settings.query_recall_episodic,
-                   cold_tier_similarity=settings.cold_tier_similarity)
+                   cold_tier_similarity=settings.cold_tier_similarity,
+                   bullets_threshold=settings.query_threshold)
 
 
 @dataclass(frozen=True)
@@ -204,7 +214,9 @@ def plan_query(request: QueryRequest, user_id: str, policy: CategoryPolicy, limi
         reserve, cap = (1 if top_k >= 2 else 0), limits.episodic_max
     return QueryPlan(
         user_id=user_id, agent=request.agent, text=request.query, top_k=top_k,
-        categories=categories, filters=filters, threshold=request.threshold,
+        categories=categories, filters=filters,
+        threshold=(request.threshold if request.threshold is not None
+                   else limits.bullets_threshold if request.return_ == "bullets" else None),
         mode=request.return_, budget_tokens=request.budget_tokens, reference=reference,
         recall=recall, window=window, episodic_reserve=reserve, episodic_cap=cap,
         candidates=max(limits.candidates, top_k), include_archived=request.include_archived,
@@ -221,13 +233,14 @@ def archive_rows(index: UserIndex) -> np.ndarray:
 
 
 def _eligible(hits: list[QueryHit], plan: QueryPlan, policy: CategoryPolicy) -> list[QueryHit]:
-    """Hits at or above the threshold; categories with context `all` are exempt from it."""
+    """Hits whose score (`calibrated`) is at or above the threshold; categories with context
+    `all` are exempt from it."""
     if plan.threshold is None:
         return hits
     out = []
     for hit in hits:
         spec = policy.spec(hit.memory.category)
-        if hit.similarity >= plan.threshold or (spec is not None and spec.context == "all"):
+        if hit.calibrated >= plan.threshold or (spec is not None and spec.context == "all"):
             out.append(hit)
     return out
 
@@ -297,12 +310,13 @@ def _fit_header(header: str, budget: int | None, counter: TokenCounter) -> tuple
 
 def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: CategoryPolicy,
             weights: ranking.RankWeights, counter: TokenCounter,
-            delta: tuple[int, int, str] | None = None,
-            retrieval: Retrieval = Retrieval()) -> tuple[QueryResponse, list[QueryHit]]:
+            delta: tuple[int, int, str] | None = None, retrieval: Retrieval = Retrieval(),
+            curve: ScoreCurve = FALLBACK) -> tuple[QueryResponse, list[QueryHit]]:
     """Answer a planned query from one user's index.
 
     `delta` is (current rev, since_rev, rendered header) when the request asked for it;
-    `retrieval` says how relevance is computed (dense, or fused with BM25 on `plan.text`).
+    `retrieval` says how relevance is computed (dense, or fused with BM25 on `plan.text`),
+    `curve` how an item's relevance becomes its score (`streams.read.calibration`).
     Returns the response and the hits it carries (whose access the caller records).
     """
     semantic: list[QueryHit] = []
@@ -332,7 +346,7 @@ def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: Categ
             pool += [(m, sc) for m, sc in index.best(scores, allowed & is_episode,
                                                      plan.episodic_reserve, accept)
                      if m.id not in in_pool]
-        scored = _scored(pool, cosines, index, now, weights)
+        scored = _scored(pool, cosines, index, now, weights, curve)
         # A consolidated memory is the episodes it replaced (seed 000 §5: "prefer
         # consolidated"): it takes an episodic slot as they would have.
         semantic = [h for h in scored if h.memory.type not in EPISODE_TYPES]
@@ -365,6 +379,7 @@ def _item(index: UserIndex, hit: QueryHit, tokens: int, mode: ReturnMode) -> dic
     memory = hit.memory
     if mode == "bullets":
         return {"id": memory.id, "category": memory.category, "type": memory.type,
-                "text": bullet(memory), "tokens": tokens, "archived": memory.is_archived}
+                "text": bullet(memory), "tokens": tokens, "archived": memory.is_archived,
+                "score": round(hit.calibrated, 6)}
     return {**hit.as_item(), "text": bullet(memory), "tokens": tokens,
             "related": related_bullets(index, memory)}

@@ -474,6 +474,7 @@ def bench_locomo(
     cross_validate: Annotated[bool, typer.Option("--cross-validate", help="Also report recall per half of the conversations (first half, second half), per LoCoMo question category, and each half's gap to the other as development/held-out split.")] = False,
     lifecycle: Annotated[bool, typer.Option("--lifecycle/--no-lifecycle", help="Run the lifecycle (forgetting, consolidation, promotion) during the replay, as a worker does by default; --no-lifecycle is the opt-out (a fresh stack only: a running worker does as it is configured).")] = True,
     live_queries: Annotated[bool, typer.Option("--live-queries", help="Also replay the conversations as a chat backend runs them, reading memory (MEMORY_K items, the turn's text as the query, recorded as a read) before every turn, and report that recall beside the plain replay's.")] = False,
+    plot: Annotated[Optional[Path], typer.Option(help="Write the reliability diagram of the items' scores (share holding evidence per score bucket) as PNG here.")] = None,
 ) -> None:
     """Replay LoCoMo conversations through the pipeline and report throughput, latency and recall.
 
@@ -494,11 +495,12 @@ def bench_locomo(
         raise typer.Exit(2)
     if offline:
         report = run_offline_bench(files, console, cross_validated=cross_validate,
-                                   lifecycle=lifecycle, live_queries=live_queries)
+                                   lifecycle=lifecycle, live_queries=live_queries,
+                                   plot_path=plot)
     else:
         report = run_locomo_bench(files, broker=broker, api=api, partitions=partitions,
                                   console=console, rate=rate, cross_validated=cross_validate,
-                                  lifecycle=lifecycle, live_queries=live_queries)
+                                  lifecycle=lifecycle, live_queries=live_queries, plot_path=plot)
     if python is not None:
         from streams.eval.bench_mem0 import Mem0RunFailed, attach_mem0
         from streams.eval.locomo import load_conversation

@@ -94,7 +94,7 @@ def test_filters_budget_time_phrases_and_delta(worker, user):
     status, tight = ask(worker, user, top_k=10, budget_tokens=25)
     assert status == 200 and 0 < tight["tokens"] <= 25 and tight["dropped_for_budget"] > 0
     assert get_counter().count(tight["context"]) == tight["tokens"]
-    assert set(tight["items"][0]) == {"id", "category", "type", "text", "tokens", "archived"}, "bullets by default"
+    assert set(tight["items"][0]) == {"id", "category", "type", "text", "tokens", "archived", "score"}, "bullets by default"
 
     status, march = ask(worker, user, query="What did I do in March?", top_k=6, **{"return": "full"})
     assert status == 200 and march["recall_intent"], march

@@ -46,7 +46,7 @@ def test_any_worker_answers_for_any_user(tmp_path):
                 assert via_first[0]["user_id"] == user
                 # The whole memory.query, POSTed (its body forwarded to the owner), from either.
                 full = {"agent": "planner", "query": "How much does Ana save?", "top_k": 3,
-                        "categories": ["Finance", "Budget"], "threshold": 0.1, "budget_tokens": 200,
+                        "categories": ["Finance", "Budget"], "threshold": 0.01, "budget_tokens": 200,
                         "filters": {"user_id": user, "role": "user", "importance_max": 5},
                         "since_rev": 0, "thread_id": "t1", "return": "bullets"}
                 answers = [asyncio.run(_post(w, user, full)) for w in (first, second)]

@@ -74,7 +74,7 @@ query_bodies = st.fixed_dictionaries(
     {"agent": ids, "query": short_texts},
     optional=_optional(
         categories=st.lists(short_texts, min_size=1, max_size=3), filters=query_filters,
-        top_k=st.integers(1, 100), threshold=st.floats(-1.0, 1.0),
+        top_k=st.integers(1, 100), threshold=st.floats(0.0, 1.0),
         budget_tokens=st.integers(1, 10_000), record_access=st.booleans(),
         reference_time=plausible_times, thread_id=ids,
         **{"return": st.sampled_from(["bullets", "full"])}),

@@ -101,16 +101,18 @@ def test_weights_are_configurable_and_related_strength_boosts():
                                               related=1), top_k=3))[0] == "linked"
 
 
-def test_threshold_drops_low_similarity_except_context_all_categories():
+def test_threshold_drops_low_scores_except_context_all_categories():
     index = index_of((mem("close", category="Other"), 0.8), (mem("far", category="Other"), 0.3),
                      (mem("profile", category="Personal"), 0.2))
-    assert ids(ask(index, top_k=5, threshold=0.65)) == ["close", "profile"]  # Personal: context all
+    # scores (the fallback curve, dense): 0.8 -> 0.34, 0.3 -> 0.006, 0.2 -> 0.004
+    assert ids(ask(index, top_k=5, threshold=0.1)) == ["close", "profile"]  # Personal: context all
 
 
 def test_top_k_and_return_modes():
     index = index_of(*[(mem(str(i), related_ids=[], importance=3), 0.9 - i / 100) for i in range(6)])
     bullets = ask(index, top_k=2)[0]
-    assert [set(i) for i in bullets.items] == [{"id", "category", "type", "text", "tokens", "archived"}] * 2
+    assert [set(i) for i in bullets.items] == [
+        {"id", "category", "type", "text", "tokens", "archived", "score"}] * 2
     assert bullets.items[0]["text"] == "[Personal] Ana fact 0."
     full = ask(index, top_k=2, **{"return": "full"})[0]
     assert {"summary", "score", "similarity", "source_turn_ids", "related", "importance"} <= set(full.items[0])
@@ -182,7 +184,7 @@ def test_rag_length_caps_a_category():
         "categories: {system: [{name: Personal, rag_length: 2}, {name: Other}]}\n"
         "allowlists: {supervisor: [Personal, Other]}")
     index = index_of(*[(mem(f"p{i}"), 0.9) for i in range(4)], (mem("o", category="Other"), 0.1))
-    answer = ask(index, policy, top_k=4)[0]
+    answer = ask(index, policy, top_k=4, threshold=0.0)[0]  # "o" scores ~0.001
     assert [i["category"] for i in answer.items].count("Personal") == 2 and len(answer.items) == 3
 
 
