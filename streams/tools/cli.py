@@ -317,7 +317,7 @@ def query(
     top_k: Annotated[int, typer.Option(help="How many memories.")] = 5,
     agent: Annotated[str, typer.Option(help="Asking agent: its category allowlist applies (categories.yaml).")] = "supervisor",
     category: Annotated[Optional[list[str]], typer.Option(help="Only this category (repeatable; must be in the agent's allowlist).")] = None,
-    threshold: Annotated[Optional[float], typer.Option(help="Drop items with a lower cosine similarity.")] = None,
+    threshold: Annotated[Optional[float], typer.Option(help="Drop items with a lower score (the probability, 0-1, that an item answers the query).")] = None,
     budget_tokens: Annotated[Optional[int], typer.Option(help="Token budget of the answer.")] = None,
     thread: Annotated[Optional[str], typer.Option(help="Thread of --since-rev.")] = None,
     since_rev: Annotated[Optional[int], typer.Option(help="Delta header: changes of --thread since this revision.")] = None,
