@@ -16,7 +16,10 @@ Both timings include embedding the query on a worker thread (ours as the worker 
 embedding alone is reported beside them, with the ratio of our p95 to its p95 (how much of a
 query is the search rather than the model), and ours without the embedding (each query's
 vector computed once beforehand: the search's own cost, which the model's time on a busy
-machine can hide). Figures are measured, never asserted.
+machine can hide). With `after_write` (the default), ours is also timed with one memory written
+into the index before each query (`ours_after_write`), as in a live chat, where every turn
+writes and the next one reads: what a query costs when the BM25 index just changed. Figures are
+measured, never asserted.
 
 Seeding is in process and in bulk: the memories go straight into the `UserIndex` the handler
 queries (`streams.memory.vector_index`, what the worker rebuilds from its `memories` table),
@@ -198,17 +201,22 @@ class Contenders:
     ours_dense: Optional[Callable[[str], Any]] = None
     """Ours with dense retrieval, beside ours when ours is hybrid (same index, same run)."""
     lexical_rebuild_ms: Optional[dict[str, float]] = None
-    """Hybrid only: building the user's BM25 index from nothing, and again after one memory
-    changed (its tokens cached): what the first query after a write pays."""
+    """Hybrid only: the user's BM25 scores of one query with the index made from nothing (the
+    first query after the worker rebuilt it), and again right after one memory changed."""
+    ours_after_write: Optional[Callable[[str], Any]] = None
+    """Ours with one new memory written into the index just before the query (the write is
+    inside the time: tens of microseconds)."""
 
 
 def build(memories: Sequence[Memory], vectors: np.ndarray, embedder: Embedder, *, top_k: int,
           budget_tokens: int, policy: CategoryPolicy | None = None,
           counter: TokenCounter | None = None, with_store: bool = True,
-          advance: Advance = _nothing, retrieval: Retrieval = Retrieval()) -> Contenders:
+          advance: Advance = _nothing, retrieval: Retrieval = Retrieval(),
+          after_write: bool = True) -> Contenders:
     """The paths over `memories`, seeded in bulk: the index row by row as the worker's
     `VectorIndex.rebuild` does; `advance(k)` as k memories are in (once more with the store).
-    `retrieval` is ours'; when it is hybrid, ours with dense retrieval is measured beside it."""
+    `retrieval` is ours'; when it is hybrid, ours with dense retrieval is measured beside it;
+    with `after_write`, ours after one write too (`Contenders.ours_after_write`)."""
     policy = policy or load_policy()
     counter = counter or get_counter()
     index = UserIndex(embedder.profile.dim)
@@ -251,6 +259,20 @@ def build(memories: Sequence[Memory], vectors: np.ndarray, embedder: Embedder, *
         rebuild_ms = {"cold": round(cold, 3), "after_one_change": round((time.perf_counter() - started) * 1000, 3)}
         index.update_doc(first)
     dense_path = ours_dense if retrieval.mode == "hybrid" else None
+    writes = 0
+
+    def ours_after_write(text: str) -> Any:
+        """A chat turn: one new memory written (its own words, so the BM25 index changes), then
+        the next query."""
+        nonlocal writes
+        template = memories[writes % len(memories)]
+        index.upsert(template.model_copy(update={
+            "id": f"w{writes:06d}", "summary": f"{template.summary} Said again on turn {writes}."}),
+            vectors[writes % len(vectors)])
+        writes += 1
+        return ours(text)
+
+    write_path = ours_after_write if after_write and len(memories) else None
 
     query_vectors: dict[str, np.ndarray] = {}
 
@@ -263,7 +285,7 @@ def build(memories: Sequence[Memory], vectors: np.ndarray, embedder: Embedder, *
         return embed_query(text)
 
     if not with_store:
-        return Contenders(ours, None, embed_only, search_only, dense_path, rebuild_ms)
+        return Contenders(ours, None, embed_only, search_only, dense_path, rebuild_ms, write_path)
     from langgraph.store.memory import InMemoryStore
 
     by_text = {m.summary: v.tolist() for m, v in zip(memories, vectors)}
@@ -284,14 +306,16 @@ def build(memories: Sequence[Memory], vectors: np.ndarray, embedder: Embedder, *
     def in_memory_store(text: str) -> Any:
         return store.search(namespace, query=text, limit=top_k)
 
-    return Contenders(ours, in_memory_store, embed_only, search_only, dense_path, rebuild_ms)
+    return Contenders(ours, in_memory_store, embed_only, search_only, dense_path, rebuild_ms,
+                      write_path)
 
 
 def measure(contenders: Contenders, queries: Sequence[str], rounds: int) -> dict[str, dict[str, float]]:
     """Each round runs every path over all queries, in turn (the order alternating between
     rounds), after one warm-up pass. Paths run in blocks rather than query by query: torch's
     thread team of one path slows the next path's first call down when they alternate."""
-    paths = {"ours": contenders.ours, "in_memory_store": contenders.in_memory_store,
+    paths = {"ours": contenders.ours, "ours_after_write": contenders.ours_after_write,
+             "in_memory_store": contenders.in_memory_store,
              "embed_only": contenders.embed_only, "search_only": contenders.search_only,
              "ours_dense": contenders.ours_dense}
     paths = {name: fn for name, fn in paths.items() if fn is not None}
@@ -316,10 +340,10 @@ def run_query_bench(sizes: Sequence[int], *, rounds: int, top_k: int, budget_tok
                     cache_dir: Path, embedder: Embedder | None = None,
                     queries: Sequence[str] = QUERIES, embed_max: int = 2000,
                     store_max: int = 10000, console: Any = None,
-                    retrieval: Retrieval = Retrieval()) -> dict[str, Any]:
-    """The report: per size, p50/p95 (ms) of ours, InMemoryStore (up to `store_max` memories)
-    and the query embedding alone, with the p95 ratios; a progress bar of the seeding on
-    `console` (when given)."""
+                    retrieval: Retrieval = Retrieval(), after_write: bool = True) -> dict[str, Any]:
+    """The report: per size, p50/p95 (ms) of ours (and, with `after_write`, ours after one
+    write), InMemoryStore (up to `store_max` memories) and the query embedding alone, with the
+    p95 ratios; a progress bar of the seeding on `console` (when given)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     if embedder is None:
@@ -348,10 +372,11 @@ def run_query_bench(sizes: Sequence[int], *, rounds: int, top_k: int, budget_tok
                                    total=n * (2 if with_store else 1))
             contenders = build(memories, vectors, embedder, top_k=top_k, budget_tokens=budget_tokens,
                                with_store=with_store, advance=lambda k: bar.advance(seeding, k),
-                               retrieval=retrieval)
+                               retrieval=retrieval, after_write=after_write)
         seed_seconds = round(time.perf_counter() - started, 2)
         figures: dict[str, Any] = measure(contenders, queries, rounds)
         figures.setdefault("in_memory_store", None)
+        figures.setdefault("ours_after_write", None)
         figures["p95_ratio_ours_to_store"] = (
             ratio(figures["ours"]["p95"], figures["in_memory_store"]["p95"]) if with_store else None)
         figures["p95_ratio_ours_to_embed"] = ratio(figures["ours"]["p95"], figures["embed_only"]["p95"])
@@ -377,16 +402,19 @@ def render(report: dict[str, Any], console: Any) -> None:
     for column in ("memories", "path", "p50", "p95", "mean", "ours p95 / this p95"):
         table.add_column(column, justify="left" if column in ("memories", "path") else "right")
     for n, figures in report["sizes"].items():
-        for path in ("ours", "ours_dense", "in_memory_store", "embed_only", "search_only"):
+        for path in ("ours", "ours_after_write", "ours_dense", "in_memory_store", "embed_only",
+                     "search_only"):
             f = figures.get(path)
-            if f is None and path in ("search_only", "ours_dense"):
+            if f is None and path in ("search_only", "ours_dense", "ours_after_write"):
                 continue
             name = {"ours": "memstream (filters, ranking, budget)",
+                    "ours_after_write": "memstream, one memory written before each query",
                     "ours_dense": "memstream, dense retrieval",
                     "in_memory_store": "LangGraph InMemoryStore.search",
                     "embed_only": "query embedding alone",
                     "search_only": "memstream without the embedding"}[path]
-            ratio_of = {"ours": "", "ours_dense": "", "in_memory_store": figures.get("p95_ratio_ours_to_store"),
+            ratio_of = {"ours": "", "ours_after_write": "", "ours_dense": "",
+                        "in_memory_store": figures.get("p95_ratio_ours_to_store"),
                         "embed_only": figures.get("p95_ratio_ours_to_embed"), "search_only": ""}[path]
             if f is None:
                 table.add_row(f"{int(n):,}", name, "-", "-", "-",

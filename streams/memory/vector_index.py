@@ -143,8 +143,8 @@ class UserIndex:
 
     `lexical` is the BM25 index over the same rows' summaries, entities and days said
     (`lexical_text`; active and archived memories only), kept in
-    step by `upsert` and `update_doc` at no cost to the write path (it is rebuilt lazily, on the
-    first query after a change: `streams.memory.lexical_index`).
+    step by `upsert` and `update_doc` at no cost to the write path (a write records the text;
+    the next query applies the change in place: `streams.memory.lexical_index`).
     """
 
     dim: int
@@ -229,8 +229,8 @@ class UserIndex:
 
     def _write_lexical(self, row: int, memory: Memory) -> None:
         """Keep the BM25 index in step: only searchable memories are in it, active and archived
-        (the cold tier is searched too); a no-op, not even a dirty flag, when neither the
-        indexed text nor the state changed, as on a read."""
+        (the cold tier is searched too); a no-op, nothing recorded, when neither the indexed
+        text nor the state changed, as on a read."""
         if memory.is_visible or memory.is_archived:
             self.lexical.put(row, lexical_text(memory))
         else:

@@ -522,12 +522,14 @@ def bench_query(
     budget_tokens: Annotated[int, typer.Option(help="Token budget of our answers.")] = 256,
     embed_max: Annotated[int, typer.Option(help="Documents embedded with the model (cached); the vectors of the others are derived from theirs.")] = 2000,
     store_max: Annotated[int, typer.Option(help="Largest size at which InMemoryStore is compared (its search is a Python loop).")] = 10000,
+    after_write: Annotated[bool, typer.Option("--after-write/--no-after-write", help="Also time ours with one memory written before each query (ours_after_write), as in a live chat.")] = True,
     as_json: JsonOpt = False,
 ) -> None:
     """memory.query p50/p95 at N memories beside the query embedding alone (and the p95 ratio)
     and LangGraph's InMemoryStore (the worker's embedder, EMBEDDER, for all; same queries, same
-    run); with RETRIEVAL_MODE=hybrid, dense retrieval beside it and the BM25 index's rebuild
-    time. Memories are seeded in process, in bulk; document embeddings are cached under
+    run); with RETRIEVAL_MODE=hybrid, dense retrieval beside it and the BM25 scores' time from
+    a fresh index and after one change; ours with one memory written before each query too
+    (--after-write). Memories are seeded in process, in bulk; document embeddings are cached under
     DATA_DIR."""
     from streams.app.services import settings_embedder
     from streams.eval.bench_query import render, run_query_bench
@@ -538,7 +540,7 @@ def bench_query(
                              cache_dir=settings.data_dir / "bench-cache",
                              embedder=settings_embedder(settings),  # the worker's (EMBEDDER)
                              embed_max=embed_max, store_max=store_max, console=console,
-                             retrieval=Retrieval.from_settings(settings))
+                             retrieval=Retrieval.from_settings(settings), after_write=after_write)
     _show(report, as_json, render)
 
 

@@ -24,7 +24,7 @@ def test_both_paths_search_the_same_memories_and_are_timed(minilm_embedder, tmp_
     known = {m.id for m in memories}
     assert {i["id"] for i in ours.items} <= known and {item.key for item in theirs} <= known
     figures = measure(contenders, ["What pet does Ana have?"], rounds=2)
-    assert set(figures) == {"ours", "in_memory_store", "embed_only", "search_only"}
+    assert set(figures) == {"ours", "ours_after_write", "in_memory_store", "embed_only", "search_only"}
     assert all(f["n"] == 2 and f["p95"] >= f["p50"] > 0 for f in figures.values())
 
 
@@ -57,4 +57,21 @@ def test_large_sizes_seed_in_bulk_without_the_store(minilm_embedder, tmp_path):
     assert contenders.in_memory_store is None and sum(seeded) == 300
     assert len(contenders.ours("What pet does Ana have?").items) == 5
     figures = measure(contenders, ["What pet does Ana have?"], rounds=1)
-    assert set(figures) == {"ours", "embed_only", "search_only"}
+    assert set(figures) == {"ours", "ours_after_write", "embed_only", "search_only"}
+
+
+def test_ours_after_write_writes_one_memory_before_each_query(minilm_embedder, tmp_path):
+    from streams.eval.bench_query import seed_vectors
+    from streams.read.fusion import Retrieval
+
+    memories = synthetic_memories(50)
+    vectors = seed_vectors(memories, minilm_embedder, tmp_path, embed_max=10)
+    contenders = build(memories, vectors, minilm_embedder, top_k=5, budget_tokens=256,
+                       with_store=False, retrieval=Retrieval(mode="hybrid"))
+    assert set(contenders.lexical_rebuild_ms) == {"cold", "after_one_change"}
+    figures = measure(contenders, ["What pet does Ana have?", "Who is Marta?"], rounds=1)
+    assert figures["ours_after_write"]["n"] == 2
+    assert len(contenders.ours("Who is Marta?").items) == 5
+    without = build(memories, vectors, minilm_embedder, top_k=5, budget_tokens=256,
+                    with_store=False, after_write=False)
+    assert without.ours_after_write is None

@@ -99,19 +99,19 @@ def test_a_new_summary_replaces_the_old_words():
     assert lexical_of(index, "turned")["a"] > 0
 
 
-def test_rebuilt_only_after_a_change_never_on_a_read():
+def test_updated_in_place_after_a_change_untouched_by_a_read():
     index = UserIndex(DIM)
     luna = mem("a", "Ana adopted a dog named Luna.")
     index.upsert(luna, vector(0.1, 1))
     index.lexical_scores("dog")
     index.lexical_scores("cat")
-    assert index.lexical.rebuilds == 1
+    assert index.lexical.tokenised == 1
     index.update_doc(luna.model_copy(update={"access_count": 3}))  # a read refreshing access
     index.lexical_scores("dog")
-    assert index.lexical.rebuilds == 1
+    assert index.lexical.tokenised == 1
     index.upsert(mem("b", "Ana works as a nurse."), vector(0.1, 2))
     index.lexical_scores("dog")
-    assert index.lexical.rebuilds == 2
+    assert index.lexical.tokenised == 2  # the new memory only: nothing rebuilt
 
 
 def test_dropping_a_user_drops_their_lexical_index():
