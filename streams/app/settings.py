@@ -143,9 +143,8 @@ class Settings(BaseSettings):
     retrieval_mode: Literal["dense", "hybrid"] = Field(
         "hybrid",
         description="dense: the similarity term is the cosine alone. hybrid: the cosine fused "
-        "with BM25 over the user's active memories' summaries, entities and days said (bm25s, "
-        "stemmed; kept per user, rebuilt on the first query after the user's memories changed), "
-        "see RETRIEVAL_FUSION.",
+        "with BM25 over the user's searchable memories' summaries, entities and days said "
+        "(stemmed; an inverted index per user, updated in place), see RETRIEVAL_FUSION.",
     )
     retrieval_fusion: Literal["blend", "rrf"] = Field(
         "blend",
