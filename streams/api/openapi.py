@@ -1,20 +1,103 @@
-"""The OpenAPI 3 description of the worker's HTTP API, served at `/openapi.json`.
+"""The OpenAPI 3 description of the worker's HTTP API, served at `/openapi.json`: the contract.
 
-Schemas come from the pydantic models of the bodies; each operation is declared once below.
-tests/integration/test_registry_api.py fails when a registered route is missing here.
+Schemas come from the pydantic models of the bodies; each operation is declared once below,
+with the answers only it gives. The answers every operation of a kind can give are added by
+`_common`: 401/403/503 where a key is needed (no valid key, a key that may not, the key file
+unreadable), 400/503 on a user's routes (the user id is not one, the user's partition is moving:
+retry), 400/413 where a body is read (invalid, over 1 MB). Every error is `{"error": ...}`.
+
+An event stream (`text/event-stream`) declares one event per its schema (OpenAPI 3.1 has no
+`itemSchema`): `memory.<kind>` events and the `reset` event; keep-alives are comment lines.
+
+tests/integration/test_registry_api.py fails when a registered route is missing here;
+tests/integration/test_openapi_contract.py checks a running worker's answers against it;
+docs/api.md is made from it (`python -m streams.api.openapi_docs > docs/api.md`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from http import HTTPStatus
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, RootModel
 
 from streams.api import registry_models as m
-from topics.query import QueryRequest
+from topics.events import EventKind, MemoryEvent
+from topics.query import BulletItem, FullItem, QueryRequest, QueryResponse
+from topics.turns import ID_PATTERN
 
 USER = "/v1/users/{user_id}"
+
+
+# --- bodies only the OpenAPI names (the routes answer them as plain JSON) -----------------------
+class Health(BaseModel):
+    """503 until the worker's tables are recovered and its partitions assigned."""
+
+    status: Literal["ok"]
+    ready: bool
+    partitions: int = Field(description="Partitions assigned to this worker (0 while not ready).")
+
+
+class Owner(BaseModel):
+    """The worker that holds the user's partition."""
+
+    user_id: str
+    host: str
+    port: int
+
+
+class QueryAnswer(QueryResponse):
+    """The answer to memory.query: its items are bullets (`return: bullets`) or full items."""
+
+    items: list[FullItem | BulletItem]  # type: ignore[assignment]
+
+
+class CommandStatus(BaseModel):
+    """What became of one of the key's commands: applied (200, with its events) or rejected
+    (422, with the reason)."""
+
+    command_id: str = Field(description="The caller's name of the command.")
+    status: Literal["applied", "rejected"]
+    events: list[dict[str, Any]]
+    reason: str | None = None
+
+
+class StreamReset(BaseModel):
+    """The data of a `reset` event: the Last-Event-ID asked for is no longer buffered (events
+    may have been missed): re-read the registry, then follow the stream."""
+
+    last_event_id: str | None
+
+
+class FaustStatus(BaseModel):
+    status: str
+
+
+class Partitions(RootModel[dict[str, dict[str, list[int]]]]):
+    """Worker URL -> topic (or table changelog) -> the partitions it holds."""
+
+
+class TableInfo(BaseModel):
+    name: str
+    help: str
+
+
+class TableList(RootModel[list[TableInfo]]):
+    """Faust's tables of this worker."""
+
+
+class WorkerUrl(RootModel[str]):
+    """The URL of the worker that holds the key's partition."""
+
+
+class TableEntry(RootModel[Any]):
+    """A raw table entry, as stored (its content sealed)."""
+
+
+# --- operations ---------------------------------------------------------------------------------
+Body = type[BaseModel] | str
+"""An answer's body: a model (application/json), a name of `_PLAIN`, or "event-stream"."""
 
 
 @dataclass(frozen=True)
@@ -24,6 +107,8 @@ class Param:
     description: str = ""
     type: str = "string"
     required: bool = False
+    schema: dict[str, Any] | None = None
+    """The parameter's JSON schema, when more than its `type`."""
 
 
 @dataclass(frozen=True)
@@ -31,65 +116,92 @@ class Operation:
     method: str
     path: str
     summary: str
-    responses: dict[int, type[BaseModel] | str] = field(default_factory=dict)
+    responses: dict[int, Body] = field(default_factory=dict)
     body: type[BaseModel] | None = None
     params: tuple[Param, ...] = ()
     public: bool = False
     tag: str = "registry"
 
 
-WAIT = Param("wait", description="1 (or a number of seconds up to COMMAND_WAIT_MAX_SECONDS): "
-             "answer once the commands are applied.")
+SECONDS = {"anyOf": [{"type": "number", "minimum": 0}, {"enum": ["true", "false"]}]}
+WAIT = Param("wait", description="1 or true: answer once the commands are applied, waiting up to "
+             "COMMAND_WAIT_MAX_SECONDS (then 202); a number: wait up to that many seconds (at most "
+             "COMMAND_WAIT_MAX_SECONDS); 0 or false: do not wait.", type="number", schema=SECONDS)
 IDEMPOTENCY = Param("Idempotency-Key", "header", "Names the command(s) among this key's own (its "
-                    "agent and role): a retried write applies once.")
-WRITE = {200: m.WriteResult, 202: m.WriteResult, 422: m.WriteResult, 404: m.Error}
+                    "agent and role): a retried write applies once.",
+                    schema={"type": "string", "maxLength": 150})
+WRITE: dict[int, Body] = {200: m.WriteResult, 202: m.WriteResult, 422: m.WriteResult}
+"""A write: 202 when its commands are sent, 200 once all are applied (?wait), 422 when one was
+rejected; 400 for an invalid wait or Idempotency-Key."""
+WRITE_TO = {**WRITE, 404: m.Error}
+"""A write to something named in the path (404: it does not exist, or the key may not see it)."""
 WRITE_PARAMS = (WAIT, IDEMPOTENCY)
+FAUST_404 = {404: m.Error}  # no such table (or key)
+
+
+def _int(low: int, high: int | None = None) -> dict[str, Any]:
+    return {"type": "integer", "minimum": low, **({"maximum": high} if high is not None else {})}
+
 
 OPERATIONS: tuple[Operation, ...] = (
-    Operation("get", "/health", "Liveness and readiness (no key needed).", {200: "object", 503: "object"},
-              public=True, tag="service"),
+    Operation("get", "/health", "Liveness and readiness.",
+              {200: Health, 503: Health}, public=True, tag="service"),
     Operation("get", "/metrics", "Prometheus metrics (text exposition format).", {200: "text"},
               tag="service"),
     Operation("get", "/openapi.json", "This description.", {200: "object"}, tag="service"),
     Operation("get", "/admin", "The admin page (HTML; the key is entered in the page).",
               {200: "html"}, public=True, tag="service"),
     Operation("get", "/admin/static/{filename}", "The admin page's script and style.",
-              {200: "text"}, params=(Param("filename", "path", required=True),), public=True,
-              tag="service"),
+              {200: "admin-file", 404: m.Error},
+              params=(Param("filename", "path", "admin.js or admin.css", required=True),),
+              public=True, tag="service"),
     Operation("get", USER + "/query", "memory.query with the fields as query parameters: the "
               "user's top-k memories for q, ranked, with provenance.",
-              {200: "object", 400: m.Error, 403: m.Error},
-              params=(Param("q", required=True), Param("agent"), Param("top_k", type="integer"),
-                      Param("thread_id"), Param("since_rev", type="integer"),
-                      Param("threshold", type="number"), Param("return", description="bullets or full"),
-                      Param("budget_tokens", type="integer"), Param("reference_time"),
+              {200: QueryAnswer, 400: m.Error},
+              params=(Param("q", required=True, schema={"type": "string", "minLength": 1}),
+                      Param("agent", description="Default: the key's agent."),
+                      Param("top_k", type="integer", schema=_int(1)), Param("thread_id"),
+                      Param("since_rev", type="integer", schema=_int(0)),
+                      Param("threshold", type="number",
+                            schema={"type": "number", "minimum": 0, "maximum": 1}),
+                      Param("return", description="bullets or full",
+                            schema={"enum": ["bullets", "full"]}),
+                      Param("budget_tokens", type="integer", schema=_int(1)),
+                      Param("reference_time", description="An ISO 8601 time with its zone."),
+                      Param("include_archived", type="boolean"),
                       Param("categories", description="Comma-separated.")), tag="query"),
     Operation("post", USER + "/query", "memory.query (SPEC §5): filters, categories (the agent's "
-              "allowlist applies), ranking, budget, delta header.", {200: "object", 400: m.Error,
-              403: m.Error}, body=QueryRequest, tag="query"),
-    Operation("get", USER + "/owner", "Which worker holds the user's partition.", {200: "object"},
+              "allowlist applies), ranking, budget, delta header.", {200: QueryAnswer},
+              body=QueryRequest, tag="query"),
+    Operation("get", USER + "/owner", "Which worker holds the user's partition.", {200: Owner},
               tag="service"),
-    Operation("get", USER + "/events", "The user's memory.* events as text/event-stream "
-              "(id: event id; event: memory.<kind>); Last-Event-ID resumes.", {200: "event-stream"},
+    Operation("get", USER + "/events", "The user's `memory.*` events as text/event-stream "
+              "(`id`: the event id; `event: memory.<kind>`; `data`: the event's JSON); a "
+              "`reset` event first when Last-Event-ID is no longer buffered; `: ping` comment "
+              "lines keep the connection alive. Last-Event-ID resumes. 429 past SSE_MAX_STREAMS "
+              "(or SSE_MAX_STREAMS_PER_USER for one user).",
+              {200: "event-stream", 429: m.Error},
               params=(Param("Last-Event-ID", "header"), Param("last_event_id")), tag="events"),
     Operation("get", USER + "/memories", "The user's memories, newest first, with provenance and "
-              "timestamps.", {200: m.MemoryList},
+              "timestamps.", {200: m.MemoryList, 400: m.Error},
               params=(Param("category", description="Repeatable or comma-separated."),
                       Param("state"), Param("pinned", description="true or false"),
                       Param("q", description="Substring of summary, tags or entities."),
-                      Param("limit", type="integer"), Param("offset", type="integer"))),
+                      Param("limit", type="integer", schema=_int(0, 5000)),
+                      Param("offset", type="integer", schema=_int(0, 10**9)))),
     Operation("delete", USER + "/memories", "Delete (soft) every active memory the key may see.",
               WRITE, params=WRITE_PARAMS),
     Operation("get", USER + "/memories/{memory_id}", "One memory.", {200: m.MemoryView, 404: m.Error}),
-    Operation("patch", USER + "/memories/{memory_id}", "Edit the memory's summary.", WRITE,
+    Operation("patch", USER + "/memories/{memory_id}", "Edit the memory's summary.", WRITE_TO,
               body=m.EditBody, params=WRITE_PARAMS),
-    Operation("delete", USER + "/memories/{memory_id}", "Delete (soft) the memory.", WRITE,
+    Operation("delete", USER + "/memories/{memory_id}", "Delete (soft) the memory.", WRITE_TO,
               params=WRITE_PARAMS),
-    Operation("post", USER + "/memories/{memory_id}/pin", "Pin the memory.", WRITE, params=WRITE_PARAMS),
-    Operation("post", USER + "/memories/{memory_id}/unpin", "Unpin the memory.", WRITE,
+    Operation("post", USER + "/memories/{memory_id}/pin", "Pin the memory.", WRITE_TO,
+              params=WRITE_PARAMS),
+    Operation("post", USER + "/memories/{memory_id}/unpin", "Unpin the memory.", WRITE_TO,
               params=WRITE_PARAMS),
     Operation("post", USER + "/memories/{memory_id}/restore", "Restore a soft-deleted memory.",
-              WRITE, params=WRITE_PARAMS),
+              WRITE_TO, params=WRITE_PARAMS),
     Operation("get", USER + "/memories/{memory_id}/history", "The memory's audit trail, oldest "
               "first.", {200: m.History, 404: m.Error}),
     Operation("get", USER + "/export", "Everything kept about the user (that the key may see).",
@@ -100,29 +212,63 @@ OPERATIONS: tuple[Operation, ...] = (
               "scope lacks their category, Other).", {200: m.BlockedTopics}),
     Operation("post", USER + "/blocked-topics", "Block a topic (a key whose scope has Other).",
               WRITE, body=m.TopicBody, params=WRITE_PARAMS),
-    Operation("delete", USER + "/blocked-topics/{topic}", "Unblock a topic.", WRITE,
+    Operation("delete", USER + "/blocked-topics/{topic}", "Unblock a topic.", WRITE_TO,
               params=WRITE_PARAMS),
     Operation("get", USER + "/proposals", "The user's profile changes waiting for consent "
               "(preferred name, pronouns, city, language), oldest first.", {200: m.ProposalList}),
     Operation("post", USER + "/proposals/{proposal_id}/accept", "Consent (admin key: the user's "
-              "answer): apply the proposed change (the old value is superseded).", WRITE,
+              "answer): apply the proposed change (the old value is superseded).", WRITE_TO,
               params=WRITE_PARAMS),
     Operation("post", USER + "/proposals/{proposal_id}/reject", "Reject the proposed change "
-              "(admin key: the user's answer).", WRITE, params=WRITE_PARAMS),
+              "(admin key: the user's answer).", WRITE_TO, params=WRITE_PARAMS),
     *(Operation("get", path, f"Faust's built-in view {path} (admin key): partition routing "
-                "and raw table entries, for operators.", {200: "object"}, tag="faust")
-      for path in ("/", "/router/", "/router/topics", "/router/{name}/", "/router/{name}/{key}/",
-                   "/table/", "/table/{name}/", "/table/{name}/{key}/")),
+                "and raw table entries, for operators.", responses, tag="faust")
+      for path, responses in (
+          ("/", {200: FaustStatus}),
+          ("/router/", {200: Partitions}),
+          ("/router/topics", {200: Partitions}),
+          ("/router/{name}/", {200: Partitions, **FAUST_404}),
+          ("/router/{name}/{key}/", {200: WorkerUrl, **FAUST_404}),
+          ("/table/", {200: TableList}),
+          ("/table/{name}/", {200: TableInfo, **FAUST_404}),
+          ("/table/{name}/{key}/", {200: TableEntry, **FAUST_404}))),
     Operation("get", USER + "/commands/{command_id}", "Whether one of this key's commands (its "
               "command_id as a write answered it) was applied, and its events.",
-              {200: m.CommandOutcome, 404: m.Error, 422: m.CommandOutcome},
+              {200: CommandStatus, 404: m.Error, 422: CommandStatus},
               params=(WAIT,)),
 )
 
-_PLAIN = {"object": ("application/json", {"type": "object"}),
-          "text": ("text/plain", {"type": "string"}),
-          "html": ("text/html", {"type": "string"}),
-          "event-stream": ("text/event-stream", {"type": "string"})}
+MEANINGS = {
+    400: "The request is not valid (the message says why).",
+    401: "Missing or invalid API key.",
+    403: "The key may not do this.",
+    404: "No such thing (or the key may not see it).",
+    413: "The body is over 1 MB.",
+    422: "A command was rejected (dead-lettered; see its reason).",
+    429: "Too many event streams: retry after Retry-After seconds.",
+    503: "Unavailable for now (tables recovering, the user's partition moving, the key file "
+         "unreadable): retry, after Retry-After seconds when given.",
+}
+STRING = {"type": "string"}
+_PLAIN: dict[str, dict[str, dict[str, Any]]] = {
+    "object": {"application/json": {"type": "object"}},
+    "text": {"text/plain": STRING},
+    "html": {"text/html": STRING},
+    "admin-file": {"application/javascript": STRING, "text/javascript": STRING, "text/css": STRING},
+}
+"""Bodies that are no model, by name: media type -> schema."""
+
+
+def _common(op: Operation) -> dict[int, Body]:
+    """The answers every operation of `op`'s kind can give (see the module's docstring)."""
+    codes: dict[int, Body] = {}
+    if op.path.startswith(USER) or op.body is not None or WAIT in op.params:
+        codes[400] = m.Error
+    if not op.public:
+        codes |= {401: m.Error, 403: m.Error, 503: m.Error}
+    if op.body is not None:
+        codes[413] = m.Error
+    return codes
 
 
 def _path_params(path: str) -> list[str]:
@@ -138,28 +284,65 @@ def _ref(model: type[BaseModel], schemas: dict[str, Any]) -> dict[str, Any]:
     return {"$ref": f"#/components/schemas/{model.__name__}"}
 
 
-def _content(kind: type[BaseModel] | str, schemas: dict[str, Any]) -> dict[str, Any]:
+def _json_data(model: type[BaseModel], schemas: dict[str, Any]) -> dict[str, Any]:
+    """An event's `data` field: the JSON of `model`."""
+    return {"type": "string", "contentMediaType": "application/json",
+            "contentSchema": _ref(model, schemas)}
+
+
+def _event_schema(schemas: dict[str, Any]) -> dict[str, Any]:
+    """One event of the user's event stream: a `memory.<kind>` event or a `reset`."""
+    memory = {"type": "object", "required": ["id", "event", "data"], "properties": {
+        "id": {"type": "string",
+               "description": "The event's event_id (Last-Event-ID resumes after it)."},
+        "event": {"enum": [f"memory.{kind}" for kind in get_args(EventKind)]},
+        "data": _json_data(MemoryEvent, schemas)}}
+    reset = {"type": "object", "required": ["event", "data"], "properties": {
+        "event": {"const": "reset"}, "data": _json_data(StreamReset, schemas)}}
+    return {"oneOf": [memory, reset]}
+
+
+def _content(kind: Body, schemas: dict[str, Any]) -> dict[str, Any]:
+    if kind == "event-stream":
+        return {"text/event-stream": {"schema": _event_schema(schemas)}}
     if isinstance(kind, str):
-        media, schema = _PLAIN[kind]
-        return {media: {"schema": schema}}
+        return {media: {"schema": schema} for media, schema in _PLAIN[kind].items()}
     return {"application/json": {"schema": _ref(kind, schemas)}}
+
+
+def _response(code: int, kind: Body, schemas: dict[str, Any]) -> dict[str, Any]:
+    response: dict[str, Any] = {"description": MEANINGS.get(code, HTTPStatus(code).phrase),
+                                "content": _content(kind, schemas)}
+    if code in (429, 503):
+        response["headers"] = {"Retry-After": {"description": "Seconds to wait before retrying.",
+                                               "schema": {"type": "integer"}}}
+    return response
+
+
+def _parameter(param: Param) -> dict[str, Any]:
+    if param.name == "user_id":
+        return {"name": "user_id", "in": "path", "required": True,
+                "description": "1-200 characters: no whitespace, slash or control character.",
+                "schema": {"type": "string", "minLength": 1, "maxLength": 200,
+                           "pattern": ID_PATTERN}}
+    return {"name": param.name, "in": param.where,
+            "required": param.required or param.where == "path",
+            "description": param.description, "schema": param.schema or {"type": param.type}}
 
 
 def _operation(op: Operation, schemas: dict[str, Any]) -> dict[str, Any]:
     params = [Param(name, "path", required=True) for name in _path_params(op.path)]
+    params = [next((p for p in op.params if p.name == q.name), q) for q in params]
     params += [p for p in op.params if p.name not in {q.name for q in params}]
+    responses = {**_common(op), **op.responses}
     body: dict[str, Any] = {
         "summary": op.summary, "tags": [op.tag],
         "operationId": f"{op.method}_{op.path.strip('/').replace('/', '_').replace('{', '').replace('}', '')}",
-        "parameters": [{"name": p.name, "in": p.where, "required": p.required or p.where == "path",
-                        "description": p.description, "schema": {"type": p.type}} for p in params],
-        "responses": {str(code): {"description": str(code), "content": _content(kind, schemas)}
-                      for code, kind in op.responses.items()},
+        "parameters": [_parameter(p) for p in params],
+        "responses": {str(code): _response(code, responses[code], schemas)
+                      for code in sorted(responses)},
     }
-    if not op.public:
-        body["responses"]["401"] = {"description": "missing or invalid API key"}
-        body["responses"]["403"] = {"description": "the key may not do this"}
-    else:
+    if op.public:
         body["security"] = []
     if op.body is not None:
         body["requestBody"] = {"required": True, "content": _content(op.body, schemas)}
@@ -178,10 +361,11 @@ def build_spec() -> dict[str, Any]:
         "info": {"title": "memstream", "version": "1",
                  "description": "Streaming long-term memory for chat agents: query, registry, "
                                 "events. Every route but /health and the admin page's files "
-                                "needs an API key (Authorization: Bearer <key> or X-API-Key)."},
+                                "needs an API key (`Authorization: Bearer <key>` or `X-API-Key`). "
+                                "Every error answer is JSON {\"error\": \"...\"}."},
         "paths": paths,
         "components": {
-            "schemas": schemas,
+            "schemas": dict(sorted(schemas.items())),
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"},
                                 "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},
         },
