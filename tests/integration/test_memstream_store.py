@@ -1,0 +1,198 @@
+"""`MemstreamStore` (LangGraph's `BaseStore` over the HTTP API) against a running worker.
+
+LangGraph ships no store conformance suite, so these are its expectations written out: a batch
+of mixed ops answers in op order, sync and async agree, search honours limit/offset/filter, a
+put is seen by the next get and search, a delete removes the item, and the agent's allowlist is
+never widened.
+"""
+from __future__ import annotations
+
+import pytest
+from langgraph.store.base import GetOp, Item, ListNamespacesOp, PutOp, SearchItem, SearchOp
+
+from streams.tools.memstream_store import (
+    MemstreamStore,
+    NotStoredError,
+    StoreApiError,
+    StoreError,
+    UnsupportedFilterError,
+    UnsupportedNamespaceError,
+)
+from tests.integration.conftest import (
+    ADMIN_KEY,
+    PLANNER_KEY,
+    REQUEST_GUARD_S,
+    SCOPED_KEY,
+    SCOPED_USER,
+    unique_user,
+)
+
+pytestmark = pytest.mark.integration
+
+GOAL = "I want to run a marathon in October."  # Goals
+BUDGET = "My monthly grocery budget is 400 euros."  # Budget
+PET = "I adopted a dog named Luna."  # Personal: not in the planner's allowlist
+
+
+def store_for(worker, broker, key: str = ADMIN_KEY, agent: str = "supervisor", **options) -> MemstreamStore:
+    return MemstreamStore(worker.api_url, key, agent, broker=broker.url, timeout_s=REQUEST_GUARD_S,
+                          **options)
+
+
+@pytest.fixture(scope="module")
+def three(worker, broker):
+    """A user with three memories put through the store: (user, {put key: memory id})."""
+    user = unique_user("store")
+    store = store_for(worker, broker)
+    ids = {}
+    for key, text in (("goal", GOAL), ("budget", BUDGET), ("pet", PET)):
+        store.put(("memories", user), key, {"text": text})
+        ids[key] = store.get(("memories", user), key).key
+    return user, ids
+
+
+def test_put_get_search_edit_delete(worker, broker):
+    store = store_for(worker, broker)
+    user = unique_user("store")
+    ns = ("memories", user)
+    assert store.get(ns, "goal") is None
+
+    store.put(ns, "goal", {"text": GOAL})
+    item = store.get(ns, "goal")  # read-your-writes: the put waited for the turn to be stored
+    assert isinstance(item, Item) and item.namespace == ns
+    assert "marathon" in item.value["summary"] and item.value["category"] == "Goals"
+    assert item.value["state"] == "active" and item.value["thread_id"].startswith("langgraph-")
+    assert store.get(ns, item.key) == item  # the memory id names it too
+
+    found = store.search(ns, query="What is the user training for?")
+    assert [i.key for i in found] == [item.key]
+    assert isinstance(found[0], SearchItem) and 0 < found[0].score <= 1
+    assert found[0].value["summary"] == item.value["summary"]
+
+    store.put(ns, "goal", {"text": "The user wants to run a half marathon in November."})
+    edited = store.get(ns, "goal")
+    assert edited.key == item.key and "half marathon in November" in edited.value["summary"]
+    assert store.search(ns, query="marathon")[0].value["summary"] == edited.value["summary"]
+
+    store.put(ns, item.key, {"text": edited.value["summary"], "pinned": True})
+    assert store.get(ns, item.key).value["pinned"] is True
+
+    store.delete(ns, "goal")
+    assert store.get(ns, "goal") is None and store.get(ns, item.key) is None
+    assert store.search(ns, query="marathon") == []
+    assert store.search(ns) == []
+    store.delete(ns, "goal")  # absent: nothing to do
+
+    store.put(ns, "goal", {"text": "The user wants to run an ultramarathon."})  # restored, edited
+    back = store.get(ns, "goal")
+    assert back.key == item.key and "ultramarathon" in back.value["summary"]
+
+
+def test_a_put_memstream_keeps_nothing_of_says_so(worker, broker):
+    ns = ("memories", unique_user("store"))
+    store = store_for(worker, broker)
+    with pytest.raises(NotStoredError) as nothing:
+        store.put(ns, "k", {"text": "ok"})  # not a fact: the turn is skipped
+    assert nothing.value.outcome == "skipped" and store.get(ns, "k") is None
+    with pytest.raises(StoreError, match="broker"):  # a new memory is a chat turn on Kafka
+        MemstreamStore(worker.api_url, ADMIN_KEY, "supervisor").put(ns, "k", {"text": GOAL})
+
+
+def test_a_key_follows_its_memory_when_a_later_fact_supersedes_it(worker, broker):
+    ns = ("memories", unique_user("store"))
+    store = store_for(worker, broker)
+    store.put(ns, "colour", {"text": "My favourite colour is blue."})
+    blue = store.get(ns, "colour").key
+    store.put(ns, "colour-now", {"text": "My favourite colour is green now."})
+    green = store.get(ns, "colour-now")
+    assert green.key != blue and "green" in green.value["summary"]
+    assert store.get(ns, "colour") == green == store.get(ns, blue)  # the memory that replaced it
+    assert [i.key for i in store.search(ns)] == [green.key]
+
+
+async def test_batch_answers_in_op_order_and_async_agrees_with_sync(worker, broker, three):
+    user, ids = three
+    store = store_for(worker, broker, users=[user])
+    ns = ("memories", user)
+    ops = [
+        ListNamespacesOp(None, None, 10, 0),
+        GetOp(ns, "budget"),
+        SearchOp(ns, query="How much can the user spend on groceries?", limit=2),
+        GetOp(ns, "no-such-key"),
+        PutOp(ns, "budget", {"text": "The user's monthly grocery budget is 450 euros."}),
+        GetOp(ns, ids["budget"]),
+        SearchOp(ns, filter={"category": "Budget"}),
+    ]
+    namespaces, before, found, missing, put, after, listed = await store.abatch(ops)
+    assert namespaces == [ns]
+    assert before.key == ids["budget"] and "400 euros" in before.value["summary"]
+    assert found[0].key == ids["budget"] and len(found) == 2
+    assert missing is None and put is None
+    assert after.key == ids["budget"] and "450 euros" in after.value["summary"]  # in order
+    assert [i.key for i in listed] == [ids["budget"]]
+
+    def stable(item):
+        return item.key, item.namespace, item.value["summary"], item.created_at
+
+    assert stable(store.get(ns, "goal")) == stable(await store.aget(ns, "goal"))
+    sync = store.search(ns, query="marathon", limit=3)
+    assert [i.key for i in sync] == [i.key for i in await store.asearch(ns, query="marathon", limit=3)]
+    assert [i.key for i in store.search(ns)] == [i.key for i in await store.asearch(ns)]
+    # the sync API also works when called from a coroutine (it runs on a loop of its own)
+    assert stable(store.batch([GetOp(ns, "goal")])[0]) == stable(store.get(ns, "goal"))
+
+
+def test_search_honours_limit_offset_and_filter(worker, broker, three):
+    user, ids = three
+    store = store_for(worker, broker, record_access=False)  # one read does not rank the next
+    ns = ("memories", user)
+    for query in ("What does the user plan and spend?", None):
+        everything = [i.key for i in store.search(ns, query=query, limit=3)]
+        assert sorted(everything) == sorted(ids.values())
+        pages = [i.key for offset in range(3)
+                 for i in store.search(ns, query=query, limit=1, offset=offset)]
+        assert pages == everything
+        assert [i.key for i in store.search(ns, query=query, limit=5, offset=2)] == everything[2:]
+        goals = store.search(ns, query=query, filter={"category": "Goals"})
+        assert [i.key for i in goals] == [ids["goal"]]
+        assert store.search(ns, query=query, filter={"pinned": True}) == []
+    by_importance = store.search(ns, query="anything", filter={"importance": {"$gte": 5}})
+    assert all(i.value["importance"] >= 5 for i in by_importance)
+    with pytest.raises(UnsupportedFilterError):
+        store.search(ns, query="dog", filter={"summary": "x"})
+    with pytest.raises(UnsupportedFilterError):
+        store.search(ns, filter={"importance": 5})  # the registry list cannot filter on it
+    with pytest.raises(UnsupportedNamespaceError):
+        store.search(("memories",), query="dog")  # memory.query is per user
+
+
+def test_the_agent_allowlist_is_never_widened(worker, broker, three):
+    user, ids = three
+    ns = ("memories", user)
+    planner = store_for(worker, broker, PLANNER_KEY, "planner")
+    assert planner.get(ns, ids["pet"]) is None and planner.get(ns, "pet") is None
+    assert planner.get(ns, "goal").key == ids["goal"]
+    for query in ("Does the user have a dog?", None):
+        seen = {i.value["category"] for i in planner.search(ns, query=query, limit=10)}
+        assert seen and seen <= {"Goals", "Budget", "Finance", "Conversation_Summary", "Procedural"}
+    assert planner.search(ns, filter={"category": "Personal"}) == []  # the key's scope
+    with pytest.raises(StoreApiError) as refused:  # memory.query fails closed
+        planner.search(ns, query="dog", filter={"category": "Personal"})
+    assert refused.value.status == 403
+    with pytest.raises(StoreApiError) as refused:  # an agent's key queries only as that agent
+        store_for(worker, broker, PLANNER_KEY, "supervisor").search(ns, query="dog")
+    assert refused.value.status == 403
+    # an admin key asking as the planner gets the planner's allowlist
+    as_planner = store_for(worker, broker, ADMIN_KEY, "planner")
+    assert ids["pet"] not in {i.key for i in as_planner.search(ns, query="Does the user have a dog?")}
+
+
+def test_list_namespaces_answers_the_users_the_key_may_read(worker, broker):
+    other = unique_user("store")
+    scoped = store_for(worker, broker, SCOPED_KEY, users=[SCOPED_USER, other])
+    assert scoped.list_namespaces() == [("memories", SCOPED_USER)]
+    assert scoped.list_namespaces(prefix=("memories", "*"), max_depth=1) == [("memories",)]
+    assert scoped.list_namespaces(suffix=(other,)) == []
+    admin = store_for(worker, broker, users=[other, SCOPED_USER])
+    assert admin.list_namespaces() == sorted([("memories", other), ("memories", SCOPED_USER)])
+    assert admin.list_namespaces(limit=1, offset=1) == [max(("memories", other), ("memories", SCOPED_USER))]
