@@ -2,15 +2,22 @@
 
 Everything is on one registry, `REGISTRY`: the LLM providers' metrics are in
 `streams/providers/llm/metrics.py`, the sinks' in `sinks/metrics.py`. The Grafana dashboards of
-`grafana/dashboards/` name these metrics; `tests/integration/test_metrics_dashboards.py` fails when
-a panel names one that a running worker does not export, so rename both together.
+`grafana/dashboards/` and the alert rules of `deploy/alerts.yml` name these metrics;
+`tests/integration/test_metrics_dashboards.py` fails when a panel names one that a running worker
+does not export, and `tests/integration/test_prometheus.py` when a panel's query has no data in a
+real Prometheus after a replay or an alert does not fire: rename them all together.
 
 Labels never carry user ids, memory ids or text: only small fixed vocabularies (stage, type,
 outcome, reason), plus topic and partition for the consumer lag.
 """
 from __future__ import annotations
 
+from typing import get_args
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from topics.commands import CommandKind
+from topics.proactivity import ProactivityReason
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -194,3 +201,41 @@ PROACTIVITY_CANDIDATES = Counter(
     "memstream_proactivity_candidates_total",
     "Proactivity candidates sent to memory.proactivity, by reason.", ["reason"], registry=REGISTRY,
 )
+
+
+# --- every known label value starts at 0 ----------------------------------------------------------
+# A labelled counter has no series until its first increment, so a panel or an alert over a quiet
+# one reads "No data" instead of 0. Where a label's values are open (a dead letter's or a policy
+# block's reason, an exception's type, the events a pass makes), one series per stage or pass
+# leaves that label empty (Prometheus stores no empty label): its sums read 0 until a value comes.
+STAGES = ("ingest", "dedup", "commands")
+LIFECYCLE_PASSES = ("forgetting", "promotion", "consolidation", "insights", "consent")
+
+
+def _start_at_zero() -> None:
+    for stage in STAGES:
+        STAGE_RECORDS.labels(stage=stage)
+        DLQ_RECORDS.labels(stage=stage, reason="")
+        DLQ_FAILURES.labels(stage=stage, reason="")
+    for outcome in ("candidates", "skipped", "command", "dlq"):
+        TURNS.labels(outcome=outcome)
+    for kind in get_args(CommandKind):
+        COMMANDS.labels(kind=kind)
+    POLICY_BLOCKS.labels(reason="")
+    for kind in _SEMANTIC_UPDATE_KIND.values():
+        SEMANTIC_UPDATES.labels(kind=kind)
+    for reason in ("cooldown", "daily_cap", "no_topic", "blocked_topic", "duplicate"):
+        EPISODIC_SKIPS.labels(reason=reason)
+    for trigger in ("active", "idle"):
+        LIFECYCLE_RUNS.labels(trigger=trigger)
+    for what in ("records", "writes"):
+        LIFECYCLE_REDELIVERED.labels(what=what)
+    for lifecycle_pass in LIFECYCLE_PASSES:
+        LIFECYCLE_TRANSITIONS.labels(lifecycle_pass=lifecycle_pass, kind="")
+    for lifecycle_pass in ("runner", *LIFECYCLE_PASSES):  # "runner": a failure around the passes
+        LIFECYCLE_ERRORS.labels(lifecycle_pass=lifecycle_pass, error="")
+    for reason in get_args(ProactivityReason):
+        PROACTIVITY_CANDIDATES.labels(reason=reason)
+
+
+_start_at_zero()

@@ -5,7 +5,8 @@ and every panel expression of every dashboard in grafana/dashboards/ is parsed w
 parser. Each series a selector names must be one that Prometheus would store from the scrape:
 `<name>` of a gauge, `<name>_total` of a counter, `<name>_bucket|_sum|_count` of a histogram.
 A labelled metric with no samples yet still exposes its `# HELP`/`# TYPE` lines and counts as
-exported (the dashboards show it as soon as it moves).
+exported. That every query also returns data, evaluated by a real Prometheus after a replay, is
+`tests/integration/test_prometheus.py`.
 """
 from __future__ import annotations
 
