@@ -100,6 +100,12 @@ async def dlq_counts(api_url: str) -> float:
     return sum(float(v) for v in re.findall(r"^memstream_dlq_records_total\{[^}]*\} (\S+)$", text, re.M))
 
 
+async def stored(api_url: str, user: str) -> list[dict]:
+    async with aiohttp.ClientSession(headers=auth_headers()) as session:
+        async with session.get(f"{api_url}/v1/users/{user}/memories") as response:
+            return (await response.json())["items"]
+
+
 def test_ten_thousand_hostile_records_stop_nothing(broker, tmp_path):
     worker = Worker(broker.url, tmp_path / "data", "memstream-flood", tmp_path / "worker.log").start()
     try:
@@ -137,9 +143,12 @@ def test_ten_thousand_hostile_records_stop_nothing(broker, tmp_path):
             while (counted := await dlq_counts(worker.api_url) - counted_before) < total:
                 assert time.monotonic() < deadline, f"counted {counted} of {total} dead letters"
                 await asyncio.sleep(1)
-            async with aiohttp.ClientSession(headers=auth_headers()) as session:
-                async with session.get(f"{worker.api_url}/v1/users/{user}/memories") as response:
-                    memories = (await response.json())["items"]
+            # The valid turn's fact lands through memory.candidates, consumed apart from
+            # chat.turns (and `wait_processed` may have seen another group's progress): wait
+            # for this worker to store it.
+            while not (memories := await stored(worker.api_url, user)):
+                assert time.monotonic() < deadline, "the valid turn's memory never landed"
+                await asyncio.sleep(0.5)
             assert [m["summary"] for m in memories] == ["Ana adopted a cat named Mia."]
 
         asyncio.run(scenario())
