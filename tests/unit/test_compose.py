@@ -113,6 +113,15 @@ def test_prometheus_scrapes_every_worker_with_a_metrics_only_key():
     assert '"role":"metrics"' in example and '"role":"admin"' not in example
 
 
+def test_prometheus_loads_the_shipped_alert_rules():
+    prometheus = SERVICES["prometheus"]
+    config_path = mounts(prometheus)["/etc/prometheus/prometheus.yml"]
+    config = yaml.safe_load(config_path.read_text())
+    for rule_file in config["rule_files"]:  # relative to the config's own directory
+        mounted = mounts(prometheus).get(f"/etc/prometheus/{rule_file}")
+        assert mounted is not None and mounted.exists(), f"{rule_file} is not mounted"
+
+
 def test_grafana_provisioning_is_mounted_and_consistent():
     grafana = mounts(SERVICES["grafana"])
     provisioning = grafana["/etc/grafana/provisioning"]
