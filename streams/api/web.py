@@ -5,7 +5,7 @@ query and owner routes; the registry (`streams.api.registry`) and server-sent ev
 Every route but /health and the admin page's files needs an API key (`streams.api.auth`); the
 key file and the category allowlists are re-read when they change. User routes are answered by
 the worker that owns the user's partition (`streams.api.routing`), so any worker can receive any
-request.
+request. Request rates (per key) and body sizes are limited (`streams.api.limits`).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable
 from aiohttp import web
 from faust.web import Request, Response
 
-from streams.api import auth, hardening, openapi, registry, sse
+from streams.api import auth, hardening, limits, openapi, registry, sse
 from streams.api.query import answer, parse_body, parse_params
 from streams.api.routing import route_to_owner
 from streams.api.views import MemstreamView, add_views, error
@@ -144,6 +144,7 @@ def register(app: MemstreamApp, extra_keys: Sequence[auth.KeyEntry] = ()) -> Non
     categories = app.settings.categories_path or DEFAULT_PATH
     web_app.middlewares.append(auth.reload_on_change(categories, load_policy.cache_clear))
     hardening.install(app)
+    limits.install(web_app, app.settings)
     add_views(app, ROUTES)
     registry.register(app)
     sse.register(app)

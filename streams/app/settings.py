@@ -433,6 +433,18 @@ class Settings(BaseSettings):
     sse_max_streams_per_user: int = Field(
         8, ge=1, description="Event streams of one user a worker serves at once; one more is a 429.",
     )
+    api_rate_per_second: float = Field(
+        0.0, ge=0, description="Requests a second one API key may make to one worker, on average "
+        "(a token bucket per key, streams/api/limits.py); past it a request is answered 429 with "
+        "Retry-After and does nothing. 0: no limit.",
+    )
+    api_rate_burst: int = Field(
+        20, ge=1, description="Requests one API key may make at once before API_RATE_PER_SECOND "
+        "applies (the bucket's size).",
+    )
+    api_max_body_bytes: int = Field(
+        1048576, ge=1, description="Largest request body the API reads; a larger one is a 413.",
+    )
 
     # --- observability ---------------------------------------------------------------------------
     metrics_lag_interval_seconds: float = Field(

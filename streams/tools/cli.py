@@ -192,10 +192,10 @@ def send(
     broker: BrokerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Send one chat turn to `chat.turns`."""
+    """Send one chat turn to `chat.turns` (through memstream's client, streams/client/)."""
     from pydantic import ValidationError
 
-    from streams.tools.client import TurnProducer
+    from streams.client import AsyncMemstreamClient, ClientError
     from topics.turns import Turn
 
     now = datetime.now(timezone.utc)
@@ -209,12 +209,16 @@ def send(
         raise typer.Exit(2)
 
     async def go() -> dict:
-        async with TurnProducer(_broker(broker), get_settings().kafka_one_record_batches) as producer:
-            meta = await (await producer.send_turn(turn))
-            return {"topic": meta.topic, "partition": meta.partition, "offset": meta.offset,
-                    "user_id": turn.user_id, "thread_id": turn.thread_id, "turn_id": turn.turn_id}
+        async with AsyncMemstreamClient(_broker(broker)) as client:
+            sent = await client.send_turn(turn)
+        return {"topic": sent.topic, "partition": sent.partition, "offset": sent.offset,
+                "user_id": turn.user_id, "thread_id": turn.thread_id, "turn_id": turn.turn_id}
 
-    result = asyncio.run(go())
+    try:
+        result = asyncio.run(go())
+    except ClientError as exc:
+        console.print(f"[red]send failed:[/] {exc}")
+        raise typer.Exit(1)
     if as_json:
         print(json.dumps(result))
     else:
@@ -264,48 +268,63 @@ def _progress() -> Progress:
 
 @app.command()
 def watch(
-    user: Annotated[Optional[str], typer.Option(help="Only this user's events.")] = None,
-    from_beginning: Annotated[bool, typer.Option(help="Start at the oldest event.")] = False,
+    user: Annotated[Optional[str], typer.Option(help="Only this user's events, over the API (its server-sent events).")] = None,
+    from_beginning: Annotated[bool, typer.Option(help="Start at the oldest event (with --user: the oldest the worker keeps, SSE_REPLAY_EVENTS).")] = False,
     broker: BrokerOpt = None,
+    api: ApiOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Watch `memory.events` live (Ctrl-C to stop).
+    """Watch memory events live (Ctrl-C to stop).
 
-    Events' content is sealed per user; with the master key (MEMSTREAM_MASTER_KEY,
-    MASTER_KEY_FILE, or the one `memstream run` keeps in DATA_DIR) it is shown opened, else as
-    "(sealed)".
+    With --user, the user's events come from the API (GET /v1/users/{user}/events, through
+    memstream's client), opened, as the API key's scope sees them. Without it, every user's
+    events come from `memory.events`, whose content is sealed per user: with the master key
+    (MEMSTREAM_MASTER_KEY, MASTER_KEY_FILE, or the one `memstream run` keeps in DATA_DIR) it is
+    shown opened, else as "(sealed)".
     """
     from pydantic import ValidationError
 
+    from streams.client import AsyncMemstreamClient, ClientError, StreamReset
     from streams.tools.client import read_topic
     from streams.tools.unseal import TopicUnsealer
     from topics.events import MemoryEvent
     from topics.names import MEMORY_EVENTS
 
-    settings = _with_kept_master_key(get_settings())
-    master = _master_key(settings)
-    unsealer = TopicUnsealer(_broker(broker), settings.app_id, master) if master else None
+    def show(event: dict) -> None:
+        if as_json:
+            print(json.dumps(event), flush=True)
+        else:
+            console.print(
+                f"[cyan]{event.get('kind', '?'):>9}[/] {event.get('user_id')} "
+                f"rev={event.get('rev')} [{event.get('category')}] {event.get('summary')}"
+            )
 
-    async def go() -> None:
+    async def from_api(user_id: str) -> None:
+        async with AsyncMemstreamClient.from_settings(api_url=_api(api)) as client:
+            async for item in client.watch(user_id, replay=from_beginning):
+                if isinstance(item, StreamReset):
+                    console.print("[yellow]events may have been missed[/] (the worker no longer "
+                                  "keeps the last one seen)")
+                else:
+                    show(item.model_dump(mode="json"))
+
+    async def from_topic() -> None:
+        settings = _with_kept_master_key(get_settings())
+        master = _master_key(settings)
+        unsealer = TopicUnsealer(_broker(broker), settings.app_id, master) if master else None
         async for _key, raw in read_topic(_broker(broker), MEMORY_EVENTS, from_beginning=from_beginning):
-            if user and raw.get("user_id") != user:
-                continue
             try:
                 parsed = MemoryEvent.model_validate(raw)
             except ValidationError:
                 continue
             opened = await unsealer.open_event(parsed) if unsealer else None
-            event = opened.model_dump(mode="json") if opened else {**raw, "summary": "(sealed)"}
-            if as_json:
-                print(json.dumps(event), flush=True)
-            else:
-                console.print(
-                    f"[cyan]{event.get('kind', '?'):>9}[/] {event.get('user_id')} "
-                    f"rev={event.get('rev')} [{event.get('category')}] {event.get('summary')}"
-                )
+            show(opened.model_dump(mode="json") if opened else {**raw, "summary": "(sealed)"})
 
     try:
-        asyncio.run(go())
+        asyncio.run(from_api(user) if user else from_topic())
+    except ClientError as exc:
+        console.print(f"[red]watch failed:[/] {exc}")
+        raise typer.Exit(1)
     except KeyboardInterrupt:
         pass
 
@@ -325,38 +344,37 @@ def query(
     api: ApiOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Query a user's memories (memory.query, SPEC §5): ranked, filtered, with provenance."""
-    from streams.tools.client import ApiClient
-    from streams.errors import ApiError
+    """Query a user's memories (memory.query, SPEC §5, through memstream's client): ranked,
+    filtered, with provenance."""
+    from streams.client import AsyncMemstreamClient, ClientError, QueryResult
 
-    request: dict = {"agent": agent, "query": text, "top_k": top_k, "return": "full"}
     optional = {"categories": category or None, "threshold": threshold, "budget_tokens": budget_tokens,
                 "thread_id": thread, "since_rev": since_rev}
-    request.update({k: v for k, v in optional.items() if v is not None})
+    fields: dict = {k: v for k, v in optional.items() if v is not None}
     if filters:
         try:
-            request["filters"] = json.loads(filters)
+            fields["filters"] = json.loads(filters)
         except ValueError:
             console.print("[red]--filters is not valid JSON[/]")
             raise typer.Exit(2)
 
-    async def go() -> dict:
-        async with ApiClient(_api(api)) as client:
-            return await client.memory_query(user, request)
+    async def go() -> QueryResult:
+        async with AsyncMemstreamClient.from_settings(api_url=_api(api)) as client:
+            return await client.query(user, text, agent=agent, top_k=top_k, mode="full", **fields)
 
     try:
         answer = asyncio.run(go())
-    except (ApiError, OSError) as exc:
+    except ClientError as exc:
         console.print(f"[red]query failed:[/] {exc}")
         raise typer.Exit(1)
-    items = answer["items"]
+    items = [item.model_dump(mode="json") for item in answer.items]
     if as_json:
         keys = ("id", "summary", "type", "category", "state", "score", "similarity",
                 "importance", "source_turn_ids", "created_at", "updated_at", "text", "tokens")
         print(json.dumps([{k: item.get(k) for k in keys} for item in items], indent=2))
         return
-    if answer.get("delta") and answer["delta"]["header"]:
-        console.print(answer["delta"]["header"])
+    if answer.delta and answer.delta.header:
+        console.print(answer.delta.header)
     if not items:
         console.print("no memories")
     for item in items:
@@ -364,7 +382,7 @@ def query(
             f"{item['score']:.3f} [{item['category']}] {item['summary']}  "
             f"[dim]({', '.join(item['source_turn_ids'])})[/]"
         )
-    console.print(f"[dim]{answer['tokens']} tokens[/]")
+    console.print(f"[dim]{answer.tokens} tokens[/]")
 
 
 @app.command()

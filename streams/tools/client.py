@@ -1,4 +1,6 @@
-"""Clients of a running memstream: produce turns, read topics, query over HTTP."""
+"""Helpers of the tools, tests and benchmarks around a running memstream: produce turns (the
+bench's producer: idempotence off, no linger), read topics, query over HTTP. Applications use
+memstream's client, `streams.client`."""
 from __future__ import annotations
 
 import json

@@ -108,15 +108,16 @@ def test_replay_and_bench_on_a_locomo_file_never_seen(worker, tmp_path):
 
 
 def test_watch_prints_a_users_events_live(worker):
+    """With --user, from the API's event stream (memstream's client), opened by the worker."""
     import asyncio
 
     from tests.integration.conftest import make_turn, produce, unique_user
 
     user = unique_user("watch")
-    env = dict(os.environ, KAFKA_BROKER_URL=worker.broker_url)
+    env = dict(os.environ, KAFKA_BROKER_URL=worker.broker_url, MEMSTREAM_API_KEY=ADMIN_KEY)
     proc = subprocess.Popen([sys.executable, "-m", "streams", "watch", "--json", "--from-beginning",
-                             "--user", user], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
+                             "--user", user, "--api", worker.api_url], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         asyncio.run(produce(worker.broker_url, [make_turn(user, "1", "I adopted a dog named Luna.")]))
         import select
@@ -126,6 +127,7 @@ def test_watch_prints_a_users_events_live(worker):
         line = proc.stdout.readline()
         event = json.loads(line)
         assert event["user_id"] == user and event["kind"] in ("candidate", "created")
+        assert "Luna" in event["summary"]
     finally:
         proc.kill()
         proc.wait()

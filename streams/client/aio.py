@@ -1,0 +1,337 @@
+"""`AsyncMemstreamClient`: what a chat backend or an agent needs of memstream, on asyncio."""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import weakref
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from contextlib import suppress
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import quote
+
+import aiohttp
+from aiokafka import AIOKafkaProducer, TopicPartition
+from aiokafka.errors import KafkaError
+from pydantic import ValidationError
+
+from streams.client.errors import (
+    ApiError,
+    ApiUnreachable,
+    ConfigurationError,
+    ConsumeError,
+    ProduceError,
+    RateLimited,
+    Unavailable,
+    api_error,
+)
+from streams.client.kafka import idempotent_producer, topic_consumer
+from streams.client.models import Delivery, QueryResult, StreamReset
+from streams.client.sse import SseMessage, sse_messages
+from topics.events import MemoryEvent
+from topics.names import CHAT_TURNS, MEMORY_PROACTIVITY
+from topics.proactivity import ProactivityCandidate
+from topics.turns import Turn
+
+if TYPE_CHECKING:
+    from streams.app.settings import Settings
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["bullets", "full"]
+NO_EVENT_ID = "-"
+"""A Last-Event-ID no event has: the worker answers it with a reset and every event it keeps."""
+STREAM_IDLE_S = 60.0
+"""An event stream silent this long (the worker pings every SSE_PING_SECONDS, 15) is dead."""
+
+
+class AsyncMemstreamClient:
+    """memstream's client on asyncio: produce turns, query memory, watch memory events, and
+    consume proactivity candidates. Use `async with` (or call `close`).
+
+    `broker` (Kafka bootstrap servers) is needed for turns and proactivity, `api_url` (a
+    worker's web API, any worker) and `api_key` for queries and events. Turns go to
+    `chat.turns` keyed by `user_id`, so Kafka's default partitioner puts each user's turns on
+    one partition in order, through an idempotent producer (`acks=all`, retries never
+    duplicate) that batches for up to `linger_ms`. Every failure is a `ClientError`.
+    """
+
+    def __init__(self, broker: str | None = None, api_url: str | None = None,
+                 api_key: str | None = None, *, linger_ms: int = 5, timeout: float = 30.0,
+                 retries: int = 3, reconnect_delay: float = 1.0,
+                 client_id: str = "memstream-client") -> None:
+        """`timeout`: seconds per HTTP request; `retries`: how often a request answered 503
+        ("retry shortly": a partition moving, a worker recovering) is sent again;
+        `reconnect_delay`: seconds before an event stream that ended is opened again (unless
+        the worker asked for longer with Retry-After)."""
+        self.broker = broker
+        self.api_url = api_url.rstrip("/") if api_url else None
+        self._api_key = api_key
+        self.linger_ms = linger_ms
+        self.timeout = timeout
+        self.retries = retries
+        self.reconnect_delay = reconnect_delay
+        self.client_id = client_id
+        self._producer: AIOKafkaProducer | None = None
+        self._producer_lock = asyncio.Lock()
+        self._session: aiohttp.ClientSession | None = None
+        self._streams: weakref.WeakSet[AsyncGenerator[Any, None]] = weakref.WeakSet()
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None, **options: Any) -> "AsyncMemstreamClient":
+        """A client of the local service as memstream's settings describe it (KAFKA_BROKER_URL
+        or the embedded broker, http://WEB_HOST:WEB_PORT, MEMSTREAM_API_KEY or the key
+        `memstream run` keeps in DATA_DIR): what the CLI uses."""
+        from streams.api.auth import client_key
+        from streams.app.settings import get_settings
+
+        settings = settings or get_settings()
+        values = {"broker": settings.broker_url, "api_url": f"http://{settings.web_host}:{settings.web_port}",
+                  "api_key": client_key(settings)}
+        return cls(**{**values, **options})
+
+    async def __aenter__(self) -> "AsyncMemstreamClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Deliver the turns still queued, end open streams, release connections."""
+        for stream in list(self._streams):
+            with suppress(RuntimeError):  # one being read right now ends with its reader
+                await stream.aclose()
+        producer, self._producer = self._producer, None
+        session, self._session = self._session, None
+        try:
+            if producer is not None:
+                await producer.stop()
+        except KafkaError as exc:
+            raise ProduceError(f"turns still queued could not be delivered: {exc!r}") from exc
+        finally:
+            if session is not None:
+                await session.close()
+
+    # --- turns -------------------------------------------------------------------------------
+
+    async def send_turn(self, turn: Turn) -> Delivery:
+        """Produce one turn and wait until it is acknowledged. Turns sent at the same time
+        (from concurrent tasks) share batches."""
+        return (await self.send_turns([turn]))[0]
+
+    async def send_turns(self, turns: Iterable[Turn]) -> list[Delivery]:
+        """Produce turns, in order, and wait until every one is acknowledged."""
+        producer = await self._started_producer()
+        try:
+            pending = [await producer.send(CHAT_TURNS, key=turn.user_id.encode(),
+                                           value=turn.model_dump_json().encode())
+                       for turn in turns]
+            if len(pending) > 1:
+                # Waiting for the batches is cheaper than a wait per turn; then each is done.
+                await producer.flush()
+            records = [await delivered for delivered in pending]
+        except KafkaError as exc:
+            raise ProduceError(f"turn not delivered: {exc!r}") from exc
+        return [Delivery(r.topic, r.partition, r.offset) for r in records]
+
+    async def flush(self) -> None:
+        """Wait until every queued turn is delivered."""
+        if self._producer is not None:
+            await self._producer.flush()
+
+    async def _started_producer(self) -> AIOKafkaProducer:
+        async with self._producer_lock:
+            if self._producer is None:
+                if not self.broker:
+                    raise ConfigurationError("producing turns needs a broker (bootstrap servers)")
+                producer = idempotent_producer(self.broker, linger_ms=self.linger_ms,
+                                               client_id=self.client_id)
+                try:
+                    await producer.start()
+                except KafkaError as exc:
+                    await producer.stop()
+                    raise ProduceError(f"cannot reach the broker at {self.broker}: {exc!r}") from exc
+                self._producer = producer
+            return self._producer
+
+    # --- queries -----------------------------------------------------------------------------
+
+    async def query(self, user_id: str, query: str, *, agent: str = "supervisor",
+                    top_k: int | None = None, mode: Mode = "bullets",
+                    **fields: Any) -> QueryResult:
+        """`memory.query` (POST /v1/users/{user_id}/query) as `agent`, whose category allowlist
+        applies. `mode` is the request's `return`: `bullets` (items to put in a prompt, and
+        their `context` text) or `full` (the memory documents). `fields` are further request
+        fields (`topics.query.QueryRequest`: categories, filters, threshold, budget_tokens,
+        thread_id, since_rev, record_access, reference_time, include_archived)."""
+        body = {"agent": agent, "query": query, "return": mode, **fields}
+        if top_k is not None:
+            body["top_k"] = top_k
+        answer = await self._request("POST", f"{_user_path(user_id)}/query", json=body)
+        try:
+            return QueryResult.model_validate(answer)
+        except ValidationError as exc:
+            raise ApiError(200, f"the answer is not a memory.query answer: {exc}") from exc
+
+    async def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """The JSON answer of one request; a 503 is asked again up to `retries` times."""
+        attempt = 0
+        while True:
+            try:
+                async with self._http().request(method, self._url(path), **kwargs) as response:
+                    if response.status < 400:
+                        return await response.json(content_type=None)
+                    error = await _error_of(response)
+            except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+                raise ApiUnreachable(f"{method} {path}: {exc!r}") from exc
+            if not isinstance(error, Unavailable) or attempt >= self.retries:
+                raise error
+            attempt += 1
+            await asyncio.sleep(self._pause(error))
+
+    def _pause(self, error: ApiError) -> float:
+        """How long to wait before asking again: the answer's Retry-After, else
+        `reconnect_delay`, never longer than `timeout`."""
+        wait = error.retry_after if error.retry_after is not None else self.reconnect_delay
+        return min(max(wait, 0.0), self.timeout)
+
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else None
+            self._session = aiohttp.ClientSession(
+                headers=headers, timeout=aiohttp.ClientTimeout(total=self.timeout))
+        return self._session
+
+    def _url(self, path: str) -> str:
+        if not self.api_url:
+            raise ConfigurationError("queries and events need the API's URL")
+        return self.api_url + path
+
+    # --- memory events (server-sent events) --------------------------------------------------
+
+    def watch(self, user_id: str, *, last_event_id: str | None = None, replay: bool = False,
+              reconnect: bool = True) -> AsyncIterator[MemoryEvent | StreamReset]:
+        """The user's memory events as they happen (GET /v1/users/{user_id}/events), each once.
+
+        From the event after `last_event_id` when given; with `replay`, from the oldest event
+        the worker keeps (SSE_REPLAY_EVENTS per user). A `StreamReset` says events may have
+        been missed. When the stream ends (the user's partition moved) or the worker cannot be
+        reached, it is opened again after the last event received, unless `reconnect` is
+        false. Only the events the key's scope sees arrive.
+        """
+        return self._track(self._watch(user_id, last_event_id, replay, reconnect))
+
+    async def _watch(self, user_id: str, last_event_id: str | None, replay: bool,
+                     reconnect: bool) -> AsyncGenerator[MemoryEvent | StreamReset, None]:
+        last = last_event_id or (NO_EVENT_ID if replay else None)
+        seen: deque[str] = deque(maxlen=1000)
+        while True:
+            delay = self.reconnect_delay
+            try:
+                async for message in self._event_messages(user_id, last):
+                    if message.event == "reset":
+                        if last != NO_EVENT_ID:
+                            yield StreamReset(last)
+                        continue
+                    if not message.event.startswith("memory."):
+                        continue
+                    try:
+                        event = MemoryEvent.model_validate_json(message.data)
+                    except ValidationError:
+                        log.warning("skipped an event of %s that is not a MemoryEvent", user_id)
+                        continue
+                    last = event.event_id
+                    if event.event_id not in seen:
+                        seen.append(event.event_id)
+                        yield event
+            except (RateLimited, Unavailable, ApiUnreachable) as exc:
+                if not reconnect:
+                    raise
+                delay = self._pause(exc) if isinstance(exc, ApiError) else delay
+                log.info("event stream of %s: %s; reconnecting", user_id, exc)
+            if not reconnect:
+                return
+            await asyncio.sleep(delay)
+
+    async def _event_messages(self, user_id: str, last_event_id: str | None) -> AsyncIterator[SseMessage]:
+        headers = {"Accept": "text/event-stream"}
+        if last_event_id:
+            headers["Last-Event-ID"] = last_event_id
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.timeout, sock_read=STREAM_IDLE_S)
+        url = self._url(f"{_user_path(user_id)}/events")
+        try:
+            async with self._http().get(url, headers=headers, timeout=timeout) as response:
+                if response.status >= 400:
+                    raise await _error_of(response)
+                async for message in sse_messages(response.content):
+                    yield message
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            raise ApiUnreachable(f"event stream of {user_id}: {exc!r}") from exc
+
+    # --- proactivity candidates --------------------------------------------------------------
+
+    def proactivity(self, *, user_id: str | None = None, group_id: str | None = None,
+                    from_beginning: bool = False) -> AsyncIterator[ProactivityCandidate]:
+        """Proactivity candidates (`memory.proactivity`): memories worth a proactive message.
+
+        They carry ids, never text: read the memories through the API. With `group_id` the
+        consumer shares the topic's partitions with the group's other members and commits each
+        record once the next one is asked for, so a restart resumes after what was handled (at
+        least once: drop replays by `candidate_id`). Without it, it reads every partition and
+        commits nothing. New records only, unless `from_beginning` (or the group has committed
+        offsets). Only `user_id`'s when given.
+        """
+        return self._track(self._proactivity(user_id, group_id, from_beginning))
+
+    async def _proactivity(self, user_id: str | None, group_id: str | None,
+                           from_beginning: bool) -> AsyncGenerator[ProactivityCandidate, None]:
+        if not self.broker:
+            raise ConfigurationError("consuming memory.proactivity needs a broker")
+        consumer = topic_consumer(self.broker, MEMORY_PROACTIVITY, group_id=group_id,
+                                  from_beginning=from_beginning, client_id=self.client_id)
+        try:
+            await consumer.start()
+        except KafkaError as exc:
+            await consumer.stop()
+            raise ConsumeError(f"cannot consume {MEMORY_PROACTIVITY}: {exc!r}") from exc
+        try:
+            async for record in consumer:
+                try:
+                    candidate = ProactivityCandidate.model_validate_json(record.value or b"")
+                except ValidationError:
+                    log.warning("skipped a %s record that is not a candidate (offset %d)",
+                                MEMORY_PROACTIVITY, record.offset)
+                    candidate = None
+                if candidate is not None and user_id in (None, candidate.user_id):
+                    yield candidate
+                if group_id is not None:
+                    await consumer.commit({TopicPartition(record.topic, record.partition): record.offset + 1})
+        except KafkaError as exc:
+            raise ConsumeError(f"consuming {MEMORY_PROACTIVITY} failed: {exc!r}") from exc
+        finally:
+            await consumer.stop()
+
+    def _track(self, stream: AsyncGenerator[Any, None]) -> AsyncGenerator[Any, None]:
+        """Remember an open stream, so `close` ends it (and its connection or consumer)."""
+        self._streams.add(stream)
+        return stream
+
+
+def _user_path(user_id: str) -> str:
+    return f"/v1/users/{quote(user_id, safe='')}"
+
+
+async def _error_of(response: aiohttp.ClientResponse) -> ApiError:
+    """The named error of an error answer (`{"error": ...}`, or its text)."""
+    text = await response.text()
+    try:
+        message = json.loads(text).get("error", text)
+    except (ValueError, AttributeError):
+        message = text
+    retry = response.headers.get("Retry-After")
+    try:
+        retry_after = float(retry) if retry is not None else None
+    except ValueError:
+        retry_after = None
+    return api_error(response.status, str(message)[:500], retry_after)
