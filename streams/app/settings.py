@@ -51,6 +51,44 @@ class Settings(BaseSettings):
         "Faust's own default is 1500.",
     )
 
+    # --- Kafka security (streams/app/kafka_security.py; docs/kafka-security.md) ----------------
+    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        "PLAINTEXT",
+        description="How memstream's Kafka clients (the worker, topic creation, `memstream send` "
+        "and `replay`, the bench, the client library) talk to KAFKA_BROKER_URL: SSL is TLS, "
+        "SASL_SSL TLS plus a SASL login (MSK, Confluent Cloud, Aiven: docs/kafka-security.md). "
+        "The embedded broker speaks PLAINTEXT only.",
+    )
+    kafka_sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"] = Field(
+        "PLAIN", description="SASL mechanism with SASL_PLAINTEXT or SASL_SSL. PLAIN and SCRAM "
+        "log in with KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD; OAUTHBEARER with the tokens of "
+        "KAFKA_SASL_OAUTH_TOKEN_PROVIDER.",
+    )
+    kafka_sasl_username: str | None = Field(None, description="SASL user name (PLAIN, SCRAM).")
+    kafka_sasl_password: SecretStr | None = Field(None, description="SASL password (PLAIN, SCRAM).")
+    kafka_sasl_oauth_token_provider: str | None = Field(
+        None, description="With OAUTHBEARER: `module:attribute` of an aiokafka "
+        "AbstractTokenProvider (a class or factory called without arguments, or an instance), "
+        "e.g. one returning MSK IAM tokens (docs/kafka-security.md).",
+    )
+    kafka_ssl_cafile: Path | None = Field(
+        None, description="PEM file of the CA certificates that sign the brokers' certificates; "
+        "unset: the system's CAs (enough for MSK, Confluent Cloud).",
+    )
+    kafka_ssl_certfile: Path | None = Field(
+        None, description="PEM client certificate (mutual TLS, e.g. Aiven, MSK with TLS client "
+        "authentication); with KAFKA_SSL_KEYFILE unless the key is in this file.",
+    )
+    kafka_ssl_keyfile: Path | None = Field(None, description="PEM private key of KAFKA_SSL_CERTFILE.")
+    kafka_ssl_key_password: SecretStr | None = Field(
+        None, description="Password of an encrypted KAFKA_SSL_KEYFILE.",
+    )
+    kafka_connect_timeout_seconds: float = Field(
+        15.0, gt=0, description="Longest the connection check before a worker, topic admin or "
+        "client starts may take (TCP, TLS handshake, SASL login); past it, or on a refused "
+        "certificate or login, it fails with BrokerConnectionError saying which step failed.",
+    )
+
     # --- input limits --------------------------------------------------------------------
     max_turn_chars: int = Field(8000, ge=1, description="Longer turn texts go to the DLQ.")
     max_record_bytes: int = Field(262144, ge=1, description="Larger raw records go to the DLQ.")

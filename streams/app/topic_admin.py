@@ -1,18 +1,40 @@
-"""Creating memstream's topics on a broker (all with one partition count: SPEC §2)."""
+"""Creating memstream's topics on a broker (all with one partition count: SPEC §2).
+
+The admin client connects as the settings say (KAFKA_SECURITY_PROTOCOL, ...:
+`streams.app.kafka_security`), after a bounded connection check, so a refused certificate or
+login is a `BrokerConnectionError` that says so."""
 from __future__ import annotations
 
 import asyncio
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import TopicAlreadyExistsError
 
+from streams.app.kafka_security import admin_kwargs, check_connection
 
-async def create_topics(bootstrap: str, topics: Iterable[str], partitions: int) -> list[str]:
-    """Create the topics that do not exist yet; return the names created."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id="memstream-admin")
+if TYPE_CHECKING:
+    from streams.app.settings import Settings
+
+
+async def started_admin(bootstrap: str, settings: Settings | None = None) -> AIOKafkaAdminClient:
+    """A started admin client of `bootstrap`, connected as `settings` (default: the process's)
+    say; raises `BrokerConnectionError` when the broker cannot be reached or refuses it."""
+    from streams.app.settings import get_settings
+
+    settings = settings or get_settings()
+    kwargs = admin_kwargs(settings)
+    await check_connection(bootstrap, kwargs, settings.kafka_connect_timeout_seconds)
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id="memstream-admin", **kwargs)
     await admin.start()
+    return admin
+
+
+async def create_topics(bootstrap: str, topics: Iterable[str], partitions: int,
+                        settings: Settings | None = None) -> list[str]:
+    """Create the topics that do not exist yet; return the names created."""
+    admin = await started_admin(bootstrap, settings)
     try:
         existing = set(await admin.list_topics())
         missing = [t for t in topics if t not in existing]
@@ -28,11 +50,10 @@ async def create_topics(bootstrap: str, topics: Iterable[str], partitions: int) 
         await admin.close()
 
 
-async def topic_configs(bootstrap: str, topic: str) -> dict[str, str]:
+async def topic_configs(bootstrap: str, topic: str, settings: Settings | None = None) -> dict[str, str]:
     """The configs the broker reports for `topic` (e.g. those Faust requested for a table's
     changelog: `streams.privacy.user_keys.CHANGELOG_CONFIGS`)."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id="memstream-admin")
-    await admin.start()
+    admin = await started_admin(bootstrap, settings)
     try:
         responses = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
     finally:
@@ -41,5 +62,6 @@ async def topic_configs(bootstrap: str, topic: str) -> dict[str, str]:
             for entry in resource[4]}
 
 
-def ensure_topics(bootstrap: str, topics: Iterable[str], partitions: int) -> list[str]:
-    return asyncio.run(create_topics(bootstrap, topics, partitions))
+def ensure_topics(bootstrap: str, topics: Iterable[str], partitions: int,
+                  settings: Settings | None = None) -> list[str]:
+    return asyncio.run(create_topics(bootstrap, topics, partitions, settings))

@@ -60,7 +60,7 @@ def run_worker(settings: Settings, extra_keys: Sequence[KeyEntry] = ()) -> None:
     from streams.app.topic_admin import ensure_topics
     from topics.names import ALL_TOPICS
 
-    created = ensure_topics(settings.broker_url, ALL_TOPICS, settings.topic_partitions)
+    created = ensure_topics(settings.broker_url, ALL_TOPICS, settings.topic_partitions, settings)
     if created:
         log.info("created topics: %s", ", ".join(created))
     app = build_worker(settings, extra_keys=extra_keys)

@@ -6,7 +6,7 @@ import json
 import logging
 import weakref
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
@@ -16,9 +16,11 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
 from pydantic import ValidationError
 
+from streams.app.kafka_security import BrokerConnectionError, check_connection
 from streams.client.errors import (
     ApiError,
     ApiUnreachable,
+    ClientError,
     ConfigurationError,
     ConsumeError,
     ProduceError,
@@ -60,12 +62,17 @@ class AsyncMemstreamClient:
     def __init__(self, broker: str | None = None, api_url: str | None = None,
                  api_key: str | None = None, *, linger_ms: int = 5, timeout: float = 30.0,
                  retries: int = 3, reconnect_delay: float = 1.0,
-                 client_id: str = "memstream-client") -> None:
-        """`timeout`: seconds per HTTP request; `retries`: how often a request answered 503
-        ("retry shortly": a partition moving, a worker recovering) is sent again;
-        `reconnect_delay`: seconds before an event stream that ended is opened again (unless
-        the worker asked for longer with Retry-After)."""
+                 client_id: str = "memstream-client",
+                 kafka_security: Mapping[str, Any] | None = None) -> None:
+        """`timeout`: seconds per HTTP request, and at most for the broker connection check;
+        `retries`: how often a request answered 503 ("retry shortly": a partition moving, a
+        worker recovering) is sent again; `reconnect_delay`: seconds before an event stream
+        that ended is opened again (unless the worker asked for longer with Retry-After);
+        `kafka_security`: aiokafka's connection arguments for a broker that needs TLS or SASL
+        (security_protocol, ssl_context, sasl_mechanism, sasl_plain_username, ...), as
+        `streams.app.kafka_security.client_kwargs` makes them from memstream's settings."""
         self.broker = broker
+        self.kafka_security = dict(kafka_security or {})
         self.api_url = api_url.rstrip("/") if api_url else None
         self._api_key = api_key
         self.linger_ms = linger_ms
@@ -81,14 +88,15 @@ class AsyncMemstreamClient:
     @classmethod
     def from_settings(cls, settings: Settings | None = None, **options: Any) -> "AsyncMemstreamClient":
         """A client of the local service as memstream's settings describe it (KAFKA_BROKER_URL
-        or the embedded broker, http://WEB_HOST:WEB_PORT, MEMSTREAM_API_KEY or the key
-        `memstream run` keeps in DATA_DIR): what the CLI uses."""
+        or the embedded broker with KAFKA_SECURITY_PROTOCOL and the rest, http://WEB_HOST:WEB_PORT,
+        MEMSTREAM_API_KEY or the key `memstream run` keeps in DATA_DIR): what the CLI uses."""
         from streams.api.auth import client_key
+        from streams.app.kafka_security import client_kwargs
         from streams.app.settings import get_settings
 
         settings = settings or get_settings()
         values = {"broker": settings.broker_url, "api_url": f"http://{settings.web_host}:{settings.web_port}",
-                  "api_key": client_key(settings)}
+                  "api_key": client_key(settings), "kafka_security": client_kwargs(settings)}
         return cls(**{**values, **options})
 
     async def __aenter__(self) -> "AsyncMemstreamClient":
@@ -145,8 +153,9 @@ class AsyncMemstreamClient:
             if self._producer is None:
                 if not self.broker:
                     raise ConfigurationError("producing turns needs a broker (bootstrap servers)")
+                await self._check_broker(ProduceError)
                 producer = idempotent_producer(self.broker, linger_ms=self.linger_ms,
-                                               client_id=self.client_id)
+                                               client_id=self.client_id, security=self.kafka_security)
                 try:
                     await producer.start()
                 except KafkaError as exc:
@@ -154,6 +163,15 @@ class AsyncMemstreamClient:
                     raise ProduceError(f"cannot reach the broker at {self.broker}: {exc!r}") from exc
                 self._producer = producer
             return self._producer
+
+    async def _check_broker(self, error: type[ClientError]) -> None:
+        """One bounded connection with the client's Kafka security before a producer or consumer
+        starts: a refused certificate or login fails here, as `error`, saying so."""
+        assert self.broker is not None
+        try:
+            await check_connection(self.broker, self.kafka_security, self.timeout)
+        except BrokerConnectionError as exc:
+            raise error(f"cannot reach the broker at {self.broker}: {exc}") from exc
 
     # --- queries -----------------------------------------------------------------------------
 
@@ -288,8 +306,10 @@ class AsyncMemstreamClient:
                            from_beginning: bool) -> AsyncGenerator[ProactivityCandidate, None]:
         if not self.broker:
             raise ConfigurationError("consuming memory.proactivity needs a broker")
+        await self._check_broker(ConsumeError)
         consumer = topic_consumer(self.broker, MEMORY_PROACTIVITY, group_id=group_id,
-                                  from_beginning=from_beginning, client_id=self.client_id)
+                                  from_beginning=from_beginning, client_id=self.client_id,
+                                  security=self.kafka_security)
         try:
             await consumer.start()
         except KafkaError as exc:

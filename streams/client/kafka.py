@@ -8,6 +8,9 @@ v0 still gets v0.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.producer import sender
 from aiokafka.protocol.api import Request, RequestStruct, Response
@@ -57,19 +60,22 @@ def allow_init_producer_id_v3() -> None:
     sender.InitProducerIdRequest = InitProducerIdRequest  # type: ignore[attr-defined, misc]
 
 
-def idempotent_producer(bootstrap: str, *, linger_ms: int, client_id: str) -> AIOKafkaProducer:
+def idempotent_producer(bootstrap: str, *, linger_ms: int, client_id: str,
+                        security: Mapping[str, Any] | None = None) -> AIOKafkaProducer:
     """A producer that loses and duplicates nothing on retries: every in-sync replica acks
     (`acks=all`), and the broker drops a retried batch it already has (idempotence). Batches
-    fill for up to `linger_ms`. Records keep their order per partition."""
+    fill for up to `linger_ms`. Records keep their order per partition. `security`: aiokafka's
+    connection arguments (security_protocol, ssl_context, sasl_*)."""
     allow_init_producer_id_v3()
     return AIOKafkaProducer(bootstrap_servers=bootstrap, client_id=client_id, acks="all",
-                            enable_idempotence=True, linger_ms=linger_ms)
+                            enable_idempotence=True, linger_ms=linger_ms, **(security or {}))
 
 
 def topic_consumer(bootstrap: str, topic: str, *, group_id: str | None, from_beginning: bool,
-                   client_id: str) -> AIOKafkaConsumer:
+                   client_id: str, security: Mapping[str, Any] | None = None) -> AIOKafkaConsumer:
     """A consumer of `topic` that commits nothing by itself (the caller commits what it
-    handled, so a restart goes on from there: at least once)."""
+    handled, so a restart goes on from there: at least once). `security` as for a producer."""
     return AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group_id,
                             client_id=client_id, enable_auto_commit=False,
-                            auto_offset_reset="earliest" if from_beginning else "latest")
+                            auto_offset_reset="earliest" if from_beginning else "latest",
+                            **(security or {}))

@@ -36,7 +36,7 @@ from streams.api import auth
 from streams.app.settings import get_settings
 from streams.tools.broker import EmbeddedBroker, free_port
 from streams.app.topic_admin import create_topics
-from streams.tools.client import ApiClient, TurnProducer, make_producer
+from streams.tools.client import ApiClient, TurnProducer, kafka_security, make_producer
 from streams.errors import BrokerError
 from streams.privacy.crypto import decode_key, encode_key, new_key
 from streams.eval.bench_stages import (
@@ -206,7 +206,7 @@ async def ingest(broker_url: str, turns: list[Turn], one_record: bool, idle_time
     users = {t.user_id for t in turns}
     consumer = AIOKafkaConsumer(MEMORY_PROGRESS, bootstrap_servers=broker_url,
                                 auto_offset_reset="earliest", enable_auto_commit=False,
-                                fetch_max_wait_ms=20)
+                                fetch_max_wait_ms=20, **kafka_security())
     await consumer.start()
     completion = Completion()
 
@@ -268,7 +268,7 @@ async def broker_raw_rate(broker_url: str, turns: list[Turn], partitions: int, o
     await create_topics(broker_url, [topic], partitions)
     payloads = [(t.user_id.encode(), t.model_dump_json().encode()) for t in turns]
     consumer = AIOKafkaConsumer(topic, bootstrap_servers=broker_url, auto_offset_reset="earliest",
-                                enable_auto_commit=False)
+                                enable_auto_commit=False, **kafka_security())
     await consumer.start()
     producer = make_producer(broker_url, one_record)
     await producer.start()

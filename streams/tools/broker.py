@@ -89,18 +89,35 @@ class EmbeddedBroker:
 
     `storage` is memory (the default: a restart loses every topic) or an `S3Storage` (topics,
     records and committed offsets survive `restart`).
+
+    Tansu (0.6) speaks plaintext only: its `--cert`/`--key` options cannot be given together
+    and its listener never uses them. For TLS, put a TLS terminator (stunnel) in front and give
+    its port as `advertised_port`: the broker tells clients (in metadata) to reconnect there,
+    so every connection after the bootstrap goes through TLS too. `authentication` makes it
+    require a SASL login (SCRAM-SHA-256/512 or OAUTHBEARER offered, PLAIN not); with memory or
+    S3 storage it keeps no SCRAM users and validates no OAUTHBEARER token, so it refuses every
+    login: only the refusal can be tested against it.
     """
 
     def __init__(self, port: int | None = None, log_path: Path | None = None,
-                 storage: S3Storage | None = None) -> None:
+                 storage: S3Storage | None = None, advertised_port: int | None = None,
+                 authentication: bool = False) -> None:
         self.port = port or free_port()
         self.log_path = log_path
         self.storage = storage
+        self.advertised_port = advertised_port or self.port
+        self.authentication = authentication
         self._proc: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
+        """Where the broker listens (with `advertised_port`, only the first connection may
+        come here: metadata sends clients to the advertised port)."""
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def advertised_url(self) -> str:
+        return f"127.0.0.1:{self.advertised_port}"
 
     @property
     def pid(self) -> int | None:
@@ -113,7 +130,8 @@ class EmbeddedBroker:
         storage = self.storage.url if self.storage else MEMORY_STORAGE
         self._proc = subprocess.Popen(
             [tansu_binary(), "broker", "--listener-url", listener, "--advertised-listener-url",
-             listener, "--storage-engine", storage],
+             f"tcp://{self.advertised_url}", "--storage-engine", storage,
+             *(["--authentication"] if self.authentication else [])],
             stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
             env=environ_with(**self.storage.environ()) if self.storage else None,
         )

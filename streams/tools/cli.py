@@ -158,8 +158,13 @@ def worker() -> None:
     """Run one Faust worker against KAFKA_BROKER_URL (for scaling out: start several)."""
     _setup_logging()
     from streams.app.worker import run_worker
+    from streams.errors import BrokerError
 
-    run_worker(get_settings())
+    try:
+        run_worker(get_settings())
+    except BrokerError as exc:  # unreachable, or refused the TLS or SASL settings (or they are wrong)
+        console.print(f"[red]worker not started:[/] {exc}")
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -195,6 +200,7 @@ def send(
     """Send one chat turn to `chat.turns` (through memstream's client, streams/client/)."""
     from pydantic import ValidationError
 
+    from streams.app.kafka_security import client_kwargs
     from streams.client import AsyncMemstreamClient, ClientError
     from topics.turns import Turn
 
@@ -209,7 +215,7 @@ def send(
         raise typer.Exit(2)
 
     async def go() -> dict:
-        async with AsyncMemstreamClient(_broker(broker)) as client:
+        async with AsyncMemstreamClient(_broker(broker), kafka_security=client_kwargs(get_settings())) as client:
             sent = await client.send_turn(turn)
         return {"topic": sent.topic, "partition": sent.partition, "offset": sent.offset,
                 "user_id": turn.user_id, "thread_id": turn.thread_id, "turn_id": turn.turn_id}

@@ -1,9 +1,14 @@
 """Helpers of the tools, tests and benchmarks around a running memstream: produce turns (the
 bench's producer: idempotence off, no linger), read topics, query over HTTP. Applications use
-memstream's client, `streams.client`."""
+memstream's client, `streams.client`.
+
+Producers and consumers connect as `security` says (aiokafka's security_protocol, ssl_context,
+sasl_* arguments); by default as the process's settings say (KAFKA_SECURITY_PROTOCOL, ...:
+`streams.app.kafka_security.client_kwargs`)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, AsyncIterator, Iterable
 
 import aiohttp
@@ -14,19 +19,31 @@ from topics.names import CHAT_TURNS
 from topics.turns import Turn
 
 
-def make_producer(bootstrap: str, one_record_batches: bool = False) -> AIOKafkaProducer:
+def kafka_security(security: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """`security`, or the connection arguments of the process's settings when None."""
+    if security is not None:
+        return dict(security)
+    from streams.app.kafka_security import client_kwargs
+    from streams.app.settings import get_settings
+
+    return client_kwargs(get_settings())
+
+
+def make_producer(bootstrap: str, one_record_batches: bool = False,
+                  security: Mapping[str, Any] | None = None) -> AIOKafkaProducer:
     """A producer keyed by user_id; one record per batch only if asked (KAFKA_ONE_RECORD_BATCHES)."""
     return AIOKafkaProducer(
         bootstrap_servers=bootstrap, max_batch_size=1 if one_record_batches else 16384,
-        linger_ms=0, acks="all", enable_idempotence=False,
+        linger_ms=0, acks="all", enable_idempotence=False, **kafka_security(security),
     )
 
 
 class TurnProducer:
     """Produces turns to `chat.turns`, keyed by user_id. Use `async with`."""
 
-    def __init__(self, bootstrap: str, one_record_batches: bool = False) -> None:
-        self._producer = make_producer(bootstrap, one_record_batches)
+    def __init__(self, bootstrap: str, one_record_batches: bool = False,
+                 security: Mapping[str, Any] | None = None) -> None:
+        self._producer = make_producer(bootstrap, one_record_batches, security)
 
     async def __aenter__(self) -> "TurnProducer":
         await self._producer.start()
@@ -49,12 +66,13 @@ class TurnProducer:
 
 
 async def read_topic(
-    bootstrap: str, topic: str, *, from_beginning: bool = True, group_id: str | None = None
+    bootstrap: str, topic: str, *, from_beginning: bool = True, group_id: str | None = None,
+    security: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[tuple[bytes | None, dict[str, Any]]]:
     """Yield (key, JSON value) from `topic` forever; records that are not JSON are skipped."""
     consumer = AIOKafkaConsumer(
         topic, bootstrap_servers=bootstrap, group_id=group_id, enable_auto_commit=False,
-        auto_offset_reset="earliest" if from_beginning else "latest",
+        auto_offset_reset="earliest" if from_beginning else "latest", **kafka_security(security),
     )
     await consumer.start()
     try:
