@@ -94,9 +94,18 @@ async def rotate_changelog(bootstrap: str, topic: str, masters: MasterKeys, grou
     return report
 
 
+def _security() -> dict[str, Any]:
+    """The Kafka connection arguments of the settings (TLS, SASL: streams.app.kafka_security)."""
+    from streams.app.kafka_security import client_kwargs
+    from streams.app.settings import get_settings
+
+    return client_kwargs(get_settings())
+
+
 async def group_members(bootstrap: str, group: str) -> int:
     """How many members the consumer group has."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id="memstream-keys")
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id="memstream-keys",
+                                **_security())
     await admin.start()
     try:
         responses = await admin.describe_consumer_groups([group])
@@ -107,7 +116,8 @@ async def group_members(bootstrap: str, group: str) -> int:
 
 async def latest_records(bootstrap: str, topic: str) -> Latest:
     """The latest value of every (partition, key) of `topic`, read from its start to its end."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                                **_security())
     await consumer.start()
     try:
         await consumer.topics()
@@ -129,7 +139,8 @@ async def latest_records(bootstrap: str, topic: str) -> Latest:
 
 async def write_records(bootstrap: str, topic: str, writes: Mapping[tuple[int, bytes], Any]) -> None:
     """Write each record to its own partition, acknowledged by every replica."""
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", client_id="memstream-keys")
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", client_id="memstream-keys",
+                                **_security())
     await producer.start()
     try:
         sent = [await producer.send(topic, value=value, key=key, partition=partition)

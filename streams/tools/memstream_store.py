@@ -78,6 +78,7 @@ from langgraph.store.base.embed import get_text_at_path
 from streams.errors import ApiError, MemstreamError
 from streams.memory.ids import memory_id as derived_memory_id
 from streams.privacy.placement import partition_for
+from streams.tools.client import kafka_security
 from topics.names import CHAT_TURNS, MEMORY_PROGRESS
 from topics.progress import TurnProgress
 from topics.turns import Role, Turn
@@ -333,9 +334,11 @@ class _Calls:
         turn = Turn(user_id=user, thread_id=thread_of(key), turn_id=TURN_ID, role=Role.user,
                     text=f"Remember that {text}", ts=datetime.now(timezone.utc), agent_id=store.agent)
         if self.producer is None:
-            self.producer = AIOKafkaProducer(bootstrap_servers=store.broker, acks="all", linger_ms=0)
+            self.producer = AIOKafkaProducer(bootstrap_servers=store.broker, acks="all", linger_ms=0,
+                                             **kafka_security())
             await self.producer.start()
-        progress = AIOKafkaConsumer(bootstrap_servers=store.broker, enable_auto_commit=False)
+        progress = AIOKafkaConsumer(bootstrap_servers=store.broker, enable_auto_commit=False,
+                                    **kafka_security())
         await progress.start()
         try:
             # Read the user's partition of memory.progress from its end now, before the turn

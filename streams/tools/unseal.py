@@ -18,6 +18,7 @@ from streams.privacy.crypto import SealError
 from streams.privacy.payloads import open_event, open_record
 from streams.privacy.sealed import Sealer
 from streams.privacy.user_keys import UserKeys
+from streams.tools.client import kafka_security
 from topics.dlq import DeadLetter
 from topics.events import MemoryEvent
 
@@ -41,7 +42,8 @@ def changelog_topic(app_id: str, table: str) -> str:
 
 async def read_records(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes | None]]:
     """Every (key, value) of `topic`, from its start to its current end."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                                **kafka_security())
     await consumer.start()
     try:
         await consumer.topics()  # loads every topic's metadata
@@ -78,7 +80,8 @@ async def behind(consumer: AIOKafkaConsumer, ends: dict[TopicPartition, int]) ->
 
 async def changelog_topics(bootstrap: str, table: str) -> list[str]:
     """Every app's changelog topic of `table` on the broker."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                                **kafka_security())
     await consumer.start()
     try:
         return sorted(t for t in await consumer.topics() if t.endswith(f"-{table}-changelog"))
