@@ -7,7 +7,7 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,20 +163,37 @@ class Worker:
                 self.proc.wait()
 
 
-@pytest.fixture(scope="session")
-def broker(tmp_path_factory) -> Iterable[EmbeddedBroker]:
+def a_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+    """An embedded broker with the topics made, stopped after.
+
+    The session's worker runs the lifecycle on each partition's event-time watermark, so a
+    module whose turns move the watermarks far (dated now, or months after the others') would
+    age every other test's memories there, and one that needs its own ageing undisturbed would
+    be aged by them. Such a module overrides `broker` and `worker` with module-scoped fixtures
+    of its own, made by `a_broker` and `a_worker`."""
     b = EmbeddedBroker(log_path=tmp_path_factory.mktemp("broker") / "broker.log").start()
     asyncio.run(create_topics(b.url, ALL_TOPICS, PARTITIONS))
     yield b
     b.stop()
 
 
-@pytest.fixture(scope="session")
-def worker(broker, tmp_path_factory) -> Iterable[Worker]:
+def a_worker(broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory,
+             app_id: str = "memstream-it", env: dict[str, str] | None = None) -> Iterator[Worker]:
+    """A worker with the default settings on `broker` (and the variables of `env`), stopped after."""
     workdir = tmp_path_factory.mktemp("worker")
-    w = Worker(broker.url, workdir / "data", "memstream-it", workdir / "worker.log").start()
+    w = Worker(broker.url, workdir / "data", app_id, workdir / "worker.log", env=env or {}).start()
     yield w
     w.stop()
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory) -> Iterable[EmbeddedBroker]:
+    yield from a_broker(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def worker(broker, tmp_path_factory) -> Iterable[Worker]:
+    yield from a_worker(broker, tmp_path_factory)
 
 
 def unique_user(prefix: str = "u") -> str:
