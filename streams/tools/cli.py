@@ -653,6 +653,9 @@ def bench_policy(
 
 
 def main() -> None:
+    from streams.app.backends import pin_cpu_backends
+
+    pin_cpu_backends()
     app()
 
 

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
-from bm25s.stopwords import STOPWORDS_EN_PLUS
+from importlib.resources import files
 
 from streams.write.sentiment import affect_words
 from streams.write.text_rules import STOPWORDS, Signals, words
@@ -62,9 +61,11 @@ _GENERIC = frozenset((
     "long far ahead forward extra yeah yes hey oh wow haha lol thanks thank please okay ok "
     # words of feeling VADER's lexicon lacks (chat slang)
     "blast epic stoked rad dope lit"
-).split()) | frozenset(STOPWORDS_EN_PLUS)
+).split()) | frozenset(
+    line for line in files("streams.write.data").joinpath("stopwords_en.txt").read_text("utf-8").split("\n")
+    if line and not line.startswith("#"))
 """Words that frame a remark without naming what it is about, and NLTK's English stopwords
-(as bm25s ships them). A hand list: English has no frequency cut that separates them
+(as bm25s ships them, copied to `data/stopwords_en.txt`). A hand list: English has no frequency cut that separates them
 ("school" is as common as "thing")."""
 _CONTRACTED = re.compile(r"['’]")
 """A contraction ("it'll", "they're", "don't") is a function word, never a topic."""

@@ -1,0 +1,26 @@
+"""The worker pins numeric backends to the CPU before a library can pick one (issue 22)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from streams.app.backends import pin_cpu_backends
+
+
+def test_jax_is_kept_on_the_cpu_unless_the_operator_chose(monkeypatch):
+    monkeypatch.delenv("JAX_PLATFORMS", raising=False)
+    pin_cpu_backends()
+    assert os.environ["JAX_PLATFORMS"] == "cpu"
+    monkeypatch.setenv("JAX_PLATFORMS", "cuda")
+    pin_cpu_backends()
+    assert os.environ["JAX_PLATFORMS"] == "cuda"
+
+
+def test_the_worker_and_its_stages_import_no_library_that_picks_a_backend():
+    """bm25s runs a JAX top-k on import when JAX is installed; numba compiles for what it finds."""
+    code = ("import sys, agents, streams.app.worker, streams.api.web, streams.tools.cli\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'bm25s', 'jax', 'numba'}))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True, env=dict(os.environ, HF_HUB_OFFLINE="1"))
+    assert result.stdout.strip() == "[]"
