@@ -1,12 +1,15 @@
 """Small bridges to Faust internals, kept in one place with the reason for each."""
 from __future__ import annotations
 
+import asyncio
 import weakref
 from collections import defaultdict
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Callable, Iterator
 
 from faust.streams import _current_event
+from faust.transport.drivers.aiokafka import Producer as AIOKafkaDriverProducer
+from faust.transport.producer import ProducerBuffer
 from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread
 from faust.transport.drivers.aiokafka import Consumer as AIOKafkaDriverConsumer
 from faust.transport.drivers.aiokafka import Transport as AIOKafkaTransport
@@ -133,10 +136,65 @@ class SeekSafeConsumer(AIOKafkaDriverConsumer):
         )
 
 
+class DrainingProducerBuffer(ProducerBuffer):
+    """Faust's buffer of `send_soon` messages (every table write's changelog record), whose
+    `flush` returns only once every message it holds has reached the Kafka producer.
+
+    Faust flushes the producer before it commits the consumer's offsets, so that what the
+    processed records wrote is sent before they count as done. But Faust's buffer gives up
+    after waiting 0.1 s for one message to be handed on (`flush_atmost` returns on that
+    timeout), and does not count the message its sender task is handing on at that moment; on
+    a busy machine the offsets were committed with table writes still in the buffer, and a
+    SIGKILL then lost them while their records counted as processed (seen as a lifecycle run
+    made again at a later record after a kill: its calendar entry was lost). `wait_until_ebb`
+    (the back-pressure after each record) keeps Faust's bounded flush.
+    """
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.handing_on = 0
+        """Messages taken from the queue and not yet given to the Kafka producer."""
+
+    async def _send_pending(self, fut: Any) -> None:
+        # Counted from the moment the sender task took the message off the queue: `get()`
+        # removes it in the same step of the event loop as this call begins.
+        self.handing_on += 1
+        try:
+            await super()._send_pending(fut)
+        finally:
+            self.handing_on -= 1
+
+    async def flush(self) -> None:
+        """Wait until the queue is empty and nothing is being handed on. Raises RuntimeError
+        (as Faust's does) when the producer stopped with messages left."""
+        while self.size or self.handing_on:
+            if self.state != "running":
+                raise RuntimeError("Cannot flush: Producer not Running")
+            self.message_sent.clear()
+            try:
+                await asyncio.wait_for(self.message_sent.wait(), timeout=0.1)
+            except asyncio.TimeoutError:
+                continue
+
+
+class DrainingProducer(AIOKafkaDriverProducer):
+    """The aiokafka driver's producer with a `DrainingProducerBuffer`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        faust_buffer = self.buffer  # made by Faust's __init__, not started yet
+        self.buffer = DrainingProducerBuffer(loop=self.loop, beacon=self.beacon)
+        if hasattr(faust_buffer, "threaded_producer"):  # only with producer_threaded
+            self.buffer.threaded_producer = faust_buffer.threaded_producer
+        self.buffer.app = faust_buffer.app
+
+
 def install_seek_fix(fetch_max_wait_ms: int = TunedConsumerThread.fetch_max_wait_ms) -> None:
     """Make the aiokafka transport create `SeekSafeConsumer`s (before the app starts), whose
-    fetches wait at most `fetch_max_wait_ms`."""
+    fetches wait at most `fetch_max_wait_ms`, and `DrainingProducer`s, which send every table
+    write before the offsets are committed."""
     AIOKafkaTransport.Consumer = SeekSafeConsumer  # type: ignore[misc]
+    AIOKafkaTransport.Producer = DrainingProducer  # type: ignore[misc]
     TunedConsumerThread.fetch_max_wait_ms = fetch_max_wait_ms
 
 

@@ -1,6 +1,8 @@
 """The seek fixes for Faust's consumer (streams/app/faust_compat.py)."""
 from __future__ import annotations
 
+import asyncio
+
 from faust.types import TP
 
 from streams.app.faust_compat import ReadOffsets
@@ -74,3 +76,83 @@ def test_the_worker_consumer_waits_for_records_as_long_as_the_setting_says():
             assert created._fetch_max_wait_ms == 42
         finally:
             install_seek_fix()
+
+
+class _BlockedChannel:
+    """A topic whose hand-off to the Kafka producer waits until `release` is set."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.published: list[object] = []
+
+    async def publish_message(self, fut: object, wait: bool = False) -> None:
+        await self.release.wait()
+        self.published.append(fut)
+
+
+async def _started_buffer():
+    from types import SimpleNamespace
+
+    from streams.app.faust_compat import DrainingProducerBuffer
+
+    buffer = DrainingProducerBuffer()
+    buffer.app = SimpleNamespace(conf=SimpleNamespace(producer_threaded=False))
+    await buffer.start()
+    return buffer
+
+
+async def test_a_flush_before_the_commit_waits_for_the_table_write_being_handed_on():
+    """Faust's buffer flush counted only the queue: with the one message taken off it and not
+    yet handed to Kafka, it returned at once and the offsets were committed before the write."""
+    from types import SimpleNamespace
+
+    channel = _BlockedChannel()
+    buffer = await _started_buffer()
+    try:
+        buffer.put(SimpleNamespace(message=SimpleNamespace(channel=channel)))
+        while not buffer.handing_on:  # the sender task takes it off the queue
+            await asyncio.sleep(0)
+        assert buffer.size == 0
+        flush = asyncio.ensure_future(buffer.flush())
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not flush.done()
+        channel.release.set()
+        await flush
+        assert len(channel.published) == 1 and buffer.handing_on == 0
+    finally:
+        await buffer.stop()
+
+
+async def test_a_flush_does_not_give_up_on_a_slow_hand_off(monkeypatch):
+    """Faust's flush returned when one message took over 0.1 s; each wait here times out at
+    once (as on a busy machine) and the flush still waits for every message."""
+    from types import SimpleNamespace
+
+    from streams.app import faust_compat
+
+    real_wait_for = asyncio.wait_for
+    timeouts = 0
+
+    async def slow_machine(awaitable, timeout):
+        nonlocal timeouts
+        if not channel.release.is_set():
+            timeouts += 1
+            if timeouts >= 3:
+                channel.release.set()  # the hand-off ends after three timed-out waits
+            awaitable.close()
+            raise asyncio.TimeoutError
+        return await real_wait_for(awaitable, timeout)
+
+    channel = _BlockedChannel()
+    buffer = await _started_buffer()
+    monkeypatch.setattr(faust_compat.asyncio, "wait_for", slow_machine)
+    try:
+        buffer.put(SimpleNamespace(message=SimpleNamespace(channel=channel)))
+        buffer.put(SimpleNamespace(message=SimpleNamespace(channel=channel)))
+        await buffer.flush()
+        assert timeouts >= 3 and len(channel.published) == 2
+        assert buffer.size == 0 and buffer.handing_on == 0
+    finally:
+        monkeypatch.undo()
+        await buffer.stop()
