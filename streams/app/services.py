@@ -21,6 +21,7 @@ from streams.memory.dedup import DedupConfig
 from streams.observability import metrics
 from streams.providers.embedders import Embedder, EmbedderProfile, create_embedder
 from streams.providers.embedders.configured import build_embedder, embedder_key, embedder_profile
+from streams.providers.embedders.cpu import embed_measured
 from streams.providers.llm import GuardedLLM
 from streams.read.calibration import ScoreCurve, curve_for
 
@@ -71,13 +72,15 @@ class Services:
         return self._embedder
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed off the event loop, so heartbeats and the web server keep running."""
+        """Embed off the event loop, so heartbeats and the web server keep running; the
+        model's CPU for the call is counted in `memstream_embed_cpu_seconds_total`."""
         embedder = await asyncio.to_thread(self.embedder)
         started = time.perf_counter()
-        vectors = await asyncio.to_thread(embedder.embed, list(texts))
+        vectors, cpu_seconds = await asyncio.to_thread(embed_measured, embedder, list(texts))
         name = embedder.profile.name
         metrics.EMBED_SECONDS.labels(embedder=name).observe(time.perf_counter() - started)
         metrics.EMBED_TEXTS.labels(embedder=name).inc(len(texts))
+        metrics.EMBED_CPU_SECONDS.labels(embedder=name).inc(cpu_seconds)
         return vectors
 
     def score_curve(self) -> ScoreCurve:

@@ -156,6 +156,12 @@ EMBED_SECONDS = Histogram(
 EMBED_TEXTS = Counter(
     "memstream_embedded_texts_total", "Texts embedded, by embedder.", ["embedder"], registry=REGISTRY,
 )
+EMBED_CPU_SECONDS = Counter(
+    "memstream_embed_cpu_seconds_total",
+    "CPU seconds of the embedding model's calls, by embedder: the calling thread's and the "
+    "model's own threads' (ONNX Runtime's intra-op pool), not the rest of the worker "
+    "(`streams/providers/embedders/cpu.py`).", ["embedder"], registry=REGISTRY,
+)
 
 # --- Kafka ----------------------------------------------------------------------------------------
 CONSUMER_LAG = Gauge(

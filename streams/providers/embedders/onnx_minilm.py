@@ -16,6 +16,7 @@ from typing import Sequence
 import numpy as np
 
 from streams.providers.embedders.base import EmbedderError, EmbedderProfile
+from streams.providers.embedders.cpu import CallCpu, helper_threads_since, native_threads
 from streams.providers.embedders.minilm import minilm_dir, offline_env
 from streams.providers.embedders.onnx_export import INPUTS, onnx_path
 from streams.providers.embedders.profiles import MINILM_INT8_PROFILE, MINILM_ONNX_PROFILE
@@ -55,8 +56,11 @@ class OnnxMiniLMEmbedder:
         if not spinning:
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        before = native_threads()
         self._session = ort.InferenceSession(str(self.model_file), options,
                                              providers=["CPUExecutionProvider"])
+        # The session's intra-op pool starts with it: its threads' CPU is the model's too.
+        self._cpu = CallCpu(helper_threads_since(before))
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self._tokenizer.enable_truncation(max_seq_length(model_dir))
         self._tokenizer.enable_padding(pad_id=self._tokenizer.token_to_id("[PAD]") or 0, pad_token="[PAD]")
@@ -69,14 +73,24 @@ class OnnxMiniLMEmbedder:
         self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            return self._embed(texts)
+
+    def embed_measured(self, texts: Sequence[str]) -> tuple[np.ndarray, float]:
+        """`embed(texts)` and the CPU seconds it used: the calling thread's and the session's
+        intra-op threads' (`streams.providers.embedders.cpu`), measured under the lock that
+        keeps calls one at a time."""
+        with self._lock:
+            return self._cpu.measure(lambda: self._embed(texts))
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.profile.dim), dtype=np.float32)
         if not texts:
             return out
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        with self._lock:
-            for start in range(0, len(order), self._batch_size):
-                rows = order[start:start + self._batch_size]
-                out[rows] = self._embed_batch([texts[i] for i in rows])
+        for start in range(0, len(order), self._batch_size):
+            rows = order[start:start + self._batch_size]
+            out[rows] = self._embed_batch([texts[i] for i in rows])
         return out
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:

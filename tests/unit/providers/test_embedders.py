@@ -221,3 +221,12 @@ def test_a_worker_s_model_threads_do_not_spin_unless_asked(cache_dir: Path, onnx
                                           embedder_thread_spinning=True))
     assert spinning is not worker and spins(spinning)
     np.testing.assert_array_equal(worker.embed(SENTENCES), onnx_int8.embed(SENTENCES))
+
+
+def test_the_onnx_embedders_measure_their_own_cpu(onnx_int8: OnnxMiniLMEmbedder) -> None:
+    """`embed_measured` (what the worker counts in memstream_embed_cpu_seconds_total) gives the
+    vectors `embed` gives and the CPU the call used, its session's intra-op threads included."""
+    vectors, cpu_seconds = onnx_int8.embed_measured(SENTENCES)
+    np.testing.assert_array_equal(vectors, onnx_int8.embed(SENTENCES))
+    assert cpu_seconds > 0
+    assert onnx_int8.embed_measured([])[0].shape == (0, MINILM_INT8_PROFILE.dim)
