@@ -37,6 +37,11 @@ class Health(BaseModel):
     status: Literal["ok"]
     ready: bool
     partitions: int = Field(description="Partitions assigned to this worker (0 while not ready).")
+    assigned: dict[str, list[int]] = Field(
+        default_factory=dict,
+        description="The input topics' partitions this worker holds, by topic (tables' changelogs "
+                    "left out; empty while not ready). Every topic is keyed by user_id with one "
+                    "partition count, so `chat.turns`'s are the users this worker serves.")
 
 
 class Owner(BaseModel):

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Container, Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from aiohttp import web
 from faust.web import Request, Response
@@ -40,9 +40,19 @@ class Health(MemstreamView):
 
     async def get(self, request: Request) -> Response:
         ready = self.memstream.tables_ready()
-        partitions = len(self.app.consumer.assignment()) if ready else 0
-        return self.json({"status": "ok", "ready": ready, "partitions": partitions},
+        assignment = self.app.consumer.assignment() if ready else set()
+        return self.json({"status": "ok", "ready": ready, "partitions": len(assignment),
+                          "assigned": assigned_inputs(assignment, self.app.tables.changelog_topics)},
                          status=200 if ready else 503)
+
+
+def assigned_inputs(assignment: Iterable[Any], changelogs: Container[str]) -> dict[str, list[int]]:
+    """The assigned partitions (topic-partition pairs) by topic, changelog topics left out."""
+    out: dict[str, list[int]] = {}
+    for tp in assignment:
+        if tp.topic not in changelogs:
+            out.setdefault(tp.topic, []).append(tp.partition)
+    return {topic: sorted(parts) for topic, parts in sorted(out.items())}
 
 
 class Metrics(MemstreamView):
