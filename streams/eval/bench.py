@@ -53,6 +53,7 @@ from streams.eval.bench_stages import (
     rss_report,
     time_embedding,
 )
+from streams.eval.bench_scale import settled, turn_partitions, worker_status
 from streams.eval.crossval import QuestionResults, cross_validate
 from streams.eval.crossval import render_rows as crossval_rows
 from streams.eval.live_chat import (
@@ -67,7 +68,7 @@ from streams.eval.score_calibration import Point, answered, plot, reliability
 from streams.eval.recall import KS, RawTurnBaseline, RecallReport, duplicate_rate
 from streams.read.fusion import Retrieval
 from topics.events import MemoryEvent
-from topics.names import ALL_TOPICS, MEMORY_EVENTS, MEMORY_PROACTIVITY, MEMORY_PROGRESS
+from topics.names import ALL_TOPICS, CHAT_TURNS, MEMORY_EVENTS, MEMORY_PROACTIVITY, MEMORY_PROGRESS
 from topics.turns import Turn
 
 TurnKey = tuple[str, str, str]
@@ -76,7 +77,7 @@ BENCH_APP_ID = "memstream-bench"
 
 @dataclass
 class Stack:
-    """A broker and one worker to benchmark against; `close()` stops what was started here."""
+    """A broker and its workers to benchmark against; `close()` stops what was started here."""
 
     broker_url: str
     api_url: str
@@ -87,18 +88,27 @@ class Stack:
     api_key: str | None = None  # None: the client's default (MEMSTREAM_API_KEY)
     master_key: bytes | None = None  # opens the run's events (None: the settings' one)
     app_id: str | None = None  # the worker's APP_ID (None: any app on the broker)
+    api_urls: list[str] = field(default_factory=list)
+    """Every worker's URL, `api_url` (the first's) included; empty: `api_url` alone."""
     _broker: EmbeddedBroker | None = None
-    _worker: subprocess.Popen | None = None
+    _workers: list[subprocess.Popen] = field(default_factory=list)
     _workdir: Path | None = None
 
+    @property
+    def urls(self) -> list[str]:
+        """The workers' URLs (the one `api_url` of a stack not started here)."""
+        return self.api_urls or [self.api_url]
+
     def close(self) -> None:
-        if self._worker is not None and self._worker.poll() is None:
-            self._worker.terminate()
+        running = [w for w in self._workers if w.poll() is None]
+        for worker in running:  # all at once: the last ones need not rebalance in turn
+            worker.terminate()
+        for worker in running:
             try:
-                self._worker.wait(30)
+                worker.wait(30)
             except subprocess.TimeoutExpired:
-                self._worker.kill()
-                self._worker.wait()
+                worker.kill()
+                worker.wait()
         if self._broker is not None:
             self._broker.stop()
         if self._workdir is not None:
@@ -141,23 +151,50 @@ async def wait_ready(api_url: str, proc: subprocess.Popen | None, timeout: float
     raise BrokerError(f"worker at {api_url} not ready after {timeout:.0f}s")
 
 
-def start_stack(partitions: int, lifecycle: bool = True) -> Stack:
+async def wait_assigned(stack: Stack, partitions: int, timeout: float = 300.0) -> None:
+    """Wait until every worker of `stack` is ready and the `chat.turns` partitions are shared
+    out among them, each held by one (`bench_scale.settled`): no rebalance is due any more."""
+    procs = stack._workers or [None] * len(stack.urls)
+    deadline = time.monotonic() + timeout
+    for url, proc in zip(stack.urls, procs):
+        await wait_ready(url, proc, timeout)
+    while True:
+        statuses = [await worker_status(url, stack.api_key) for url in stack.urls]
+        assigned = [turn_partitions(health, CHAT_TURNS) for health, _ in statuses]
+        if settled(assigned, partitions) and all((h or {}).get("ready") for h, _ in statuses):
+            return
+        for proc in procs:
+            if proc is not None and proc.poll() is not None:
+                raise BrokerError(f"worker exited with code {proc.returncode}")
+        if time.monotonic() > deadline:
+            raise BrokerError(f"the workers' partitions never settled: {assigned}")
+        await asyncio.sleep(0.25)
+
+
+def start_stack(partitions: int, lifecycle: bool = True, workers: int = 1) -> Stack:
+    """A fresh embedded broker with the topics, and `workers` workers in one consumer group
+    (one APP_ID; each its own WEB_PORT and DATA_DIR), returned once the partitions are
+    shared out among them all."""
     workdir = Path(tempfile.mkdtemp(prefix="memstream-bench-"))
     broker = EmbeddedBroker(log_path=workdir / "broker.log").start()
-    asyncio.run(create_topics(broker.url, ALL_TOPICS, partitions))
-    port = free_port()
-    key = auth.new_key()  # the fresh worker accepts this admin key only
-    keys = json.dumps([auth.entry_for(key, "bench", "admin").model_dump(exclude_none=True)])
-    master = encode_key(new_key())  # the fresh worker's master key (its tables die with the run)
-    worker = start_worker(broker.url, port, workdir / "data", BENCH_APP_ID, partitions,
-                          workdir / "worker.log",
-                          {"MEMSTREAM_API_KEYS": keys, "MEMSTREAM_MASTER_KEY": master,
-                           "LIFECYCLE_ENABLED": str(lifecycle).lower()})
-    stack = Stack(broker.url, f"http://127.0.0.1:{port}", api_key=key,
-                  master_key=decode_key(master), app_id=BENCH_APP_ID, _broker=broker,
-                  _worker=worker, _workdir=workdir)
+    stack = Stack(broker.url, "", _broker=broker, _workdir=workdir)
     try:
-        asyncio.run(wait_ready(stack.api_url, worker))
+        asyncio.run(create_topics(broker.url, ALL_TOPICS, partitions))
+        key = auth.new_key()  # the fresh workers accept this admin key only
+        keys = json.dumps([auth.entry_for(key, "bench", "admin").model_dump(exclude_none=True)])
+        master = encode_key(new_key())  # the fresh workers' master key (tables die with the run)
+        stack.api_key, stack.master_key, stack.app_id = key, decode_key(master), BENCH_APP_ID
+        for i in range(max(workers, 1)):
+            port = free_port()
+            suffix = "" if workers <= 1 else f"-{i}"
+            stack._workers.append(start_worker(
+                broker.url, port, workdir / f"data{suffix}", BENCH_APP_ID, partitions,
+                workdir / f"worker{suffix}.log",
+                {"MEMSTREAM_API_KEYS": keys, "MEMSTREAM_MASTER_KEY": master,
+                 "LIFECYCLE_ENABLED": str(lifecycle).lower()}))
+            stack.api_urls.append(f"http://127.0.0.1:{port}")
+        stack.api_url = stack.api_urls[0]
+        asyncio.run(wait_assigned(stack, partitions))
     except BaseException:
         stack.close()
         raise
@@ -289,18 +326,28 @@ async def broker_raw_rate(broker_url: str, turns: list[Turn], partitions: int, o
 
 
 def stack_processes(stack: Stack) -> dict[str, int | None]:
-    """The processes whose CPU a run accounts for: the worker and broker this bench started
-    (None: not started here) and the bench itself (its producer and progress consumer)."""
+    """The processes whose CPU a run accounts for: the workers (`worker-0`, …) and broker this
+    bench started (None: not started here) and the bench itself (its producer and progress
+    consumer)."""
     broker = stack._broker.pid if stack._broker is not None else None
-    return {"worker": stack._worker.pid if stack._worker is not None else None,
-            "broker": broker, "bench": os.getpid()}
+    workers: dict[str, int | None] = {f"worker-{i}": w.pid for i, w in enumerate(stack._workers)}
+    return {**(workers or {"worker-0": None}), "broker": broker, "bench": os.getpid()}
+
+
+def workers_summed(snapshot: dict[str, float | None]) -> dict[str, float | None]:
+    """A CPU snapshot with its `worker-i` entries summed as `worker` (None if any is None)."""
+    parts = [v for k, v in snapshot.items() if k.startswith("worker-")]
+    rest = {k: v for k, v in snapshot.items() if not k.startswith("worker-")}
+    return {"worker": None if not parts or None in parts else sum(parts), **rest}  # type: ignore[arg-type]
 
 
 async def worker_rss(stack: Stack) -> int | None:
-    """The worker's resident bytes now: from /proc for the worker this bench started, else from
-    its /metrics when it exports `process_resident_memory_bytes` (None when neither)."""
-    if stack._worker is not None:
-        return process_rss(stack._worker.pid)
+    """The workers' resident bytes now, summed: from /proc for the workers this bench started,
+    else from the worker's /metrics when it exports `process_resident_memory_bytes` (None when
+    neither)."""
+    if stack._workers:
+        sizes = [process_rss(w.pid) for w in stack._workers]
+        return None if None in sizes else sum(sizes)  # type: ignore[arg-type]
     headers = {"Authorization": f"Bearer {stack.api_key}"} if stack.api_key else {}
     if not headers and os.environ.get("MEMSTREAM_API_KEY"):
         headers = {"Authorization": f"Bearer {os.environ['MEMSTREAM_API_KEY']}"}
@@ -589,12 +636,20 @@ async def _ask_questions(pipeline: Any, conversations: list[LocomoConversation],
 def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, partitions: int,
                      console: Console, rate: float = 0.0, cross_validated: bool = False,
                      lifecycle: bool = True, live_queries: bool = False,
-                     plot_path: Path | None = None) -> dict[str, Any]:
+                     plot_path: Path | None = None, workers: int = 1, users_per_file: int = 1,
+                     single_worker_rate: float | None = None,
+                     scaling: bool = False) -> dict[str, Any]:
     """Run the whole benchmark and return the report (see module doc); `cross_validated`
     adds recall per half of the conversations and per question category; `lifecycle` runs the
-    lifecycle in the fresh stack's worker, as a worker does by default (a running worker,
+    lifecycle in the fresh stack's workers, as a worker does by default (a running worker,
     `broker`, does as configured); `live_queries` replays once more under other user ids,
-    reading memory before every turn (`streams.eval.live_chat`), and reports that recall."""
+    reading memory before every turn (`streams.eval.live_chat`), and reports that recall.
+
+    Scale-out (`streams.eval.bench_scale`): the fresh stack runs `workers` workers in one
+    group; each file is replayed under `users_per_file` user ids spread over the partitions,
+    and recall is scored on every copy. The scaling efficiency compares with
+    `single_worker_rate` (turns/s) when given, else with `scaling`, with a one-worker drain of
+    the same turns on a fresh stack right after the run."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -603,22 +658,54 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         TimeElapsedColumn,
     )
 
-    run_id = uuid.uuid4().hex[:6]
-    # Fresh user ids per run, so a run against a long-lived stack starts from nothing.
-    conversations = [renamed(load_conversation(p), f"bench{run_id}-") for p in files]
-    turns = [t for c in conversations for t in c.turns]
-    console.print(f"{len(conversations)} conversations, {len(turns)} turns, "
-                  f"{sum(len(c.scored_questions) for c in conversations)} scored questions")
+    from streams.eval.bench_scale import (
+        MODEL_CPU_METRIC,
+        TURNS_METRIC,
+        WorkerRun,
+        broker_end_offsets,
+        copy_label,
+        delta,
+        interleaved,
+        metric_total,
+        model_cpu,
+        per_turn,
+        read_written,
+        scale_out_report,
+        settled_end_offsets,
+        spread_copies,
+        written_ranges,
+    )
 
+    run_id = uuid.uuid4().hex[:6]
+    originals = [load_conversation(p) for p in files]
     if broker:
         stack = Stack(broker, api or "http://127.0.0.1:6066")
+        partitions = asyncio.run(topic_partitions(broker, CHAT_TURNS)) or partitions
     else:
-        console.print("starting a fresh embedded broker and worker ...")
-        stack = start_stack(partitions, lifecycle)
+        console.print(f"starting a fresh embedded broker and {workers} worker(s) ...")
+        stack = start_stack(partitions, lifecycle, workers)
     try:
         asyncio.run(wait_ready(stack.api_url, None))
-        asyncio.run(warm_worker(stack, f"bench{run_id}-warmup"))
+        statuses = asyncio.run(_statuses(stack))
+        held = [turn_partitions(health, CHAT_TURNS) for health, _ in statuses]
+        # Fresh user ids per run, so a run against a long-lived stack starts from nothing; each
+        # file under `users_per_file` of them, spread over the partitions (the workers' in turn).
+        copies = spread_copies(originals, users_per_file, partitions, f"bench{run_id}-",
+                               interleaved(held, partitions))
+        conversations = [conv for conv, _ in copies]
+        conv_files = [files[i // users_per_file] for i in range(len(copies))]
+        names = [Path(copy_label(path.name, copy, users_per_file))
+                 for path, (_, copy) in zip(conv_files, copies)]
+        turns = [t for c in conversations for t in c.turns]
+        console.print(f"{len(conversations)} conversations ({len(files)} files x {users_per_file} "
+                      f"users), {len(turns)} turns, "
+                      f"{sum(len(c.scored_questions) for c in conversations)} scored questions")
+        for i, parts in enumerate(held or [[0]]):  # every worker's model, through a user of its own
+            asyncio.run(warm_worker(stack, warmup_user(f"bench{run_id}-warmup{i}-", parts[:1] or [0],
+                                                       partitions)))
         rss_start = asyncio.run(worker_rss(stack))
+        offsets_start = asyncio.run(broker_end_offsets(stack.broker_url))
+        statuses = asyncio.run(_statuses(stack))
         processes = stack_processes(stack)
         cpu_start = cpu_snapshot(processes)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -627,7 +714,12 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
             result = asyncio.run(ingest(stack.broker_url, turns, stack.one_record_batches, 120.0,
                                         lambda: bar.advance(task), rate))
         cpu_end = cpu_snapshot(processes)
+        statuses_end = asyncio.run(_statuses(stack))
         rss_end = asyncio.run(worker_rss(stack))
+        console.print("reading the run's records back from the broker ...")
+        offsets_end = asyncio.run(settled_end_offsets(stack.broker_url))
+        traffic = asyncio.run(read_written(stack.broker_url,
+                                           written_ranges(offsets_start, offsets_end)))
         console.print("reading the run's events ...")
         run_events = asyncio.run(read_run_events(stack, {c.user_id for c in conversations}))
         candidate_texts = run_events.candidate_texts
@@ -640,12 +732,38 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
                                                  results, points))
         summaries, memory_states = asyncio.run(active_summaries(stack.api_url, conversations,
                                                                 stack.api_key))
-        per_user = asyncio.run(states_per_user(stack, conversations, files))
+        per_user = asyncio.run(states_per_user(stack, conversations, names))
         live = None
         if live_queries:
             live = _broker_live_recall(stack, conversations, run_id, get_settings().memory_k, console)
     finally:
         stack.close()
+    elapsed = max(result.finished - result.started, 1e-9)
+    worker_runs = [
+        WorkerRun(url, turn_partitions(health, CHAT_TURNS),
+                  turns=delta(metric_total(text, TURNS_METRIC),
+                              metric_total(after[1], TURNS_METRIC)),
+                  cpu_seconds=delta(cpu_start.get(f"worker-{i}"), cpu_end.get(f"worker-{i}")),
+                  model_cpu_seconds=delta(metric_total(text, MODEL_CPU_METRIC),
+                                          metric_total(after[1], MODEL_CPU_METRIC)))
+        for i, (url, (health, text), after) in enumerate(zip(stack.urls, statuses, statuses_end))]
+    single_source = None
+    if single_worker_rate:
+        single_source = "given (--single-worker-rate)"
+    elif scaling and (workers > 1 and not broker):
+        console.print("draining the same turns with one worker on a fresh stack (--scaling) ...")
+        single_worker_rate = single_worker_drain(turns, partitions, lifecycle, stack.one_record_batches)
+        single_source = ("measured (--scaling): one worker, a fresh stack, the same turns and "
+                         "partitions, right after this run")
+    elif scaling and workers == 1 and not broker:
+        single_worker_rate, single_source = round(len(turns) / elapsed, 2), "this run (one worker)"
+    scale_out = scale_out_report(
+        worker_runs, turns=len(turns), seconds=elapsed, partitions=partitions,
+        users=len(conversations), users_per_file=users_per_file,
+        single_worker_turns_per_s=single_worker_rate, single_worker_source=single_source,
+        broker_cpu_seconds=delta(cpu_start.get("broker"), cpu_end.get("broker")))
+    cpu = cpu_report(workers_summed(cpu_start), workers_summed(cpu_end), len(turns), elapsed)
+    cpu.update(model_cpu(worker_runs, len(turns), cpu["ms_per_turn"].get("worker")))
     from streams.app.services import settings_embedder
 
     # The same model as the worker's (EMBEDDER), at its best alone: with ONNX Runtime's spinning
@@ -660,14 +778,14 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
             time_embedding(embedder.embed, candidate_texts, settings.dedup_batch_size), 3))
     console.print("raw-turn baselines ...")
     base_results = QuestionResults()
-    base, base_hybrid = baseline_recall(conversations, embedder, Retrieval.from_settings(settings),
-                                        base_results)
+    # The copies of a file (--users-per-file) have the same raw turns: one baseline per file.
+    base, base_hybrid = baseline_recall(conversations if users_per_file == 1 else originals,
+                                        embedder, Retrieval.from_settings(settings), base_results)
     dup = duplicates(summaries, embedder)
 
     e2e = latencies_ms(result.produced_at, result.done_at)
     candidate_ms = latencies_ms(result.produced_at, result.ingested_at)
     stages = result.stages.report()
-    elapsed = max(result.finished - result.started, 1e-9)
     created = result.outcomes.get("created", 0)
     rss = rss_report(rss_start, rss_end, created)
     return {
@@ -679,7 +797,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         "memories_updated": result.outcomes.get("updated", 0),
         "memories_per_turn": round(created / max(len(turns), 1), 4),
         "duplicate_rate": round(dup, 4),
-        **stored_quality(summaries, conversations, files, embedder),
+        **stored_quality(summaries, conversations, conv_files, embedder),
         "outcomes": result.outcomes,
         "memory_events_by_kind": run_events.kinds,
         "proactivity_records": run_events.proactivity,
@@ -688,7 +806,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
                       "worker_rss_growth_per_user_bytes": (
                           None if None in (rss_start, rss_end) else
                           (rss_end - rss_start) // max(len(conversations), 1))},
-        "per_conversation": per_conversation(results, conversations, files),
+        "per_conversation": per_conversation(results, conversations, names),
         "score_reliability": _reliability(points, plot_path, console),
         **({"live_queries": live} if live is not None else {}),
         "ingest_turns_per_s": round(len(turns) / elapsed, 2),
@@ -701,15 +819,55 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
                                        if embed_alone["seconds"] is not None else None),
         "embedder_alone": embed_alone,
         "worker_rss_bytes": rss,
-        "cpu": cpu_report(cpu_start, cpu_end, len(turns), elapsed),
+        "cpu": cpu,
+        **per_turn(traffic, len(turns)),
+        "scale_out": scale_out,
         "worker_rss_bytes_per_memory": rss["per_memory"],
         "query_latency_ms": percentiles(query_ms, (50, 95)),
         **report.as_dict(),
         "retrieval": asdict(Retrieval.from_settings(settings)),
         "baseline_raw_turns": base.as_dict(),
         "baseline_raw_turns_hybrid": base_hybrid.as_dict(),
-        **_cross_validation(cross_validated, results, base_results, conversations, files),
+        **_cross_validation(cross_validated, results, base_results, conversations, names),
     }
+
+
+async def _statuses(stack: Stack) -> list[tuple[dict[str, Any] | None, str | None]]:
+    """Every worker's /health and /metrics (`bench_scale.worker_status`)."""
+    return [await worker_status(url, stack.api_key) for url in stack.urls]
+
+
+def warmup_user(stem: str, partitions_held: list[int], partitions: int) -> str:
+    """A user id (`stem` + a number) on one of `partitions_held`."""
+    from streams.eval.bench_scale import partition_of
+
+    return next(f"{stem}{n}" for n in range(1_000_000)
+                if partition_of(f"{stem}{n}", partitions) in partitions_held)
+
+
+async def topic_partitions(broker_url: str, topic: str) -> int | None:
+    """How many partitions `topic` has on the broker (None: not there)."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=broker_url, enable_auto_commit=False,
+                                **kafka_security())
+    await consumer.start()
+    try:
+        await consumer.topics()
+        found = consumer.partitions_for_topic(topic)
+        return len(found) if found else None
+    finally:
+        await consumer.stop()
+
+
+def single_worker_drain(turns: list[Turn], partitions: int, lifecycle: bool,
+                        one_record: bool) -> float:
+    """Turns/s of one worker draining `turns` (produced all at once) on a fresh stack."""
+    stack = start_stack(partitions, lifecycle, 1)
+    try:
+        asyncio.run(warm_worker(stack, "single-warmup"))
+        result = asyncio.run(ingest(stack.broker_url, turns, one_record, 120.0, lambda: None))
+    finally:
+        stack.close()
+    return round(len(turns) / max(result.finished - result.started, 1e-9), 2)
 
 
 def _reliability(points: list[Point], plot_path: Path | None, console: Console) -> dict[str, Any]:
@@ -835,6 +993,16 @@ def render_report(report: dict[str, Any], console: Console) -> None:
         if (cpu := report.get("cpu")) and cpu["ms_per_turn"]:
             table.add_row("CPU ms per turn", "  ".join(f"{name} {ms}" for name, ms in cpu["ms_per_turn"].items()),
                           f"{cpu['cores_busy']} of {cpu['cores']} cores busy")
+            if cpu.get("model_ms_per_turn") is not None:
+                table.add_row("  worker CPU ms per turn: model | rest", f"{cpu['model_ms_per_turn']} | "
+                              f"{'n/a' if cpu['rest_ms_per_turn'] is None else cpu['rest_ms_per_turn']}",
+                              "memstream_embed_cpu_seconds_total")
+        if msgs := report.get("kafka_msgs_per_turn"):
+            size = report["kafka_bytes_per_turn"]
+            table.add_row("Kafka records | bytes per turn", f"{msgs['total']} | {size['total']:.0f}",
+                          f"{report['kafka_written']['topics']} topics written")
+            for topic, n in msgs["by_topic"].items():
+                table.add_row(f"  {topic}", f"{n} | {size['by_topic'][topic]:.0f}", "")
         q = report["query_latency_ms"]
         table.add_row("query latency ms p50/p95", f"{q['p50']} / {q['p95']}", "")
     if mem0 := report.get("baseline_mem0"):
@@ -864,11 +1032,39 @@ def render_report(report: dict[str, Any], console: Console) -> None:
         table.add_row("  memories by state with reads",
                       ", ".join(f"{k} {n}" for k, n in live["by_state"].items()), "")
     console.print(table)
+    render_scale_out(report, console)
     render_end_state(report, console)
     if cv := report.get("cross_validation"):
         render_cross_validation(cv, console, "memories")
     if cv := report.get("cross_validation_baseline_hybrid"):
         render_cross_validation(cv, console, "hybrid raw-turn baseline")
+
+
+def render_scale_out(report: dict[str, Any], console: Console) -> None:
+    """Per worker: the partitions it held, the turns it processed, its CPU and cores busy."""
+    scale = report.get("scale_out")
+    if not scale:
+        return
+    efficiency = scale["scaling_efficiency"]
+    single = scale["single_worker_turns_per_s"]
+    table = Table(title=(
+        f"scale-out: {scale['workers']} worker(s), {scale['partitions']} partitions, "
+        f"{scale['users']} users; {scale['turns_per_s']} turns/s; efficiency "
+        + ("n/a (no one-worker figure: --scaling or --single-worker-rate)" if efficiency is None
+           else f"{efficiency} against {single} turns/s for one worker ({scale['single_worker_source']})")
+        + ("" if scale["broker_cores_busy"] is None else f"; broker {scale['broker_cores_busy']} cores")))
+    for name in ("worker", "partitions", "turns", "share", "CPU s", "cores busy", "CPU ms/turn",
+                 "model CPU s"):
+        table.add_column(name, justify="left" if name in ("worker", "partitions") else "right")
+
+    def shown(value: Any) -> str:
+        return "n/a" if value is None else str(value)
+
+    for row in scale["per_worker"]:
+        table.add_row(f"{row['worker']} {row['api_url']}", ",".join(map(str, row["partitions"])),
+                      *(shown(row[k]) for k in ("turns", "turn_share", "cpu_seconds", "cores_busy",
+                                                "cpu_ms_per_turn", "model_cpu_seconds")))
+    console.print(table)
 
 
 def render_end_state(report: dict[str, Any], console: Console) -> None:

@@ -499,6 +499,10 @@ def bench_locomo(
     lifecycle: Annotated[bool, typer.Option("--lifecycle/--no-lifecycle", help="Run the lifecycle (forgetting, consolidation, promotion) during the replay, as a worker does by default; --no-lifecycle is the opt-out (a fresh stack only: a running worker does as it is configured).")] = True,
     live_queries: Annotated[bool, typer.Option("--live-queries", help="Also replay the conversations as a chat backend runs them, reading memory (MEMORY_K items, the turn's text as the query, recorded as a read) before every turn, and report that recall beside the plain replay's.")] = False,
     plot: Annotated[Optional[Path], typer.Option(help="Write the reliability diagram of the items' scores (share holding evidence per score bucket) as PNG here.")] = None,
+    workers: Annotated[int, typer.Option(min=1, help="Workers the fresh stack starts (one consumer group; each its own port and data dir). The report's scale_out gives each one's partitions, turns and cores.")] = 1,
+    users_per_file: Annotated[int, typer.Option(min=1, help="Replay each file under this many user ids, spread over the partitions, so every partition (and worker) has work; recall is scored on every copy.")] = 1,
+    single_worker_rate: Annotated[Optional[float], typer.Option(help="One worker's turns/s on the same turns and machine (e.g. from a --workers 1 run): scale_out.scaling_efficiency = turns/s / (workers x this).")] = None,
+    scaling: Annotated[bool, typer.Option("--scaling", help="Measure the one-worker figure too: after the run, a fresh stack with one worker drains the same turns, and scaling_efficiency compares with it.")] = False,
 ) -> None:
     """Replay LoCoMo conversations through the pipeline and report throughput, latency and recall.
 
@@ -506,7 +510,8 @@ def bench_locomo(
     and candidate latency p50/p95/p99, per-stage queued and work time p50/p95, the embedder's
     limit alone (turns/s), the worker's RSS per stored memory, query latency p50/p95,
     recall_any/all@5/10/20 with context size, and the same recall for a raw-turn baseline with
-    the same embedder.
+    the same embedder; CPU per turn (the model's apart), Kafka records and bytes per turn per
+    topic, and per worker its partitions, turns and cores (scale_out; see docs/capacity.md).
     """
     from streams.eval.bench import render_report, run_locomo_bench, run_offline_bench
 
@@ -517,6 +522,12 @@ def bench_locomo(
     if cross_validate and len(files) < 2:
         console.print("--cross-validate needs at least two conversation files (one per half)")
         raise typer.Exit(2)
+    if cross_validate and users_per_file > 1:
+        console.print("--cross-validate splits files into halves: use it with --users-per-file 1")
+        raise typer.Exit(2)
+    if (workers > 1 or scaling) and (broker or offline):
+        console.print("--workers and --scaling start a fresh stack: not with --broker or --offline")
+        raise typer.Exit(2)
     if offline:
         report = run_offline_bench(files, console, cross_validated=cross_validate,
                                    lifecycle=lifecycle, live_queries=live_queries,
@@ -524,7 +535,9 @@ def bench_locomo(
     else:
         report = run_locomo_bench(files, broker=broker, api=api, partitions=partitions,
                                   console=console, rate=rate, cross_validated=cross_validate,
-                                  lifecycle=lifecycle, live_queries=live_queries, plot_path=plot)
+                                  lifecycle=lifecycle, live_queries=live_queries, plot_path=plot,
+                                  workers=workers, users_per_file=users_per_file,
+                                  single_worker_rate=single_worker_rate, scaling=scaling)
     if python is not None:
         from streams.eval.bench_mem0 import Mem0RunFailed, attach_mem0
         from streams.eval.locomo import load_conversation

@@ -105,6 +105,12 @@ def test_replay_and_bench_on_a_locomo_file_never_seen(worker, tmp_path):
     assert report["memories_written"] > 0
     assert 0.0 < report["writing_pass_rate"] <= 1.0
     assert report["precision_against_gold"] is None  # the tiny file carries no gold observations
+    # Against a running stack: the broker's records of the drain (any writer's) and the one worker.
+    assert report["kafka_msgs_per_turn"]["by_topic"]["chat.turns"] >= 1.0
+    assert report["kafka_bytes_per_turn"]["total"] > 0
+    assert "model_ms_per_turn" in report["cpu"] and "rest_ms_per_turn" in report["cpu"]
+    [only] = report["scale_out"]["per_worker"]
+    assert only["api_url"] == worker.api_url and only["partitions"] and only["cpu_seconds"] is None
 
 
 def test_watch_prints_a_users_events_live(worker):
