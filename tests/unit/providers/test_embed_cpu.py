@@ -54,6 +54,7 @@ def test_a_helper_threads_cpu_during_the_call_is_counted():
     """A native helper (standing in for an ONNX Runtime intra-op thread) works while the call
     waits for it: the call's CPU holds at least the helper's own CPU for that work."""
     go, done = threading.Event(), threading.Event()
+    leave = threading.Event()  # a pool thread outlives the call: read its clock before it ends
     spent: list[int] = []
     ready = threading.Event()
     ids: list[int] = []
@@ -66,6 +67,7 @@ def test_a_helper_threads_cpu_during_the_call_is_counted():
         burn()
         spent.append(time.thread_time_ns() - started)
         done.set()
+        leave.wait()
 
     thread = threading.Thread(target=helper)
     thread.start()
@@ -77,6 +79,7 @@ def test_a_helper_threads_cpu_during_the_call_is_counted():
         return "vectors"
 
     result, used = CallCpu(ids).measure(call)
+    leave.set()
     thread.join()
     assert result == "vectors"
     assert used * 1e9 >= spent[0] > 0
