@@ -7,7 +7,7 @@ import logging
 from faust.types import AgentT, EventT
 from pydantic import ValidationError
 
-from streams.api.sse import remember
+from streams.api.recent_events import RecentEvents
 from streams.app.factory import MemstreamApp
 from streams.app.faust_compat import event_scope
 from streams.observability.logs import describe_failure
@@ -19,9 +19,8 @@ log = logging.getLogger(__name__)
 
 
 def register(app: MemstreamApp) -> AgentT:
-    recent = app.sealed.recent_events
+    recent = RecentEvents(app.sealed.recent_events, app.settings.sse_replay_events)
     sealer = app.sealed.sealer
-    size = app.settings.sse_replay_events
     within = app.settings.sse_batch_within_ms / 1000
 
     def opened(value: bytes) -> MemoryEvent | None:
@@ -34,23 +33,14 @@ def register(app: MemstreamApp) -> AgentT:
         return None
 
     def buffer_events(user_id: str, events: list[MemoryEvent]) -> None:
-        """Add a user's events of one batch to the user's buffer, written once, and publish
-        each new one to the user's connected clients."""
-        buffer: list[dict] = list(recent.get(user_id) or [])
-        added = []
-        for event in events:
-            updated = remember(buffer, event, size)
-            if updated is not None:
-                buffer = updated
-                added.append(buffer[-1])
-        if added:
-            recent[user_id] = buffer
-            for entry in added:
-                app.hub.publish(user_id, entry)
+        """Add a user's events of one batch to the user's buffer (one chunk of the ring,
+        `streams.api.recent_events`), and publish each new one to the user's connected clients."""
+        for entry in recent.add(user_id, events):
+            app.hub.publish(user_id, entry)
 
     async def sse(stream):  # type: ignore[no-untyped-def]
         """Buffer each user's recent events and fan them out to connected clients, in batches
-        (a user's buffer is read and rewritten once per batch, not once per event); yields once
+        (a user's buffer is read and written once per batch, not once per event); yields once
         per record (the event id, None for a record skipped)."""
         async for batch in stream.take_events(app.settings.sse_batch_size, within=within):
             by_user: dict[str, list[MemoryEvent]] = {}

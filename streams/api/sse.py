@@ -2,9 +2,9 @@
 
 The `sse` stage (`agents/sse.py`) consumes `memory.events` in the worker that owns each
 partition, keeps each user's last `SSE_REPLAY_EVENTS` events in the `recent_events` table (so
-the buffer moves with the partition) and hands every new event to this worker's `Hub`, which
-fans it out to the user's connected clients. Each SSE message is `id: <event_id>`,
-`event: memory.<kind>`, `data: <MemoryEvent JSON>`.
+the buffer moves with the partition; stored as a ring, `streams.api.recent_events`) and hands
+every new event to this worker's `Hub`, which fans it out to the user's connected clients. Each
+SSE message is `id: <event_id>`, `event: memory.<kind>`, `data: <MemoryEvent JSON>`.
 
 A client reconnecting with `Last-Event-ID` (header, or `?last_event_id=`) gets the events after
 that one from the buffer; if the id is no longer buffered it gets one `reset` message first
@@ -31,11 +31,11 @@ from faust.web import Request, Response
 from yarl import URL
 
 from streams.api import auth
+from streams.api.recent_events import RecentEvents, after, remember  # noqa: F401 (re-exported)
 from streams.api.routing import FORWARDED, INVALID_USER_ID, is_user_id, owner_of
 from streams.api.scope import Scope
 from streams.api.views import MemstreamView, add_views
 from streams.app.settings import Settings
-from topics.events import MemoryEvent
 
 if TYPE_CHECKING:
     from streams.app.factory import MemstreamApp
@@ -122,31 +122,6 @@ class Hub:
             self._subscribers.pop(user_id, None)
 
 
-def remember(buffer: list[dict[str, Any]], event: MemoryEvent, size: int) -> list[dict[str, Any]] | None:
-    """The user's buffer with `event` added, or None when the event is already in it (a replay).
-
-    A purge keeps only content-free purged events: of the whole user, or, for one memory purged
-    by the lifecycle (reason `purge_at`), of that memory.
-    """
-    if any(e["event_id"] == event.event_id for e in buffer):
-        return None
-    if event.kind == "purged" and event.meta.get("reason") == "purge_at":
-        buffer = [e for e in buffer if e["kind"] == "purged" or e["memory_id"] != event.memory_id]
-    elif event.kind == "purged":
-        buffer = [e for e in buffer if e["kind"] == "purged"]
-    return [*buffer, event.model_dump(mode="json")][-size:]
-
-
-def after(buffer: list[dict[str, Any]], last_event_id: str | None) -> tuple[list[dict[str, Any]], bool]:
-    """The buffered events after `last_event_id`, and whether that id was found (None: none)."""
-    if not last_event_id:
-        return [], True
-    for i, event in enumerate(buffer):
-        if event["event_id"] == last_event_id:
-            return buffer[i + 1:], True
-    return list(buffer), False
-
-
 class UserEvents(MemstreamView):
     """GET: the user's memory.* events as text/event-stream; Last-Event-ID resumes."""
 
@@ -174,7 +149,8 @@ class UserEvents(MemstreamView):
         response: web.StreamResponse = web.Response()
         try:
             async with sse_response(request, ping_interval=settings.sse_ping_seconds) as response:
-                backlog, found = after(list(app.sealed.recent_events.get(user_id) or []), last_id)
+                buffer = RecentEvents(app.sealed.recent_events, settings.sse_replay_events)
+                backlog, found = after(buffer.events(user_id), last_id)
                 if not found:
                     await response.send(json.dumps({"last_event_id": last_id}), event="reset")
                 sent: deque[str] = deque(maxlen=settings.sse_replay_events + settings.sse_queue_events)

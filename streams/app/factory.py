@@ -91,7 +91,8 @@ TABLES = {
              "leaves a content-free tombstone.",
     "thread_revs": "user_id|thread_id -> {rev, turn, memories, changes}: the per-thread revision "
                    "(delta header) and the memories its latest turn wrote (\"don't remember this\").",
-    "recent_events": "user_id -> the user's last SSE_REPLAY_EVENTS memory events, so an SSE client "
+    "recent_events": "user_id|/head and user_id|/slot -> a ring of chunks of the user's last "
+                     "SSE_REPLAY_EVENTS memory events (one chunk per batch), so an SSE client "
                      "reconnecting with Last-Event-ID resumes where it was.",
     "user_keys": "user_id -> the user's data key wrapped by the master key, and when the user was "
                  "purged; the values of every other table are sealed with these keys.",

@@ -452,8 +452,9 @@ class Settings(BaseSettings):
         10.0, gt=0, description="Longest a registry write with ?wait=1 waits for its command.",
     )
     sse_replay_events: int = Field(
-        50, ge=1, description="Recent events kept per user for SSE Last-Event-ID reconnects (the "
-        "whole list is rewritten to the table's changelog on every event: keep it small).",
+        50, ge=1, description="Recent events kept per user for SSE Last-Event-ID reconnects (a "
+        "batch writes only its own events to the table's changelog; a purge that reaches the "
+        "buffer, or a change of this size, rewrites it once).",
     )
     sse_batch_size: int = Field(
         256, ge=1, description="memory.events records the SSE buffer takes at once (one buffer "

@@ -99,6 +99,16 @@ class SealedTable(MutableMapping[Any, Any]):
         self.table[key] = envelope.model_dump()
         self._remember(key, envelope.sealed, self._data_key(envelope), plaintext)
 
+    def stamp(self, key: Any) -> tuple[str, bytes | None] | None:
+        """What is stored under `key`, cheaply: its sealed text and the data key it opens with
+        now (None: nothing). While the stamp is the same, so is the value (a new value is sealed
+        with a new nonce), and it opens as it did: a reader may keep what it made of it."""
+        raw = self.table.get(key)
+        if raw is None:
+            return None
+        envelope = Sealed.model_validate(raw)
+        return envelope.sealed, self._data_key(envelope)
+
     def _data_key(self, envelope: Sealed) -> bytes | None:
         """The key the envelope opens with now (None: none, or the master key in transit)."""
         return None if envelope.by == "transit" else self.sealer.keys.data_key(envelope.user_id)
@@ -148,12 +158,13 @@ class SealedTable(MutableMapping[Any, Any]):
 
 # --- who a table's values belong to ----------------------------------------------------------
 def user_is_key(key: str, value: Any) -> str:
-    """Tables keyed by user_id (`users`, `recent_events`)."""
+    """Tables keyed by user_id (`users`)."""
     return key
 
 
 def user_first_in_key(key: str, value: Any) -> str:
-    """Tables keyed by a structured key whose first part is the user (`streams.memory.tables`)."""
+    """Tables keyed by a structured key whose first part is the user (`streams.memory.tables`,
+    `streams.api.recent_events`)."""
     parts = json.loads(key)
     return str(parts[0])
 
@@ -167,6 +178,6 @@ def user_in_value(key: str, value: Any) -> str:
 TABLE_OWNERS: dict[str, UserOf] = {
     "memories": user_in_value, "audit": user_in_value, "applied": user_first_in_key,
     "thread_revs": user_first_in_key, "buffers": user_first_in_key,
-    "turn_log": user_first_in_key, "users": user_is_key, "recent_events": user_is_key,
+    "turn_log": user_first_in_key, "users": user_is_key, "recent_events": user_first_in_key,
 }
 """Who the values of each sealed table belong to."""
