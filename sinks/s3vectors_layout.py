@@ -33,6 +33,7 @@ import numpy as np
 from langgraph.store.base import Item, SearchItem
 
 from sinks.s3vectors_client import StoredVector
+from streams.memory.vector_index import HALF_PREFIX, decode_vector
 from topics.candidates import MemoryType
 
 MAX_FILTERABLE_BYTES = 2048
@@ -168,14 +169,18 @@ def memory_delete_keys(user_id: str, doc_key: str, memory_type: str | None) -> l
 
 
 def decode_embedding(embedding_b64: Any, dimension: int) -> list[float]:
-    """A memory's float32 embedding, checked against the index dimension."""
+    """A memory's embedding as float32 values (stored as float16 or, before, float32:
+    `decode_vector`), checked against the index dimension."""
     if not isinstance(embedding_b64, str) or not embedding_b64:
         raise LayoutError("the memory has no embedding_b64")
     try:
-        raw = base64.b64decode(embedding_b64, validate=True)
-        vector = np.frombuffer(raw, dtype=np.float32)
+        if embedding_b64.startswith(HALF_PREFIX):
+            base64.b64decode(embedding_b64[len(HALF_PREFIX):], validate=True)
+        else:
+            base64.b64decode(embedding_b64, validate=True)
+        vector = decode_vector(embedding_b64)
     except ValueError:
-        raise LayoutError("embedding_b64 is not base64 of float32 values") from None
+        raise LayoutError("embedding_b64 is not base64 of float16 or float32 values") from None
     if vector.size != dimension:
         raise LayoutError(f"the embedding has {vector.size} dimensions; the index has {dimension}")
     if not np.all(np.isfinite(vector)) or not np.any(vector):

@@ -69,7 +69,7 @@ class Memory(BaseModel):
     week: int | None = None
     year: int | None = None
     version: int = Field(1, description="Incremented on every change; event ids derive from it.")
-    embedding_b64: str | None = Field(None, description="float32 embedding of `summary`, base64.")
+    embedding_b64: str | None = Field(None, description="The embedding of `summary`: float16, base64, after \"h:\" (plain base64 of float32 as written before; `streams.memory.vector_index.encode_vector`).")
     pending_change: PendingChange | None = Field(
         None, description="A proposed change of this value waiting for the user's consent; a "
                           "reader shows it beside the value, which is not settled meanwhile.")

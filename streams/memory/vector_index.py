@@ -22,12 +22,33 @@ from streams.memory.model import Memory
 log = logging.getLogger(__name__)
 
 
+HALF_PREFIX = "h:"
+"""Marks a vector stored as float16 (`encode_vector`). A float32 one, as written before, is
+plain base64, which never holds a colon."""
+
+
 def encode_vector(vector: np.ndarray) -> str:
-    return base64.b64encode(np.asarray(vector, dtype=np.float32).tobytes()).decode("ascii")
+    """A vector as documents and records carry it: float16, base64, after `HALF_PREFIX`.
+
+    Half the bytes of float32 in every record that carries a vector (the memory document in
+    the `memories` changelog, the `applied` record's writes, a candidate's carried vector):
+    the vectors are unit length, and float16 keeps their cosines to about 1e-3 (issue 22:
+    recall and the duplicate rate measured unchanged). `as_stored` rounds a fresh vector the
+    same way, so the index holds what a rebuild from the documents would."""
+    half = np.asarray(vector, dtype=np.float32).astype(np.float16)
+    return HALF_PREFIX + base64.b64encode(half.tobytes()).decode("ascii")
 
 
 def decode_vector(data: str) -> np.ndarray:
+    """A vector written by `encode_vector`, or by the float32 format before it, as float32."""
+    if data.startswith(HALF_PREFIX):
+        return np.frombuffer(base64.b64decode(data[len(HALF_PREFIX):]), dtype=np.float16).astype(np.float32)
     return np.frombuffer(base64.b64decode(data), dtype=np.float32)
+
+
+def as_stored(vector: np.ndarray) -> np.ndarray:
+    """`vector` as a document stores it (rounded to float16), as float32."""
+    return np.asarray(vector, dtype=np.float32).astype(np.float16).astype(np.float32)
 
 
 _SHARED_FIELD_SETS: dict[frozenset[str], set[str]] = {}
@@ -174,7 +195,7 @@ class UserIndex:
     def upsert(self, memory: Memory, vector: np.ndarray) -> None:
         self._set_doc(memory)
         row = self._rows.get(memory.id)
-        vec = np.asarray(vector, dtype=np.float32).reshape(self.dim)
+        vec = as_stored(vector).reshape(self.dim)  # what a rebuild from the documents holds
         if row is None:
             row = self._rows[memory.id] = len(self.ids)
             self.ids.append(memory.id)

@@ -47,7 +47,7 @@ def test_an_important_weak_match_no_longer_outranks_the_best_match():
     pooled = rank(index, Q, top_k=3, candidates=3, weights=RankWeights(), now=NOW)
     assert [h.memory.id for h in raw][0] == "important"
     assert [h.memory.id for h in pooled] == ["answer", "important", "far"]
-    assert pooled[0].similarity == pytest.approx(0.9, abs=1e-6), "similarity stays the cosine"
+    assert pooled[0].similarity == pytest.approx(0.9, abs=1e-3), "similarity stays the cosine (float16 storage)"
 
 
 def test_settings_choose_the_scaling():

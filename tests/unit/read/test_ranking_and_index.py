@@ -6,7 +6,7 @@ from streams.memory import ids
 from streams.memory.model import Memory
 from streams.read.query import rank
 from streams.read.ranking import RankWeights, importance_norm, score
-from streams.memory.vector_index import UserIndex, VectorIndex, decode_vector, encode_vector
+from streams.memory.vector_index import UserIndex, VectorIndex, as_stored, decode_vector, encode_vector
 
 T0 = datetime(2024, 5, 1, tzinfo=timezone.utc)
 
@@ -53,10 +53,28 @@ def test_index_never_returns_invisible_memories():
 def test_rebuild_from_documents_roundtrips_vectors():
     v = unit(0.6, 0.8)
     m = mem("x").model_copy(update={"embedding_b64": encode_vector(v)})
-    assert np.allclose(decode_vector(m.embedding_b64), v)
+    assert np.allclose(decode_vector(m.embedding_b64), v, atol=1e-3)  # float16
+    assert np.array_equal(decode_vector(m.embedding_b64), as_stored(v))
     index = VectorIndex(2)
     assert index.rebuild([m, mem("no-vector")]) == 1
     assert index.user("u").search(v, 1)[0][0].id == "x"
+    assert index.user("u").vector_b64("x") == m.embedding_b64  # re-encoding is lossless
+
+
+def test_vectors_written_as_float32_before_still_read():
+    """Documents, applied records and candidates written before vectors were float16 carry
+    plain base64 of float32 values: they decode as they were, and a fresh index row of the
+    same vector equals the one a rebuild from the new format makes."""
+    import base64
+
+    v = unit(0.6, 0.8)
+    old = base64.b64encode(np.asarray(v, dtype=np.float32).tobytes()).decode("ascii")
+    assert np.array_equal(decode_vector(old), np.asarray(v, dtype=np.float32))
+    assert len(encode_vector(v)) < len(old) + len("h:")
+    fresh, rebuilt = VectorIndex(2), VectorIndex(2)
+    fresh.add(mem("x"), v)
+    rebuilt.rebuild([mem("x").model_copy(update={"embedding_b64": encode_vector(v)})])
+    assert fresh.user("u").vector_b64("x") == rebuilt.user("u").vector_b64("x")
 
 
 def test_ids_are_deterministic():
