@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
 app = typer.Typer(
     help="memstream: streaming long-term memory for chat agents, on Kafka with Faust.\n\n"
-    "Settings come from the environment (see README). With no KAFKA_BROKER_URL, `run` starts "
-    "an embedded Kafka-compatible broker.",
+    "Settings come from the environment (see docs/configuration.md). With no KAFKA_BROKER_URL, "
+    "`run` starts an embedded Kafka-compatible broker.",
     no_args_is_help=True, add_completion=False,
 )
 bench_app = typer.Typer(help="Benchmarks that replay data sets through the running pipeline.")
@@ -393,7 +393,8 @@ def query(
 
 @app.command()
 def settings(
-    markdown: Annotated[bool, typer.Option(help="Print the README table of every setting instead.")] = False,
+    markdown: Annotated[bool, typer.Option(
+        help="Print docs/configuration.md (every setting, its type, default and meaning) instead.")] = False,
 ) -> None:
     """Show the effective settings (from the environment; secrets masked)."""
     from pydantic import SecretStr
@@ -401,10 +402,9 @@ def settings(
     from streams.app.settings import Settings
 
     if markdown:
-        print("| variable | default | meaning |\n|---|---|---|")
-        for name, field in Settings.model_fields.items():
-            default = "(unset)" if field.default is None else str(field.default)
-            print(f"| `{name.upper()}` | `{default}` | {field.description or ''} |")
+        from streams.app.settings_docs import markdown as configuration_page
+
+        sys.stdout.write(configuration_page())
         return
     current = get_settings()
     for name in Settings.model_fields:
