@@ -151,13 +151,25 @@ def test_every_build_input_and_bind_mount_exists():
 
 
 def test_every_variable_the_stack_reads_is_documented():
-    readme = (ROOT / "README.md").read_text()
+    """docs/operations.md's table of the stack's variables has one row for each variable the
+    compose file reads (from the environment or .env), and no other; deploy/env.example shows
+    each."""
+    operations = (ROOT / "docs" / "operations.md").read_text()
+    after = operations.split('<a id="compose-variables"></a>', 1)[1].splitlines()
+    start = next(i for i, line in enumerate(after) if line.startswith("|"))
+    table = after[start:start + next(i for i, line in enumerate(after[start:] + [""])
+                                     if not line.startswith("|"))]
+    rows = [m.group(1) for line in table if (m := re.match(r"\| `(\w+)` \|", line))]
     example = (ROOT / "deploy" / "env.example").read_text()
     variables = set(INTERPOLATION.findall((ROOT / "docker-compose.yml").read_text()))
     variables |= {s["environment"] for s in COMPOSE.get("secrets", {}).values() if "environment" in s}
     assert variables
-    undocumented = [v for v in sorted(variables) if f"`{v}`" not in readme or v not in example]
-    assert not undocumented, f"in README's compose section and deploy/env.example: {undocumented}"
+    assert len(rows) == len(set(rows)), f"listed twice in docs/operations.md: {rows}"
+    assert set(rows) == variables, (
+        f"docs/operations.md's compose variables: missing {sorted(variables - set(rows))}, "
+        f"not read by the stack {sorted(set(rows) - variables)}")
+    missing = [v for v in sorted(variables) if v not in example]
+    assert not missing, f"not in deploy/env.example: {missing}"
 
 
 def _compose_plugin() -> str | None:
