@@ -111,7 +111,6 @@ class Settings(BaseSettings):
     episodic_enabled: bool = Field(True, description="Write episodic memories.")
     buffer_turns: int = Field(8, ge=1, description="Per-thread buffer of recent turns.")
     memory_k: int = Field(3, ge=1, description="Default top-k of a query.")
-    decay_days: int = Field(30, ge=1, description="Days unused before confidence decays (seed 004).")
     memory_cap: int = Field(
         200, ge=1, description="Active semantic memories per user at most (seed 004); the lifecycle "
         "archives the lowest decay weight, then the least recently used, never a pinned one (the "
@@ -150,12 +149,10 @@ class Settings(BaseSettings):
     episodic_cooldown_turns: int = Field(3, description="Turns between episodic captures at least.")
     episodic_cooldown_minutes: int = Field(10, description="Minutes between episodic captures at least.")
     episodic_max_per_day: int = Field(5, description="Episodic memories per user and day at most.")
-    episodic_novelty_min: float = Field(0.3, description="Novelty (1 - best similarity) needed for a new episode.")
     episodic_window_n: int = Field(10, description="Messages summarised into an episode.")
 
     # --- retrieval (SPEC §5) ----------------------------------------------------------------
     memory_context_topk: int = Field(24, description="Candidates considered before ranking.")
-    memory_context_topn: int = Field(5, description="Items returned by default.")
     rank_w_similarity: float = Field(0.55, description="Ranking weight of cosine similarity.")
     rank_w_importance: float = Field(0.20, description="Ranking weight of (importance - 1) / 4.")
     rank_w_recency: float = Field(0.15, description="Ranking weight of the recency decay.")
@@ -453,8 +450,8 @@ class Settings(BaseSettings):
     )
     sse_replay_events: int = Field(
         50, ge=1, description="Recent events kept per user for SSE Last-Event-ID reconnects (a "
-        "batch writes only its own events to the table's changelog; a purge that reaches the "
-        "buffer, or a change of this size, rewrites it once).",
+        "batch writes only its own events to the table's changelog, a purge the stored batches "
+        "it reaches; a change of this size rewrites the buffer once).",
     )
     sse_batch_size: int = Field(
         256, ge=1, description="memory.events records the SSE buffer takes at once (one buffer "

@@ -85,7 +85,7 @@ SECTIONS: tuple[Section, ...] = (
             "[forgetting.md](forgetting.md)).",
             prefixes=("lifecycle_", "ttl_", "archive_", "consolidation_", "promotion_",
                       "insight_"),
-            names=("purge_after_days", "memory_cap", "decay_days")),
+            names=("purge_after_days", "memory_cap")),
     Section("consent", "Consent for profile changes",
             "Which profile changes wait for the user "
             "([architecture.md](architecture.md#consent)).",
