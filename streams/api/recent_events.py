@@ -15,14 +15,16 @@ for the user, so a user purge's shred makes all of them unreadable at once):
   rather than a key per event: the same bytes in a record per batch, not one per event.
 
 The buffer is the newest `size` events of the live chunks. A batch that only adds writes one
-chunk and the head, and drops the oldest chunks whose events all fell out of the buffer (so up to
-a chunk's worth of events older than the buffer stays stored, until the next chunk pushes it
+chunk and the head, and deletes the oldest chunks whose events all fell out of the buffer (so up
+to a chunk's worth of events older than the buffer stays stored, until the next chunk pushes it
 out). A batch whose purge reaches a stored event (it must leave no readable copy, seen or not)
-rewrites the buffer as one chunk and deletes every other slot; so does a write that finds the
-buffer unsound (a chunk missing or no longer opening, the size changed, no head: a new user, or
-one whose purge shredded the key) or in the format before the ring: one sealed list under the
-user id itself, read as the buffer until that write deletes it (a slash, which no user id
-holds, keeps the ring's keys apart from those).
+also rewrites the chunks it reaches, each keeping only what the buffer keeps (an emptied one
+stays, empty, until it is the oldest). A write that finds the buffer unsound (a chunk missing or
+no longer opening, the size changed, no head: a new user, or one whose purge shredded the key),
+or purges leaving more chunks than slots, rewrites the buffer as one chunk and deletes every
+other slot; so does the first write of a user in the format before the ring: one sealed list
+under the user id itself, read as the buffer until then (a slash, which no user id holds, keeps
+the ring's keys apart from those).
 """
 from __future__ import annotations
 
@@ -83,14 +85,14 @@ class Ring:
     """The buffer: the newest `size` events stored."""
     stored: list[Event] = field(default_factory=list)
     """Every event of the live chunks (the oldest chunk may hold some older than the buffer)."""
-    chunks: list[tuple[int, int]] = field(default_factory=list)
+    chunks: list[tuple[int, list[Event]]] = field(default_factory=list)
     """(sequence number, events) of each live chunk, oldest first."""
     next: int = 0
     size: int = 0
     """The slots of the head (0: no readable head)."""
     sound: bool = False
     """Every chunk the head names was found, at this size, and nothing of the old format is
-    left: a batch may just add a chunk."""
+    left: a batch may add a chunk, and a purge rewrite the chunks it reaches."""
 
 
 @dataclass
@@ -102,6 +104,7 @@ class Known:
     ids: list[str]
     """The buffer's event ids, oldest first (`remember`'s replay check needs nothing else)."""
     chunks: list[tuple[int, int]]
+    """(sequence number, how many events) of each live chunk, oldest first."""
     next: int
 
 
@@ -130,11 +133,11 @@ class RecentEvents:
         """Add a user's events of one batch (in order); return those that were new."""
         events = list(events)
         known = self._known.pop(user_id, None)
+        done = None
         if known is not None and not any(e.kind == "purged" for e in events) \
                 and known.stamp == self.table.stamp(head_key(user_id)):
-            added, known = self._add_known(user_id, known, events)
-        else:
-            added, known = self._add_read(user_id, events)
+            done = self._add_known(user_id, known, events)
+        added, known = done if done is not None else self._add_read(user_id, events)
         if known is not None:
             if len(self._known) >= REMEMBERED_USERS:
                 self._known.pop(next(iter(self._known)))
@@ -142,8 +145,9 @@ class RecentEvents:
         return added
 
     def _add_known(self, user_id: str, known: Known,
-                   events: list[MemoryEvent]) -> tuple[list[Event], Known]:
-        """`remember` for a batch with no purge, on the buffer's ids alone."""
+                   events: list[MemoryEvent]) -> tuple[list[Event], Known] | None:
+        """`remember` for a batch with no purge, on the buffer's ids alone (None: the chunk
+        does not fit, read the ring)."""
         ids, added = known.ids, []
         for event in events:
             if event.event_id not in ids:
@@ -151,11 +155,15 @@ class RecentEvents:
                 added.append(event.model_dump(mode="json"))
         if not added:
             return [], known
-        return added, self._add_chunk(user_id, known.next, known.chunks, added, ids)
+        chunks = self._fit(known.chunks, known.next, len(added))
+        if chunks is None:
+            return None
+        return added, self._add_chunk(user_id, known.chunks, chunks, added, ids)
 
     def _add_read(self, user_id: str,
                   events: list[MemoryEvent]) -> tuple[list[Event], Known | None]:
-        """`remember` on the ring read back; a chunk added if that is all that changed."""
+        """`remember` on the ring read back; then a chunk added, the chunks a purge reached
+        rewritten in place, or (when that cannot be) the whole ring rewritten."""
         ring = self.read(user_id)
         buffer, stored, added = ring.events, ring.stored, []
         for event in events:
@@ -166,13 +174,25 @@ class RecentEvents:
                 added.append(buffer[-1])
         ids = [e["event_id"] for e in buffer]
         if not added:
-            return [], self._known_now(user_id, ids, ring.chunks, ring.next) if ring.sound else None
+            counts = [(seq, len(events)) for seq, events in ring.chunks]
+            return [], self._known_now(user_id, ids, counts, ring.next) if ring.sound else None
         kept = set(ids)
         chunk = [e for e in added if e["event_id"] in kept]  # not those the batch purged itself
-        if ring.sound and chunk and len(stored) == len(ring.stored) \
-                and [*ring.stored, *chunk][-self.size:] == buffer:
-            return added, self._add_chunk(user_id, ring.next, ring.chunks, chunk, ids)
-        return added, self._rewrite(user_id, ring, buffer)
+        if not ring.sound:
+            return added, self._rewrite(user_id, ring, buffer)
+        chunks = ring.chunks
+        if len(stored) != len(ring.stored) or [*ring.stored, *chunk][-self.size:] != buffer:
+            # A purge reached stored events: each chunk keeps only what the buffer keeps.
+            chunks = [(seq, [e for e in events if e["event_id"] in kept]) for seq, events in chunks]
+        counts = [(seq, len(events)) for seq, events in chunks]
+        fitted = self._fit(counts, ring.next, len(chunk))
+        if fitted is None:
+            return added, self._rewrite(user_id, ring, buffer)
+        live = {seq for seq, _ in fitted}
+        for (seq, events), (_, before) in zip(chunks, ring.chunks):
+            if seq in live and len(events) != len(before):
+                self.table[slot_key(user_id, seq % self.size)] = [seq, events]
+        return added, self._add_chunk(user_id, counts, fitted, chunk, ids)
 
     def read(self, user_id: str) -> Ring:
         """The user's buffer as stored (the old format's, if the user has no head)."""
@@ -187,24 +207,35 @@ class RecentEvents:
         events: list[Event] = []
         for seq in range(head["next"] - head["count"], head["next"]):
             chunk = self.table.get(slot_key(user_id, seq % ring.size))
-            if isinstance(chunk, list) and len(chunk) == 2 and chunk[0] == seq and chunk[1] \
+            if isinstance(chunk, list) and len(chunk) == 2 and chunk[0] == seq \
                     and isinstance(chunk[1], list):
-                ring.chunks.append((seq, len(chunk[1])))
+                ring.chunks.append((seq, chunk[1]))
                 events += chunk[1]
             else:  # lost, left by a lost write, or no longer opening
                 ring.sound = False
         ring.stored, ring.events = events, events[-self.size:]
         return ring
 
-    def _add_chunk(self, user_id: str, seq: int, chunks: list[tuple[int, int]], added: list[Event],
-                   ids: list[str]) -> Known:
-        """Write the batch's events as chunk `seq`; drop the oldest chunks while the newer ones
-        hold the whole buffer (the new chunk's slot, if one of them, is overwritten)."""
+    def _fit(self, chunks: list[tuple[int, int]], seq: int,
+             added: int) -> list[tuple[int, int]] | None:
+        """The live chunks once chunk `seq` (of `added` events) joins them: the oldest leave
+        while empty (a purge emptied them) or while the newer ones hold the whole buffer. None
+        when more than `size` would stay (chunks emptied in the middle): their slots would meet.
+        """
+        chunks = [*chunks, (seq, added)]
+        while len(chunks) > 1 and (chunks[0][1] == 0 or sum(n for _, n in chunks[1:]) >= self.size):
+            chunks.pop(0)
+        return chunks if len(chunks) <= self.size else None
+
+    def _add_chunk(self, user_id: str, before: list[tuple[int, int]], chunks: list[tuple[int, int]],
+                   added: list[Event], ids: list[str]) -> Known:
+        """Write the batch's events as the next chunk, delete the chunks that left (`_fit`) and
+        write the head."""
+        seq = chunks[-1][0]
         self.table[slot_key(user_id, seq % self.size)] = [seq, added]
-        chunks = [*chunks, (seq, len(added))]
-        while len(chunks) > 1 and sum(n for _, n in chunks[1:]) >= self.size:
-            dropped, _ = chunks.pop(0)
-            if dropped % self.size != seq % self.size:
+        live = {s for s, _ in chunks}
+        for dropped, _ in before:
+            if dropped not in live and dropped % self.size != seq % self.size:
                 self._delete(slot_key(user_id, dropped % self.size))
         self.table[head_key(user_id)] = {"next": seq + 1, "count": len(chunks), "size": self.size}
         return self._known_now(user_id, ids, chunks, seq + 1)

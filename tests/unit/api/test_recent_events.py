@@ -91,7 +91,7 @@ def test_the_oldest_chunks_go_once_newer_ones_hold_the_buffer(sealed):
     ring.add(USER, [event("c1"), event("c2")])
     assert ids(ring.events(USER)) == ["b1", "b2", "c1", "c2"]
     assert slot_key(USER, 0) not in sealed, "chunk a left the table"
-    assert ring.read(USER).chunks == [(1, 2), (2, 2)]
+    assert [(seq, len(events)) for seq, events in ring.read(USER).chunks] == [(1, 2), (2, 2)]
 
 
 def test_a_replayed_event_is_not_added_again(sealed):
@@ -134,6 +134,50 @@ def test_purging_one_memory_removes_its_events_stored_seen_or_not(sealed):
     assert "secret" not in repr(dict(sealed.items()))
     ring.add(USER, [event("pb", "purged", memory_id="b", summary="", reason="purge_at")])
     assert ids(ring.events(USER)) == ["px", "pb"]
+
+
+def test_a_purge_rewrites_only_the_chunks_it_reaches(sealed):
+    ring = RecentEvents(sealed, 6)
+    ring.add(USER, [event("a1", memory_id="a"), event("a2", memory_id="a")])
+    ring.add(USER, [event("x1", memory_id="x", summary="Ana's secret."), event("b1", memory_id="b")])
+    ring.add(USER, [event("c1", memory_id="c")])
+    sealed.table.written.clear()
+    ring.add(USER, [event("px", "purged", memory_id="x", summary="", reason="purge_at")])
+    assert ids(ring.events(USER)) == ["a1", "a2", "b1", "c1", "px"]
+    assert [key for key, _ in sealed.table.written] == [slot_key(USER, 1), slot_key(USER, 3),
+                                                        head_key(USER)]
+    assert sealed.table.deleted == [] and "secret" not in repr(dict(sealed.items()))
+    ring.add(USER, [event("pc", "purged", memory_id="c", summary="", reason="purge_at")])
+    assert ids(ring.events(USER)) == ["a1", "a2", "b1", "px", "pc"]
+    assert ring.read(USER).sound, "an emptied chunk stays, empty, until it is the oldest"
+    for i in range(4):
+        ring.add(USER, [event(f"d{i}", memory_id="d")])
+    assert ids(ring.events(USER)) == ["b1", "px", "pc", "d0", "d1", "d2", "d3"][-6:]
+
+
+def test_a_purge_that_would_leave_more_chunks_than_slots_rewrites_the_ring(sealed):
+    ring = RecentEvents(sealed, 3)
+    ring.add(USER, [event("a1", memory_id="a"), event("a2", memory_id="a")])
+    ring.add(USER, [event("x1", memory_id="x")])
+    ring.add(USER, [event("y1", memory_id="y")])
+    assert ids(ring.events(USER)) == ["a2", "x1", "y1"]
+    ring.add(USER, [event("px", "purged", memory_id="x", summary="", reason="purge_at")])
+    assert ids(ring.events(USER)) == ["a2", "y1", "px"]
+    assert len(sealed.table) == 2, "one chunk and the head"
+
+
+def test_events_trimmed_within_a_batch_stay_out_after_its_purge(sealed):
+    """`remember` trims as it adds: events a batch pushed out do not come back when a purge
+    later in the batch makes room."""
+    ring, expected = RecentEvents(sealed, 3), []
+    batches = [[event("a", memory_id="a"), event("b", memory_id="b"), event("c", memory_id="c")],
+               [event("x1", memory_id="x"), event("x2", "updated", memory_id="x"),
+                event("px", "purged", memory_id="x", summary="", reason="purge_at")]]
+    for batch in batches:
+        ring.add(USER, batch)
+        for e in batch:
+            expected = remember(expected, e, 3) or expected
+    assert ids(ring.events(USER)) == ids(expected) == ["c", "px"]
 
 
 def test_a_memory_created_and_purged_in_one_batch_is_never_stored(sealed):
