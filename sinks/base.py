@@ -1,4 +1,4 @@
-"""The one sink contract every destination implements (SPEC §1: `sinks/` one module per destination).
+"""The one sink contract every destination implements (docs/architecture.md#layout: `sinks/` one module per destination).
 
 A destination only knows how to write one batch. Batching, flush on offset commit, retries with
 backoff and jitter, backpressure and dead-lettering live in the shared runner around it, so every

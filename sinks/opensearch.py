@@ -5,7 +5,7 @@ field nobody mapped is refused and dead-lettered instead of silently widening th
 
 - `<prefix>-events-YYYY.MM`: one document per `memory.events` record (seed 001 §14 "events":
   node, op, status, memory_id, category, sim, ts), `_id` = the event's deterministic id.
-- `<prefix>-audit-YYYY.MM`: one document per audit entry (SPEC §3 verbs, actor, old and new
+- `<prefix>-audit-YYYY.MM`: one document per audit entry (docs/architecture.md#memory-document verbs, actor, old and new
   value), `_id` = the entry's id (the event id of the change that wrote it).
 
 The month comes from the event time, so a replay writes the same `_id` into the same index:

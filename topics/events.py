@@ -1,4 +1,4 @@
-"""`memory.events`: every visible change of a memory (SPEC §2).
+"""`memory.events`: every visible change of a memory (docs/architecture.md#topics).
 
 On the wire the content of an event — `summary` and `meta` — travels sealed for its user
 (`sealed`, see `topics/sealed.py`); the envelope (ids, kind, revision, time, category) stays in

@@ -1,4 +1,4 @@
-"""Names of every topic (SPEC §2). All are keyed by user_id and share one partition count."""
+"""Names of every topic (docs/architecture.md#topics). All are keyed by user_id and share one partition count."""
 from __future__ import annotations
 
 CHAT_TURNS = "chat.turns"

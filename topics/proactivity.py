@@ -1,4 +1,4 @@
-"""`memory.proactivity`: memories worth a proactive message, for downstream consumers (SPEC §2,
+"""`memory.proactivity`: memories worth a proactive message, for downstream consumers (docs/architecture.md#topics,
 seed 000 §11).
 
 A record carries ids, the reason, the suggested tone and the scores that passed — never the

@@ -1,4 +1,4 @@
-"""`memory.query` (SPEC §5, seed 001 §6): the request an agent sends and the answer it gets.
+"""`memory.query` (docs/architecture.md#read-path, seed 001 §6): the request an agent sends and the answer it gets.
 
 Strict: an unknown field, a wrong type or an impossible range is a validation error (HTTP 400),
 never silently ignored — a filter the server cannot apply must not widen the search.
@@ -173,7 +173,7 @@ class FullItem(BulletItem):
     model_config = ConfigDict(extra="allow")
 
     summary: str
-    rank_score: float = Field(description="The ranking formula's score (SPEC §5), which orders "
+    rank_score: float = Field(description="The ranking formula's score (docs/architecture.md#read-path), which orders "
                                           "one answer; not comparable across queries.")
     similarity: float
     source_turn_ids: list[str]

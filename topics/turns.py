@@ -1,4 +1,4 @@
-"""`chat.turns`: one chat turn as the chat backend produces it (SPEC §2)."""
+"""`chat.turns`: one chat turn as the chat backend produces it (docs/architecture.md#topics)."""
 from __future__ import annotations
 
 from datetime import datetime

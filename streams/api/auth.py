@@ -1,4 +1,4 @@
-"""API keys: who may call which route of the worker (SPEC §5 Auth).
+"""API keys: who may call which route of the worker (docs/architecture.md#read-path Auth).
 
 A key maps to an agent id and a role (`agent`, `admin`, or `metrics`: /metrics only), optionally
 limited to some user ids.

@@ -175,7 +175,7 @@ OPERATIONS: tuple[Operation, ...] = (
                       Param("reference_time", description="An ISO 8601 time with its zone."),
                       Param("include_archived", type="boolean"),
                       Param("categories", description="Comma-separated.")), tag="query"),
-    Operation("post", USER + "/query", "memory.query (SPEC §5): filters, categories (the agent's "
+    Operation("post", USER + "/query", "memory.query (docs/architecture.md#read-path): filters, categories (the agent's "
               "allowlist applies), ranking, budget, delta header.", {200: QueryAnswer},
               body=QueryRequest, tag="query"),
     Operation("get", USER + "/owner", "Which worker holds the user's partition.", {200: Owner},

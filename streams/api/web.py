@@ -92,7 +92,7 @@ class AdminStatic(MemstreamView):
 
 
 class UserQuery(MemstreamView):
-    """memory.query (SPEC §5): POST a JSON `topics.query.QueryRequest`, or GET ?q=&agent=&….
+    """memory.query (docs/architecture.md#read-path): POST a JSON `topics.query.QueryRequest`, or GET ?q=&agent=&….
 
     Answered by the worker that owns the user (`route_to_owner`, which forwards the body).
     """

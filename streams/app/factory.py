@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Topics:
-    """The topics the worker reads and writes, all raw bytes (SPEC §2), so a bad record can be
+    """The topics the worker reads and writes, all raw bytes (docs/architecture.md#topics), so a bad record can be
     dead-lettered untouched and every producer's user_id key hashes alike."""
 
     turns: TopicT
@@ -87,7 +87,7 @@ TABLES = {
                "of the day (the daily cap is per user).",
     "turn_log": "user_id|thread_id:turn_id -> {episode, refs}: what ingest decided for a turn, so "
                 "a replay of it decides the same however far back it is.",
-    "audit": "memory_id -> audit entries (SPEC §3 verbs, actor, time, old and new value); a purge "
+    "audit": "memory_id -> audit entries (docs/architecture.md#memory-document verbs, actor, time, old and new value); a purge "
              "leaves a content-free tombstone.",
     "thread_revs": "user_id|thread_id -> {rev, turn, memories, changes}: the per-thread revision "
                    "(delta header) and the memories its latest turn wrote (\"don't remember this\").",

@@ -151,7 +151,7 @@ class Settings(BaseSettings):
     episodic_max_per_day: int = Field(5, description="Episodic memories per user and day at most.")
     episodic_window_n: int = Field(10, description="Messages summarised into an episode.")
 
-    # --- retrieval (SPEC §5) ----------------------------------------------------------------
+    # --- retrieval (docs/architecture.md#read-path) ----------------------------------------------------------------
     memory_context_topk: int = Field(24, description="Candidates considered before ranking.")
     rank_w_similarity: float = Field(0.55, description="Ranking weight of cosine similarity.")
     rank_w_importance: float = Field(0.20, description="Ranking weight of (importance - 1) / 4.")
@@ -211,7 +211,7 @@ class Settings(BaseSettings):
     )
     query_max_budget_tokens: int = Field(32768, ge=1, description="Largest budget_tokens a query may ask for.")
 
-    # --- lifecycle (SPEC §4) ------------------------------------------------------------------
+    # --- lifecycle (docs/architecture.md#write-path) ------------------------------------------------------------------
     ttl_days: int = Field(60, description="Days without access before a TTL soft-delete.")
     ttl_importance_max: int = Field(
         1, ge=0, le=5, description="Only memories this unimportant are TTL-deleted, then purged: "
@@ -227,7 +227,7 @@ class Settings(BaseSettings):
         None, ge=1, description="A retention window: days an archived memory (decayed, over the cap, "
         "or an original a consolidation replaced) is kept before it is soft-deleted, then purged "
         "after PURGE_AFTER_DAYS. Unset (the default): the archive is kept, searchable, until the "
-        "user or an operator removes it (SPEC §8; seed 000 §6 suggests 180).")
+        "user or an operator removes it (docs/decisions.md; seed 000 §6 suggests 180).")
     lifecycle_enabled: bool = Field(
         True, description="Run the lifecycle passes (forgetting, promotion, consolidation, "
         "insights, consent expiry) after each dedup record.")
@@ -328,7 +328,7 @@ class Settings(BaseSettings):
     bedrock_embed_backoff_initial_ms: int = Field(100, ge=1, description="Scale of the first Titan retry backoff.")
     bedrock_embed_backoff_max_ms: int = Field(5000, ge=1, description="Longest Titan retry backoff.")
 
-    # --- tiny LLM (SPEC §4, §6): trigger, classifier, same-fact; rules when none -----------------
+    # --- tiny LLM (docs/architecture.md#write-path, §6): trigger, classifier, same-fact; rules when none -----------------
     llm_provider: Literal["auto", "anthropic", "bedrock", "none"] = Field(
         "auto",
         description="auto: Anthropic when ANTHROPIC_API_KEY is set, else rules; anthropic, bedrock "

@@ -1,4 +1,4 @@
-"""Creating memstream's topics on a broker (all with one partition count: SPEC §2).
+"""Creating memstream's topics on a broker (all with one partition count: docs/architecture.md#topics).
 
 The admin client connects as the settings say (KAFKA_SECURITY_PROTOCOL, ...:
 `streams.app.kafka_security`), after a bounded connection check, so a refused certificate or

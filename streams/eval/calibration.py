@@ -1,4 +1,4 @@
-"""Dedup band calibration (SPEC §4, seed 002; issue 4 item 1).
+"""Dedup band calibration (docs/architecture.md#write-path, seed 002; issue 4 item 1).
 
 The cosine scale of a local model differs from Titan's, so the bands of an `EmbedderProfile`
 are chosen on a labelled set of summary pairs (`tests/data/same_fact_pairs.jsonl`): each pair

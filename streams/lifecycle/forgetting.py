@@ -1,4 +1,4 @@
-"""Forgetting (SPEC §4, §8; seeds 000 §6, 001 §7, 004 §7): six transitions, in this order.
+"""Forgetting (docs/architecture.md#write-path, §8; seeds 000 §6, 001 §7, 004 §7): six transitions, in this order.
 
 What forgetting is for (docs/forgetting.md): the active tier stays small and relevant (search
 noise, ranking), trivia and what users or the law ask to forget are gone for good (privacy),
@@ -14,7 +14,7 @@ and everything else moves to the archive, the cold tier, which a query still rea
   (kind `soft_deleted`, reason `ttl`). Restorable until the purge (`restore` command).
 - archive retention (a retention window, off unless `ARCHIVE_RETENTION_DAYS` is set): archived
   for longer, not pinned → soft-deleted (reason `archive_retention`), purged
-  `PURGE_AFTER_DAYS` later. Seed 000 §6 retains archived memories 180 d; SPEC §8 keeps the
+  `PURGE_AFTER_DAYS` later. Seed 000 §6 retains archived memories 180 d; docs/decisions.md keeps the
   cold tier until a user or a policy says otherwise, so the window is the operator's choice.
 - rewarm: an archived memory read since it was archived (a query hit counts as an access:
   `streams.memory.access`) returns to the active tier (kind `restored`, reason `accessed`);

@@ -1,4 +1,4 @@
-"""Recording reads: a `touch` command refreshes `last_accessed` and `access_count` (SPEC §5).
+"""Recording reads: a `touch` command refreshes `last_accessed` and `access_count` (docs/architecture.md#read-path).
 
 Pure logic over the tables (Faust tables in the worker, dicts in tests). Runs in the commands
 stage, on the partition that owns the user, so the read is changelogged like any other write;

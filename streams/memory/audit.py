@@ -1,4 +1,4 @@
-"""The audit trail (SPEC §3): an entry per change, with actor, time, old and new value.
+"""The audit trail (docs/architecture.md#memory-document): an entry per change, with actor, time, old and new value.
 
 Kept per memory in the `audit` table, oldest first. A purge replaces a memory's history with a
 content-free tombstone.
@@ -13,7 +13,7 @@ from streams.memory.model import Memory
 from streams.memory.tables import Table
 from topics.events import MemoryEvent
 
-# (event kind, reason) -> audit verb of SPEC §3; reason "" is the kind's default.
+# (event kind, reason) -> audit verb of docs/architecture.md#memory-document; reason "" is the kind's default.
 AUDIT_VERBS = {
     ("created", ""): "ADD", ("updated", ""): "UPDATE", ("merged", ""): "MERGE",
     ("updated", "auto_update_band"): "MERGE", ("updated", "check_band_same_fact"): "MERGE",

@@ -1,4 +1,4 @@
-"""A candidate fact against the user's memories: create, update (merge), or supersede (SPEC §4).
+"""A candidate fact against the user's memories: create, update (merge), or supersede (docs/architecture.md#write-path).
 
 The decision itself is `streams.memory.dedup.decide` (seed 002 bands, same-fact heuristics,
 changed values); this module finds the neighbours, applies what was decided to the tables and

@@ -1,11 +1,11 @@
 """The decay weight of a memory (seed 000 §6): `importance · 0.5^(days unused / half-life)`.
 
-Importance is the SPEC §8 normalised score `(importance - 1) / 4`; the half-life grows with it
+Importance is the docs/decisions.md normalised score `(importance - 1) / 4`; the half-life grows with it
 (≥ 0.85 → 365 d, 0.5–0.85 → 180 d, 0.2–0.5 → 90 d, below → 30 d), so an important memory fades
 slowly and a trivial one fast. The ranking's recency term is the decay factor
 (`streams.read.ranking`), and the lifecycle archives a memory whose weight fell below
 `ARCHIVE_WEIGHT_MIN` (seed 000: 0.05).
-It is a separate control from the TTL soft-delete (SPEC §8), which looks at `last_accessed` and
+It is a separate control from the TTL soft-delete (docs/decisions.md), which looks at `last_accessed` and
 importance only.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ _SHORTEST_HALF_LIFE = 30.0
 
 
 def importance_norm(importance: int) -> float:
-    """SPEC §8: importance is an int 1-5; normalised as (importance - 1) / 4."""
+    """docs/decisions.md: importance is an int 1-5; normalised as (importance - 1) / 4."""
     return (min(max(importance, 1), 5) - 1) / 4
 
 

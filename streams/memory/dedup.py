@@ -1,4 +1,4 @@
-"""Create-or-update decision of SPEC §4 (seed 002 bands), as pure functions."""
+"""Create-or-update decision of docs/architecture.md#write-path (seed 002 bands), as pure functions."""
 from __future__ import annotations
 
 import re

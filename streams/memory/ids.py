@@ -1,4 +1,4 @@
-"""Deterministic ids (SPEC §7): a replay of the same turns yields the same ids.
+"""Deterministic ids (docs/architecture.md#bad-input): a replay of the same turns yields the same ids.
 
 Each id is a UUID 5 of its parts as a JSON array, so ids that contain any separator still name
 exactly one memory or event (users `a` and `a|x` never share one).

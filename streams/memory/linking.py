@@ -1,4 +1,4 @@
-"""`related_to` edges between a new or updated memory and its close neighbours (SPEC §4)."""
+"""`related_to` edges between a new or updated memory and its close neighbours (docs/architecture.md#write-path)."""
 from __future__ import annotations
 
 from collections.abc import Sequence

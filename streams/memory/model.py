@@ -1,4 +1,4 @@
-"""The memory document (SPEC §3)."""
+"""The memory document (docs/architecture.md#memory-document)."""
 from __future__ import annotations
 
 from datetime import date, datetime
@@ -81,7 +81,7 @@ class Memory(BaseModel):
 
     @property
     def is_archived(self) -> bool:
-        """In the cold tier (SPEC §8: archive is cold storage): kept with its vector, served
+        """In the cold tier (docs/decisions.md: archive is cold storage): kept with its vector, served
         only when a query reaches for the archive (`streams.read.cold_tier`), below active
         memories."""
         return self.state == "archived"

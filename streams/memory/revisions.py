@@ -1,4 +1,4 @@
-"""Per-thread revisions and change logs: what the delta header reads (SPEC §4).
+"""Per-thread revisions and change logs: what the delta header reads (docs/architecture.md#write-path).
 
 One record per thread in the `thread_revs` table: `rev`, incremented on every change announced
 in the thread (one writer per partition, so the increment is atomic); `changes`, the last

@@ -182,7 +182,7 @@ class IngestStage:
         check_routed(turn.user_id)  # a turn on another partition would split the user's key
         if self.tables.keys.predates_purge(turn.user_id, turn.ts, record.timestamp):
             # A replay of what the user had memstream forget, or a turn still in flight when the
-            # purge took effect: never stored again (SPEC §7, docs/privacy.md).
+            # purge took effect: never stored again (docs/architecture.md#bad-input, docs/privacy.md).
             raise InvalidRecord("purged_user", "the turn is from before the user's purge")
         return turn
 

@@ -1,4 +1,4 @@
-"""What the stages send, and where. Every record is keyed by user_id (SPEC §2).
+"""What the stages send, and where. Every record is keyed by user_id (docs/architecture.md#topics).
 
 A stage never talks to Kafka itself: it sends through `Outputs`, whose `send` is the worker's
 producer (`streams.app.factory`) or, in process, a set of queues (`streams.pipeline.inprocess`).

@@ -1,4 +1,4 @@
-"""Categories config and per-agent allowlists (seed 001 §5, SPEC §5 and §8).
+"""Categories config and per-agent allowlists (seed 001 §5, docs/architecture.md#read-path and §8).
 
 The YAML names the categories (system and custom), their context mode, and for each agent the
 categories it may read. `CategoryPolicy.allowed` turns a request into the set of categories the

@@ -1,4 +1,4 @@
-"""When a query reaches into the archive, the cold tier (SPEC §8, seed 000 §6).
+"""When a query reaches into the archive, the cold tier (docs/decisions.md, seed 000 §6).
 
 Forgetting moves what is unused into the archive rather than deleting it: archive is cold
 storage, kept with its vector and its BM25 text, never in the default answer. A query searches

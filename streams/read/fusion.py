@@ -1,4 +1,4 @@
-"""Hybrid retrieval: one relevance per memory from dense similarity and BM25 (SPEC §5 input).
+"""Hybrid retrieval: one relevance per memory from dense similarity and BM25 (docs/architecture.md#read-path input).
 
 The relevance replaces the cosine as the `similarity` term of the ranking formula; the
 candidate pool is drawn by it. Two well-studied fusions, chosen by `RETRIEVAL_FUSION`:

@@ -1,4 +1,4 @@
-"""Answering `memory.query` from the in-worker index (SPEC §5, seed 001 §6).
+"""Answering `memory.query` from the in-worker index (docs/architecture.md#read-path, seed 001 §6).
 
 `plan_query` checks a request against the categories policy and the limits (fails closed) and
 resolves what it asks for; `execute` filters before ranking, ranks with the configurable

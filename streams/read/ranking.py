@@ -1,4 +1,4 @@
-"""The ranking formula of SPEC §5 (seed 002 weights plus seed 001's related boost).
+"""The ranking formula of docs/architecture.md#read-path (seed 002 weights plus seed 001's related boost).
 
 The recency term is the memory's decay (seed 000 §6, `streams.memory.decay`): 0.5 ** (days since
 last used / the half-life of its importance, 30 to 365 days), so an important memory fades
@@ -34,7 +34,7 @@ class RankWeights:
     insight: float = 0.10
     """Penalty of an `insight`: surfaced with low weight (seed 001 §3)."""
     archived: float = 0.03
-    """Penalty of an archived memory (the cold tier, SPEC §8): it ranks below an active one
+    """Penalty of an archived memory (the cold tier, docs/decisions.md): it ranks below an active one
     that matches as well."""
     relevance_norm: RelevanceNorm = "pool"
     """How the similarity term is scaled: `raw` is the relevance as retrieved, `pool` spreads

@@ -350,7 +350,7 @@ def query(
     api: ApiOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Query a user's memories (memory.query, SPEC §5, through memstream's client): ranked,
+    """Query a user's memories (memory.query, docs/architecture.md#read-path, through memstream's client): ranked,
     filtered, with provenance."""
     from streams.client import AsyncMemstreamClient, ClientError, QueryResult
 

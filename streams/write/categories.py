@@ -1,4 +1,4 @@
-"""The category of a fact: one of SPEC §8's defaults by cue rules.
+"""The category of a fact: one of docs/decisions.md's defaults by cue rules.
 
 Each category has cues, regular expressions over word stems, with a weight: a *framing* cue
 says what the sentence is about as a whole ("I want to …", "saving up for …", "my budget") and
@@ -71,7 +71,7 @@ def category_scores(text: str) -> dict[str, float]:
 
 
 def categorise(text: str) -> str:
-    """The SPEC §8 default category of a fact written from `text` (the speaker's own words)."""
+    """The docs/decisions.md default category of a fact written from `text` (the speaker's own words)."""
     scores = category_scores(text)
     best = max(scores.values())
     if best > 0:

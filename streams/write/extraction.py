@@ -1,4 +1,4 @@
-"""Rules extractor (SPEC §4 Extraction): up to `max_facts` third-person facts from one turn.
+"""Rules extractor (docs/architecture.md#write-path Extraction): up to `max_facts` third-person facts from one turn.
 
 No model: sentences are split and cleaned, greetings/filler/questions/reactions dropped, the rest
 scored by cheap signals (first person, preferences, plans, life events, names, numbers, dates)

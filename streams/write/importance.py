@@ -1,4 +1,4 @@
-"""Importance of a new fact, 1–5 (SPEC §8), from the seed 000 §3 formula.
+"""Importance of a new fact, 1–5 (docs/decisions.md), from the seed 000 §3 formula.
 
 Seed 000 §3 scores a memory as
 

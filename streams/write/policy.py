@@ -1,4 +1,4 @@
-"""Safety policy filter: nothing secret is ever stored (SPEC §4, seed 004 §2 and §9).
+"""Safety policy filter: nothing secret is ever stored (docs/architecture.md#write-path, seed 004 §2 and §9).
 
 Provider formats come from `detect-secrets` (AWS, GitHub, Slack, Stripe, OpenAI, JWT, private
 keys, basic-auth URLs, Twilio, ...). Its plugins are instantiated once and their

@@ -1,4 +1,4 @@
-"""Rules trigger (SPEC §4): is this turn worth a memory, and is it an explicit command?"""
+"""Rules trigger (docs/architecture.md#write-path): is this turn worth a memory, and is it an explicit command?"""
 from __future__ import annotations
 
 import re
@@ -118,7 +118,7 @@ def parse_command(text: str) -> ExplicitCommand | None:
 
 @dataclass(frozen=True)
 class TriggerDecision:
-    """Trigger output (SPEC §4). Emit a candidate at once when `should_create` and
+    """Trigger output (docs/architecture.md#write-path). Emit a candidate at once when `should_create` and
     `confidence` ≥ `trigger_confidence_min`; `command` is set for explicit commands."""
 
     should_create: bool

@@ -1,4 +1,4 @@
-"""Turning raw input bytes into a `Turn`, or a named reason why not (SPEC §7)."""
+"""Turning raw input bytes into a `Turn`, or a named reason why not (docs/architecture.md#bad-input)."""
 from __future__ import annotations
 
 from pydantic import ValidationError

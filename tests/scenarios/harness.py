@@ -150,7 +150,7 @@ class Replay:
         return [m for m in self.docs if m.state == "active"]
 
     async def query(self, text: str, top_k: int) -> list[QueryHit]:
-        """The user's best memories for `text` by the SPEC §5 ranking."""
+        """The user's best memories for `text` by the docs/architecture.md#read-path ranking."""
         settings = self.app.settings
         vector = (await self.app.services.embed([text]))[0]
         return rank(self.app.store.user_index(self.user_id), vector, top_k=top_k,

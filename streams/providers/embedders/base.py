@@ -1,7 +1,7 @@
 """What every embedder shares: the interface, its error, and the profile of dedup bands.
 
 The cosine scale differs between models (MiniLM's paraphrase scores sit lower than Titan's, and
-int8 weights move every score a little), so the dedup bands of SPEC §4 belong to an embedder
+int8 weights move every score a little), so the dedup bands of docs/architecture.md#write-path belong to an embedder
 profile rather than being global constants.
 """
 from __future__ import annotations

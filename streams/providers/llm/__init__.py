@@ -1,4 +1,4 @@
-"""Tiny-LLM providers (SPEC §4, §6): Anthropic or Bedrock behind one interface, rules behind both.
+"""Tiny-LLM providers (docs/architecture.md#write-path, §6): Anthropic or Bedrock behind one interface, rules behind both.
 
 The pipeline uses `GuardedLLM` (built with `GuardedLLM.from_settings`); its methods always answer,
 from the model within the time budget or from the rules.

@@ -18,7 +18,7 @@ from streams.providers.llm.errors import (
 )
 
 # Spans carry metadata only, whatever ANTHROPIC_OPEN_TELEMETRY_* says: prompts hold user text,
-# and secrets and PII never reach traces (SPEC §7).
+# and secrets and PII never reach traces (docs/architecture.md#bad-input).
 _TELEMETRY: Any = {"traces": {"enabled": True, "content_mode": "metadata_only"}}
 
 

@@ -6,7 +6,7 @@ from typing import Protocol, runtime_checkable
 
 
 class Task(str, Enum):
-    """The questions memstream asks a tiny LLM: three on the write path (SPEC §4), two in the
+    """The questions memstream asks a tiny LLM: three on the write path (docs/architecture.md#write-path), two in the
     background lifecycle passes (`streams/lifecycle/`: consolidation, theory-of-mind insights)."""
 
     trigger = "trigger"

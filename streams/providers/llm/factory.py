@@ -1,4 +1,4 @@
-"""Which LLM provider the settings ask for, if any (SPEC §6: no LLM by default, rules instead)."""
+"""Which LLM provider the settings ask for, if any (docs/architecture.md#llm: no LLM by default, rules instead)."""
 from __future__ import annotations
 
 import logging

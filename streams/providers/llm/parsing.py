@@ -34,7 +34,7 @@ def parse_output(text: str, model: type[M]) -> M:
     """`text` parsed and validated as `model`.
 
     The error message names only the failing fields, never their values: answers may quote the
-    user's words, which must not reach logs (SPEC §7).
+    user's words, which must not reach logs (docs/architecture.md#bad-input).
     """
     data = json_object(text)
     try:

@@ -90,7 +90,7 @@ def test_weights_are_configurable_and_related_strength_boosts():
     # served on both ends, and boost both.
     index = index_of((mem("similar", importance=1), 0.9), (mem("important", importance=5), 0.7),
                      (mem("linked", importance=1, relations={"elsewhere": 0.9}), 0.85))
-    # On the raw relevance (as SPEC §5 writes the formula) importance 5 outweighs 0.2 of
+    # On the raw relevance (as docs/architecture.md#read-path writes the formula) importance 5 outweighs 0.2 of
     # cosine; scaled over the pool (the default) that 0.2 is the pool's whole spread, so the
     # similarity weight (0.55) outweighs the importance one (0.20).
     assert ids(ask(index, weights=RankWeights(relevance_norm="raw"), top_k=3))[0] == "important"

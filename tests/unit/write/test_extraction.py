@@ -1,4 +1,4 @@
-"""Rules extractor: self-contained third-person facts, typed and classified (SPEC §3, §4)."""
+"""Rules extractor: self-contained third-person facts, typed and classified (docs/architecture.md#memory-document, §4)."""
 from __future__ import annotations
 
 import re

@@ -1,4 +1,4 @@
-"""Relative dates resolved against the turn's day (SPEC §4), `dateparser` doing the arithmetic."""
+"""Relative dates resolved against the turn's day (docs/architecture.md#write-path), `dateparser` doing the arithmetic."""
 from __future__ import annotations
 
 from datetime import date, datetime, timezone

@@ -1,4 +1,4 @@
-"""Rules trigger and explicit command parsing (SPEC §4)."""
+"""Rules trigger and explicit command parsing (docs/architecture.md#write-path)."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
