@@ -5,9 +5,9 @@ from the model within the time budget or from the rules.
 """
 from __future__ import annotations
 
-from streams.providers.llm.anthropic_provider import AnthropicProvider
+from typing import TYPE_CHECKING, Any
+
 from streams.providers.llm.base import LLMProvider, Task
-from streams.providers.llm.bedrock_provider import BedrockProvider
 from streams.providers.llm.errors import (
     LLMConfigError,
     LLMError,
@@ -20,6 +20,23 @@ from streams.providers.llm.errors import (
 )
 from streams.providers.llm.factory import NO_LLM_MESSAGE, create_provider
 from streams.providers.llm.guarded import GuardedLLM
+
+if TYPE_CHECKING:
+    from streams.providers.llm.anthropic_provider import AnthropicProvider
+    from streams.providers.llm.bedrock_provider import BedrockProvider
+
+_PROVIDERS = {"AnthropicProvider": "streams.providers.llm.anthropic_provider",
+              "BedrockProvider": "streams.providers.llm.bedrock_provider"}
+"""Imported when first named: their SDKs (anthropic, boto3) took half a worker's import time,
+and the default worker runs no LLM."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PROVIDERS:
+        import importlib
+
+        return getattr(importlib.import_module(_PROVIDERS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "NO_LLM_MESSAGE",

@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
-from streams.providers.llm.anthropic_provider import AnthropicProvider
 from streams.providers.llm.base import LLMProvider
-from streams.providers.llm.bedrock_provider import BedrockProvider
 from streams.providers.llm.errors import LLMConfigError
 from streams.app.settings import Settings
+
+if TYPE_CHECKING:  # imported when asked for: their SDKs are slow to import (see __init__)
+    from streams.providers.llm.anthropic_provider import AnthropicProvider
+    from streams.providers.llm.bedrock_provider import BedrockProvider
 
 log = logging.getLogger(__name__)
 
@@ -20,6 +23,8 @@ def _anthropic_key(settings: Settings) -> str:
 
 
 def _anthropic(settings: Settings) -> AnthropicProvider:
+    from streams.providers.llm.anthropic_provider import AnthropicProvider
+
     key = _anthropic_key(settings)
     if not key:
         raise LLMConfigError("LLM_PROVIDER=anthropic needs ANTHROPIC_API_KEY")
@@ -30,6 +35,8 @@ def _anthropic(settings: Settings) -> AnthropicProvider:
 
 
 def _bedrock(settings: Settings) -> BedrockProvider:
+    from streams.providers.llm.bedrock_provider import BedrockProvider
+
     return BedrockProvider.build(
         model=settings.memory_tiny_llm_model_id or settings.bedrock_model_id,
         region=settings.aws_region, trigger_timeout_s=settings.trigger_budget_ms / 1000,

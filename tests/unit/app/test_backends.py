@@ -24,3 +24,12 @@ def test_the_worker_and_its_stages_import_no_library_that_picks_a_backend():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True, env=dict(os.environ, HF_HUB_OFFLINE="1"))
     assert result.stdout.strip() == "[]"
+
+
+def test_a_worker_without_an_llm_never_imports_an_llm_sdk():
+    """The anthropic SDK took half a worker's import time; it is imported when configured."""
+    code = ("import sys, agents, streams.app.worker\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'anthropic', 'boto3'}))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True, env=dict(os.environ, HF_HUB_OFFLINE="1"))
+    assert result.stdout.strip() == "[]"
