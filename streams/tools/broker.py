@@ -16,7 +16,6 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from streams.errors import BrokerError
 
