@@ -76,7 +76,9 @@ def test_a_batch_writes_its_own_events_and_a_small_head_not_the_buffer(sealed):
     raw.written.clear()
     ring.add(USER, [event("new", summary="Ana said thing number 61. " * 8)])
     keys = [key for key, _ in raw.written]
-    assert keys == [slot_key(USER, 60 % 50), head_key(USER)]
+    assert keys == [slot_key(USER, 60 % 50), head_key(USER)] and raw.deleted == [], \
+        "the new chunk takes the slot of the one it pushes out: no deletion"
+    assert sealed[head_key(USER)] == {"next": 61, "size": 50, "slots": [[11, 39], [0, 11]]}
     one_event = raw.written[0][1]
     assert raw.written[1][1] < 200 and one_event < 1000
     assert sum(size for _, size in raw.written) < 2 * one_event, "not the buffer's 50 events"
@@ -90,8 +92,9 @@ def test_the_oldest_chunks_go_once_newer_ones_hold_the_buffer(sealed):
     assert ids(ring.events(USER)) == ["a2", "a3", "b1", "b2"]
     ring.add(USER, [event("c1"), event("c2")])
     assert ids(ring.events(USER)) == ["b1", "b2", "c1", "c2"]
-    assert slot_key(USER, 0) not in sealed, "chunk a left the table"
-    assert [(seq, len(events)) for seq, events in ring.read(USER).chunks] == [(1, 2), (2, 2)]
+    placed = [(seq, slot, len(events)) for seq, slot, events in ring.read(USER).chunks]
+    assert placed == [(1, 1, 2), (2, 0, 2)], "chunk c took the slot chunk a left"
+    assert len(sealed.table) == 3
 
 
 def test_a_replayed_event_is_not_added_again(sealed):
@@ -284,3 +287,51 @@ def test_a_shred_is_seen_by_a_worker_that_knows_the_ring(sealed):
     ring.add(USER, [event("e2")])
     assert ids(ring.events(USER)) == ["e2"], "not added to a ring that no longer opens"
     assert len(sealed.table) == 2
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_batches_keep_remembers_list_and_nothing_purged_stays_stored(seed):
+    """Batches of new events, replays and purges (of one memory, of the user), through one
+    worker or another (a worker that does not know the ring reads it back)."""
+    import random
+
+    rng = random.Random(seed)
+    size = rng.choice([1, 2, 3, 5, 8])
+    sealed = SealedTable(Recording(), Sealer(UserKeys({}, new_key())), TABLE_OWNERS["recent_events"])
+    workers = [RecentEvents(sealed, size), RecentEvents(sealed, size)]
+    expected: list[dict[str, Any]] = []
+    sent: list[MemoryEvent] = []
+    for n in range(60):
+        batch = []
+        for i in range(rng.choice([1, 1, 2, 3, 7])):
+            roll, memory = rng.random(), f"m{rng.randrange(4)}"
+            if roll < 0.15 and sent:
+                batch.append(rng.choice(sent[-2 * size:]))  # a replay
+            elif roll < 0.25:
+                batch.append(event(f"p{n}-{i}", "purged", memory_id=memory, summary="",
+                                   reason="purge_at"))
+            elif roll < 0.27:
+                batch.append(event(f"u{n}-{i}", "purged", memory_id=memory, summary=""))
+            else:
+                batch.append(event(f"e{n}-{i}", memory_id=memory, summary=f"secret {memory} {n}"))
+        sent += batch
+        added = rng.choice(workers).add(USER, batch)
+        new = []
+        for e in batch:
+            updated = remember(expected, e, size)
+            if updated is not None:
+                expected, new = updated, [*new, updated[-1]]
+        assert ids(added) == ids(new), (seed, n)
+        assert ids(RecentEvents(sealed, size).events(USER)) == ids(expected), (seed, n)
+        assert len(sealed.table) <= size + 1
+        stored = [e for value in dict(sealed.items()).values() if isinstance(value, list)
+                  for e in value[1]]
+        new_ids = ids(new)
+        for k, purge in enumerate(batch):
+            if purge.kind != "purged" or purge.event_id not in new_ids \
+                    or batch.index(purge) != k:
+                continue  # not a purge this batch applied
+            later = {e.event_id for e in batch[k + 1:]}
+            reached = [e for e in stored if e["kind"] != "purged"
+                       and (not purge.meta or e["memory_id"] == purge.memory_id)]
+            assert all(e["event_id"] in later for e in reached), (seed, n)
