@@ -2,6 +2,7 @@
 
 A destination only knows how to write one batch. Batching, flush on offset commit, retries with
 backoff and jitter, backpressure and dead-lettering live in the shared runner around it, so every
+
 destination behaves the same way.
 """
 from __future__ import annotations
@@ -9,10 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Sequence
 
+from streams.errors import MemstreamError
+
 SinkOp = Literal["upsert", "delete"]
 
 
-class SinkError(Exception):
+class SinkError(MemstreamError):
     """Base of the errors a destination raises."""
 
 

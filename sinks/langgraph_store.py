@@ -50,6 +50,7 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import get_text_at_path
 
+from streams.errors import MemstreamError
 from sinks.s3vectors_client import MAX_TOP_K, Boto3VectorsClient, IndexInfo, StoredVector, VectorsClient
 from sinks.s3vectors_filter import compile_filter
 from sinks.s3vectors_index import IndexMismatchError, ensure_index, normalised_distance
@@ -69,11 +70,11 @@ from streams.providers.embedders import TITAN_V2_PROFILE, Embedder
 from streams.providers.embedders.configured import build_embedder, embedder_profile
 from streams.providers.embedders.titan import TitanV2Embedder
 
-class UnsupportedFilterError(ValueError):
+class UnsupportedFilterError(MemstreamError, ValueError):
     """The filter names a field S3 Vectors cannot filter on in this layout."""
 
 
-class MissingIndexFieldError(ValueError):
+class MissingIndexFieldError(MemstreamError, ValueError):
     """An indexed put found no text at its index fields."""
 
 

@@ -2,6 +2,7 @@
 
 Callers (the sink, the LangGraph store) see `VectorsClient` and the named errors below, never
 botocore: tests put the fake of `tests/fakes/s3vectors_query.py` behind the same interface (moto has no
+
 QueryVectors), and the service's per-call limits are applied here once, by chunking.
 """
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError, ConnectionError as BotoConnectionError
 from botocore.exceptions import HTTPClientError, NoCredentialsError
+
+from streams.errors import MemstreamError
 
 # Service limits ("S3 Vectors limitations and restrictions").
 MAX_PUT_VECTORS = 500
@@ -30,7 +33,7 @@ _THROTTLED = {"TooManyRequestsException", "ThrottlingException", "SlowDown"}
 _SERVER = {"ServiceUnavailableException", "InternalServerException", "RequestTimeoutException"}
 
 
-class VectorsError(Exception):
+class VectorsError(MemstreamError):
     """An S3 Vectors call failed for good (access denied, quota, KMS, ...)."""
 
 

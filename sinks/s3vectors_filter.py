@@ -2,6 +2,7 @@
 
 The grammar (AWS, "S3 Vectors metadata filtering"): a filter is a JSON object. Its keys are field
 names or the logical operators `$and` / `$or`, each a non-empty array of filters; every key of one
+
 object has to hold. A field maps either to a primitive (shorthand for `$eq`) or to an object of
 operators, all of which have to hold:
 
@@ -24,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from streams.errors import MemstreamError
+
 Predicate = Callable[[Mapping[str, Any]], bool]
 
 LOGICAL = ("$and", "$or")
@@ -33,7 +36,7 @@ MEMBERSHIP = ("$in", "$nin")
 OPERATORS = EQUALITY + RANGE + MEMBERSHIP + ("$exists",)
 
 
-class InvalidFilterError(ValueError):
+class InvalidFilterError(MemstreamError, ValueError):
     """The filter is not valid S3 Vectors filter grammar; the message says where and why."""
 
 

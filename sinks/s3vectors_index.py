@@ -7,11 +7,12 @@ an index is reported with what to change, never silently used.
 """
 from __future__ import annotations
 
+from streams.errors import MemstreamError
 from sinks.s3vectors_client import DISTANCES, IndexInfo, VectorsClient, VectorsConflict
 from sinks.s3vectors_layout import NON_FILTERABLE_KEYS
 
 
-class IndexMismatchError(Exception):
+class IndexMismatchError(MemstreamError):
     """The existing index does not fit this configuration; the message says what differs."""
 
 

@@ -32,6 +32,7 @@ from uuid import NAMESPACE_URL, uuid5
 import numpy as np
 from langgraph.store.base import Item, SearchItem
 
+from streams.errors import MemstreamError
 from sinks.s3vectors_client import StoredVector
 from streams.memory.vector_index import HALF_PREFIX, decode_vector
 from topics.candidates import MemoryType
@@ -51,7 +52,7 @@ select "what happened on 2022-05-07" as the worker's time filters do."""
 MEMORY_TYPES: tuple[str, ...] = get_args(MemoryType)
 
 
-class LayoutError(ValueError):
+class LayoutError(MemstreamError, ValueError):
     """This item cannot be laid out as a vector (bad namespace, key, embedding or size)."""
 
 

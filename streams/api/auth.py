@@ -33,6 +33,7 @@ import yaml
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from streams.errors import MemstreamError
 from streams.api.views import Handler, Middleware
 from streams.app.settings import Settings
 
@@ -46,21 +47,21 @@ USER_PREFIX = "/v1/users/"
 PRINCIPAL = "principal"
 
 
-class AuthConfigError(ValueError):
+class AuthConfigError(MemstreamError, ValueError):
     """The key configuration cannot be read (the worker refuses to start)."""
 
 
-class AccessDenied(Exception):
+class AccessDenied(MemstreamError):
     """The caller's key may not do this; answered 403 with the message (never data)."""
 
 
-class KeysUnavailable(Exception):
+class KeysUnavailable(MemstreamError):
     """API_KEYS_FILE changed into something that cannot be read: every request is refused (503)
     until it is fixed, rather than going on with the old keys (a bad edit must not keep a
     revoked key working)."""
 
 
-class KeyFileError(Exception):
+class KeyFileError(MemstreamError):
     """A local key file that is not a plain file of its own (a symlink, or one already there)."""
 
 

@@ -24,6 +24,7 @@ from aiohttp import web
 from faust.web import Request, Response, View
 from pydantic import BaseModel, ValidationError
 
+from streams.errors import MemstreamError
 from streams.api import auth, command_ids
 from streams.api.command_waiter import Outcome, outcome_of_applied
 from streams.api.registry_models import EditBody, MemoryView, TopicBody
@@ -44,7 +45,7 @@ LIST_LIMIT_MAX = 5000
 IDEMPOTENCY_KEY_MAX = 150
 
 
-class BadRequest(ValueError):
+class BadRequest(MemstreamError, ValueError):
     """A malformed request; answered 400 with the message."""
 
 

@@ -30,6 +30,7 @@ from aiohttp_sse import sse_response
 from faust.web import Request, Response
 from yarl import URL
 
+from streams.errors import MemstreamError
 from streams.api import auth
 from streams.api.recent_events import RecentEvents, after, remember  # noqa: F401 (re-exported)
 from streams.api.routing import FORWARDED, INVALID_USER_ID, is_user_id, owner_of
@@ -45,7 +46,7 @@ _CLOSE = object()
 RETRY_AFTER_S = 5
 
 
-class TooManyStreams(Exception):
+class TooManyStreams(MemstreamError):
     """One more event stream would pass a limit of `StreamLimits`; answered 429."""
 
 

@@ -20,6 +20,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import SecretStr
 from pydantic.fields import FieldInfo
 
+from streams.errors import MemstreamError
 from streams.app.settings import Settings
 
 HEADER = ("<!-- Made by `python -m streams.app.settings_docs > docs/configuration.md` from "
@@ -115,7 +116,7 @@ SECTIONS: tuple[Section, ...] = (
 )
 
 
-class UnsectionedSettingError(Exception):
+class UnsectionedSettingError(MemstreamError):
     """A settings field that no section of `SECTIONS` takes."""
 
 

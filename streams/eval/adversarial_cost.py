@@ -22,6 +22,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from types import FrameType
 
+from streams.errors import MemstreamError
 from streams.app.settings import Settings
 from streams.pipeline.dead_letters import kept_bytes
 from streams.read.recall_intent import has_recall_intent, time_window
@@ -104,7 +105,7 @@ def _pipeline() -> FactPipeline:
     return _PIPELINE[0]
 
 
-class _TooLong(Exception):
+class _TooLong(MemstreamError):
     """A call ran past `--limit`."""
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from streams.errors import MemstreamError
 from streams.eval.bench_stages import embedder_limit, time_embedding
 from streams.eval.locomo import LocomoConversation
 from topics.turns import Turn
@@ -48,11 +49,11 @@ INSTALL_HINT = (
 )
 
 
-class Mem0NotInstalled(RuntimeError):
+class Mem0NotInstalled(MemstreamError, RuntimeError):
     """The interpreter chosen for the baseline cannot import mem0 (or its embedder)."""
 
 
-class Mem0RunFailed(RuntimeError):
+class Mem0RunFailed(MemstreamError, RuntimeError):
     """The baseline's process failed or answered something that is not its report."""
 
 

@@ -16,13 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from streams.errors import MemstreamError
 from streams.write.categories import categorise
 
 DEFAULT_SET = Path(__file__).with_name("data") / "categories_labelled.tsv"
 HELD_OUT_SET = DEFAULT_SET.with_name("categories_heldout.tsv")
 
 
-class LabelledSetError(ValueError):
+class LabelledSetError(MemstreamError, ValueError):
     """A line of the labelled set is not `CATEGORY<TAB>text`."""
 
 

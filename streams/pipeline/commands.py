@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from streams.errors import MemstreamError
 from streams.app.settings import Settings
 from streams.memory.access import record_reads
 from streams.memory.applied import Applied
@@ -35,7 +36,7 @@ log = logging.getLogger(__name__)
 STAGE = "commands"
 
 
-class InvalidCommand(ValueError):
+class InvalidCommand(MemstreamError, ValueError):
     """A `memory.commands` record that is not a valid command for its key; the message is a
     content-free reason."""
 

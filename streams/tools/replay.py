@@ -6,13 +6,14 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from streams.errors import MemstreamError
 from streams.eval.locomo import load_conversation, load_turns_jsonl
 from topics.turns import Turn
 
 log = logging.getLogger(__name__)
 
 
-class ReplayFormatError(ValueError):
+class ReplayFormatError(MemstreamError, ValueError):
     """The file's format is unknown or could not be detected."""
 
 

@@ -2,6 +2,7 @@
 
 The cosine scale differs between models (MiniLM's paraphrase scores sit lower than Titan's, and
 int8 weights move every score a little), so the dedup bands of docs/architecture.md#write-path belong to an embedder
+
 profile rather than being global constants.
 """
 from __future__ import annotations
@@ -11,8 +12,10 @@ from typing import Awaitable, Callable, Protocol, Sequence
 
 import numpy as np
 
+from streams.errors import MemstreamError
 
-class EmbedderError(RuntimeError):
+
+class EmbedderError(MemstreamError, RuntimeError):
     """The embedder could not be loaded or failed on a batch."""
 
 
