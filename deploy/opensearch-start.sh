@@ -11,7 +11,7 @@
 # 3. OpenSearch starts through the image's own entrypoint.
 #
 # The security index is built from these files once, when the data volume is new; to change
-# the password afterwards use the security API or securityadmin.sh (README, "Production stack").
+# the password afterwards use the security API or securityadmin.sh (docs/operations.md#opensearch).
 set -euo pipefail
 
 HOME_DIR=/usr/share/opensearch

@@ -1,6 +1,7 @@
 """Every knob of memstream, typed, read from the environment with the seed's default.
 
-The names follow the source notes (seeds 000-004) where they name a knob; README lists them all.
+The names follow the source notes (seeds 000-004) where they name a knob; docs/configuration.md lists them all,
+generated from this module (`python -m streams.app.settings_docs`).
 """
 from __future__ import annotations
 

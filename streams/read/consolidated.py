@@ -6,7 +6,7 @@ their vectors stay in the index (hidden from every query). A query that matches 
 episodes better than the consolidated summary — 280 characters cannot say everything four
 episodes said — should still find the consolidated memory: its cosine is the best of its own
 and its originals'. Without this, LoCoMo recall@20 fell from 0.827 to 0.787 after
-consolidation (conv-26); see the README.
+consolidation (conv-26); see docs/benchmarks.md (lifecycle).
 """
 from __future__ import annotations
 

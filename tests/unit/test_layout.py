@@ -1,4 +1,4 @@
-"""The layout rules of the code base (README "Layout"), checked so they stay true.
+"""The layout rules of the code base (docs/architecture.md#layout), checked so they stay true.
 
 - `streams/` keeps at most 12 modules at its top level; the rest live in sub-packages.
 - Dependencies point one way: `agents/` (the Faust stages) use `streams/`; nothing in `streams/`
