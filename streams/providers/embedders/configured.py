@@ -8,15 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streams.app.settings import Settings
 from streams.providers.embedders import BEDROCK, Embedder, EmbedderProfile, create_embedder, profile_of
-from streams.providers.embedders.titan import TitanOptions, TitanV2Embedder
+
+if TYPE_CHECKING:  # imported with the bedrock kind only: botocore is slow to import, and large
+    from streams.providers.embedders.titan import TitanOptions
 
 
 def titan_options(settings: Settings) -> TitanOptions:
     """The BEDROCK_EMBED_* settings (and AWS_REGION) as the Titan embedder's options."""
+    from streams.providers.embedders.titan import TitanOptions
+
     return TitanOptions(
         region=settings.aws_region, model_id=settings.bedrock_embed_model_id,
         dimensions=settings.bedrock_embed_dimensions, concurrency=settings.bedrock_embed_concurrency,
@@ -49,6 +53,8 @@ def build_embedder(settings: Settings, cache_dir: Path | None = None, *,
     """The embedder of the settings (loaded now). `bedrock_client`: the `bedrock-runtime` client
     of the `bedrock` kind (default: one from the AWS credential chain with BEDROCK_EMBED_* timeouts)."""
     if settings.embedder == BEDROCK:
+        from streams.providers.embedders.titan import TitanV2Embedder
+
         return TitanV2Embedder.create(titan_options(settings), client=bedrock_client)
     return create_embedder(settings.embedder, settings.embed_batch_size, cache_dir,
                            spinning=settings.embedder_thread_spinning,
