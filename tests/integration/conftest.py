@@ -186,6 +186,20 @@ def a_worker(broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory,
     w.stop()
 
 
+def own_stack() -> tuple[Any, Any]:
+    """`broker` and `worker` fixtures of a module's own (`a_broker`, `a_worker`), for a module
+    to bind under those names: `broker, worker = own_stack()`."""
+    @pytest.fixture(scope="module")
+    def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+        yield from a_broker(tmp_path_factory)
+
+    @pytest.fixture(scope="module")
+    def worker(broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worker]:
+        yield from a_worker(broker, tmp_path_factory)
+
+    return broker, worker
+
+
 @pytest.fixture(scope="session")
 def broker(tmp_path_factory) -> Iterable[EmbeddedBroker]:
     yield from a_broker(tmp_path_factory)

@@ -27,8 +27,7 @@ from streams.client import (
 )
 from streams.privacy.placement import partition_for
 from tests.integration.conftest import (
-    a_broker,
-    a_worker,
+    own_stack,
     ADMIN_KEY,
     PARTITIONS,
     SCOPED_KEY,
@@ -40,16 +39,9 @@ from tests.integration.conftest import (
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):  # type: ignore[no-untyped-def]
-    """A broker of this module's own: its turns are dated now (the example backend and the client's own), which would move the session
-    worker's event-time watermarks (and age other tests' memories) — `a_broker`."""
-    yield from a_broker(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def worker(broker, tmp_path_factory):  # type: ignore[no-untyped-def]
-    yield from a_worker(broker, tmp_path_factory)
+# A broker and worker of this module's own: its turns are dated now (the example backend and the client's own), which would move the session
+# worker's event-time watermarks and age other tests' memories (`a_broker`).
+broker, worker = own_stack()
 ROOT = Path(__file__).parents[2]
 EXAMPLE = ROOT / "examples" / "chat_backend.py"
 GUARD_S = 240

@@ -11,8 +11,7 @@ import pytest
 
 from topics.names import MEMORY_EVENTS
 from tests.integration.conftest import (
-    a_broker,
-    a_worker,
+    own_stack,
     call,
     make_turn,
     produce,
@@ -24,16 +23,9 @@ from tests.integration.conftest import (
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):  # type: ignore[no-untyped-def]
-    """A broker of this module's own: its turns are dated months apart (and this module needs its own ageing undisturbed), which would move the session
-    worker's event-time watermarks (and age other tests' memories) — `a_broker`."""
-    yield from a_broker(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def worker(broker, tmp_path_factory):  # type: ignore[no-untyped-def]
-    yield from a_worker(broker, tmp_path_factory)
+# A broker and worker of this module's own: its turns are dated months apart, and it needs its own ageing undisturbed, which would move the session
+# worker's event-time watermarks and age other tests' memories (`a_broker`).
+broker, worker = own_stack()
 
 CELLO = "I play the cello in a community orchestra."
 LATER = [  # 230 days on: the cello fact (importance 2) has decayed into the archive

@@ -19,8 +19,7 @@ from streams.tools.memstream_store import (
     UnsupportedNamespaceError,
 )
 from tests.integration.conftest import (
-    a_broker,
-    a_worker,
+    own_stack,
     ADMIN_KEY,
     PLANNER_KEY,
     REQUEST_GUARD_S,
@@ -32,16 +31,9 @@ from tests.integration.conftest import (
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):  # type: ignore[no-untyped-def]
-    """A broker of this module's own: its turns are dated now (a put remembers through a chat turn dated now), which would move the session
-    worker's event-time watermarks (and age other tests' memories) — `a_broker`."""
-    yield from a_broker(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def worker(broker, tmp_path_factory):  # type: ignore[no-untyped-def]
-    yield from a_worker(broker, tmp_path_factory)
+# A broker and worker of this module's own: its turns are dated now (a put remembers through a chat turn dated now), which would move the session
+# worker's event-time watermarks and age other tests' memories (`a_broker`).
+broker, worker = own_stack()
 
 GOAL = "I want to run a marathon in October."  # Goals
 BUDGET = "My monthly grocery budget is 400 euros."  # Budget

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.integration.conftest import (
-    a_broker,
     a_worker,
+    own_stack,
     make_turn,
     produce,
     query,
@@ -53,9 +53,7 @@ def test_the_broken_jax_breaks_a_library_that_picks_it(broken_jax_path):
     assert result.returncode != 0 and "Unable to initialize backend 'cuda'" in result.stderr
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    yield from a_broker(tmp_path_factory)
+broker, _ = own_stack()  # its worker is its own too: below, with the broken JAX on its path
 
 
 @pytest.fixture(scope="module")
