@@ -34,7 +34,7 @@ from langgraph.store.base import Item, SearchItem
 
 from streams.errors import MemstreamError
 from sinks.s3vectors_client import StoredVector
-from streams.memory.vector_index import HALF_PREFIX, decode_vector
+from streams.memory.vector_index import decode_vector
 from topics.candidates import MemoryType
 
 MAX_FILTERABLE_BYTES = 2048
@@ -175,10 +175,6 @@ def decode_embedding(embedding_b64: Any, dimension: int) -> list[float]:
     if not isinstance(embedding_b64, str) or not embedding_b64:
         raise LayoutError("the memory has no embedding_b64")
     try:
-        if embedding_b64.startswith(HALF_PREFIX):
-            base64.b64decode(embedding_b64[len(HALF_PREFIX):], validate=True)
-        else:
-            base64.b64decode(embedding_b64, validate=True)
         vector = decode_vector(embedding_b64)
     except ValueError:
         raise LayoutError("embedding_b64 is not base64 of float16 or float32 values") from None

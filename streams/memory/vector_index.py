@@ -40,10 +40,12 @@ def encode_vector(vector: np.ndarray) -> str:
 
 
 def decode_vector(data: str) -> np.ndarray:
-    """A vector written by `encode_vector`, or by the float32 format before it, as float32."""
+    """A vector written by `encode_vector`, or by the float32 format before it, as float32.
+    Raises ValueError for text that is not one (not base64, or a size no vector has)."""
     if data.startswith(HALF_PREFIX):
-        return np.frombuffer(base64.b64decode(data[len(HALF_PREFIX):]), dtype=np.float16).astype(np.float32)
-    return np.frombuffer(base64.b64decode(data), dtype=np.float32)
+        raw = base64.b64decode(data[len(HALF_PREFIX):], validate=True)
+        return np.frombuffer(raw, dtype=np.float16).astype(np.float32)
+    return np.frombuffer(base64.b64decode(data, validate=True), dtype=np.float32)
 
 
 def as_stored(vector: np.ndarray) -> np.ndarray:
