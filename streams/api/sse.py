@@ -32,7 +32,7 @@ from yarl import URL
 
 from streams.errors import MemstreamError
 from streams.api import auth
-from streams.api.recent_events import RecentEvents, after, remember  # noqa: F401 (re-exported)
+from streams.api.recent_events import RecentEvents, after
 from streams.api.routing import FORWARDED, INVALID_USER_ID, is_user_id, owner_of
 from streams.api.scope import Scope
 from streams.api.views import MemstreamView, add_views
