@@ -20,7 +20,7 @@ from faust.types import TopicT
 
 from streams.api.command_waiter import CommandWaiter
 from streams.api.sse import Hub
-from streams.app.faust_compat import install_seek_fix
+from streams.app.faust_compat import install_transport_fixes
 from streams.app.kafka_security import faust_credentials
 from streams.app.services import Services
 from streams.app.settings import Settings
@@ -169,7 +169,7 @@ class MemstreamApp:
 def create_faust_app(settings: Settings) -> faust.App:
     """A Faust app configured from `settings` (tables on `TABLE_STORE`, web server on, Kafka
     security from KAFKA_SECURITY_PROTOCOL and the rest: `streams.app.kafka_security`)."""
-    install_seek_fix(settings.kafka_fetch_max_wait_ms)
+    install_transport_fixes(settings.kafka_fetch_max_wait_ms)
     one_record = 1 if settings.kafka_one_record_batches else 16384
     return faust.App(
         settings.app_id,

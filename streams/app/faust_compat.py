@@ -189,7 +189,7 @@ class DrainingProducer(AIOKafkaDriverProducer):
         self.buffer.app = faust_buffer.app
 
 
-def install_seek_fix(fetch_max_wait_ms: int = TunedConsumerThread.fetch_max_wait_ms) -> None:
+def install_transport_fixes(fetch_max_wait_ms: int = TunedConsumerThread.fetch_max_wait_ms) -> None:
     """Make the aiokafka transport create `SeekSafeConsumer`s (before the app starts), whose
     fetches wait at most `fetch_max_wait_ms`, and `DrainingProducer`s, which send every table
     write before the offsets are committed."""

@@ -64,18 +64,18 @@ def test_the_worker_consumer_waits_for_records_as_long_as_the_setting_says():
     from types import SimpleNamespace
     from unittest import mock
 
-    from streams.app.faust_compat import TunedConsumerThread, install_seek_fix
+    from streams.app.faust_compat import TunedConsumerThread, install_transport_fixes
 
     created = SimpleNamespace(_fetch_max_wait_ms=1500)
     with mock.patch("faust.transport.drivers.aiokafka.AIOKafkaConsumerThread._create_worker_consumer",
                     return_value=created):
-        install_seek_fix(42)
+        install_transport_fixes(42)
         try:
             thread = TunedConsumerThread.__new__(TunedConsumerThread)
             assert thread._create_worker_consumer(None) is created
             assert created._fetch_max_wait_ms == 42
         finally:
-            install_seek_fix()
+            install_transport_fixes()
 
 
 class _BlockedChannel:
