@@ -155,8 +155,8 @@ class Settings(BaseSettings):
     # --- retrieval (docs/architecture.md#read-path) ----------------------------------------------------------------
     memory_context_topk: int = Field(24, description="Candidates considered before ranking.")
     rank_w_similarity: float = Field(0.55, description="Ranking weight of cosine similarity.")
-    rank_w_importance: float = Field(0.20, description="Ranking weight of (importance - 1) / 4.")
-    rank_w_recency: float = Field(0.15, description="Ranking weight of the recency decay.")
+    rank_w_importance: float = Field(0.10, description="Ranking weight of (importance - 1) / 4.")
+    rank_w_recency: float = Field(0.05, description="Ranking weight of the recency decay.")
     rank_w_pinned: float = Field(0.10, description="Ranking weight of being pinned.")
     rank_w_related: float = Field(0.05, description="Ranking weight of the strongest related edge.")
     rank_relevance_norm: Literal["raw", "pool"] = Field(

@@ -5,6 +5,14 @@ last used / the half-life of its importance, 30 to 365 days), so an important me
 slowly and a trivial one fast. Multiplying the importance term by the decay too (seed 000's
 weight `importance · decay` as one term) counted age twice: on LoCoMo conv-26 it gave 0.500
 recall_any@5, this form 0.547, a flat 90-day recency 0.527.
+
+The weights are seed 002's but for importance (0.20 there) and recency (0.15): 0.10 and 0.05
+(docs/decisions.md#ranking-weights). With the lifecycle on, importance and age already decide
+what stays active (the archive takes the decayed, the TTL the small talk), so at the seed's
+weights they counted twice, and a weakly matching important or recent memory pushed out the one
+that answers: recall_any@10 on the six LoCoMo dev conversations +0.7 points and @5 +1.1, on both
+cross-validation halves, @20 unchanged (docs/benchmarks.md#recall). Reads refresh recency,
+so in a live chat what was just used still ranks up.
 """
 from __future__ import annotations
 
@@ -25,8 +33,8 @@ RelevanceNorm = Literal["raw", "pool"]
 @dataclass(frozen=True)
 class RankWeights:
     similarity: float = 0.55
-    importance: float = 0.20
-    recency: float = 0.15
+    importance: float = 0.10
+    recency: float = 0.05
     pinned: float = 0.10
     related: float = 0.05
     consolidated: float = 0.05

@@ -43,6 +43,7 @@ from streams.write.text_rules import (
     fact_sentences,
     is_past_tense,
     memory_type,
+    note_sentence,
     sentence_signals,
     signal_tags,
     split_sentences,
@@ -616,6 +617,8 @@ class RulesExtractor:
                      for atom in split_compound(s)]
         picked = fact_sentences(sentences, turn.role, (turn.speaker_name,), self.max_facts)
         facts = [f for part in picked if (f := self._sentence_fact(turn, part, text))]
+        if not facts and turn.role == Role.user and (note := self._note_fact(turn, text, caption)):
+            facts.append(note)
         if (caption and turn.role == Role.user and len(facts) < self.max_facts
                 and (fact := self._caption_fact(turn, caption))):
             facts.append(fact)
@@ -688,6 +691,19 @@ class RulesExtractor:
         kind_ = self._kind(payload, sig)
         return [self._make(turn, summary, kind_, payload, sig, explicit=True,
                            pinned=kind == CommandKind.pin, extra_tags=("explicit",))]
+
+    def _note_fact(self, turn: Turn, text: str, caption: str | None) -> Fact | None:
+        """What a user said, when no sentence of the turn made a fact (`note_sentence`): its
+        most contentful sentence, written as the speaker's ("Jon said …" or, in the first
+        person, "Jon …")."""
+        sentence = note_sentence(text, (turn.speaker_name,), image=bool(caption))
+        if sentence is None:
+            return None
+        sig = sentence_signals(sentence)
+        summary = normalise_summary(self._write(turn, sentence, sig.first_person, text), self.max_chars)
+        if validate_summary(summary, "semantic", max_chars=self.max_chars) or find_secrets(summary):
+            return None
+        return self._make(turn, summary, "semantic", sentence, sig, extra_tags=("note",))
 
     def _caption_fact(self, turn: Turn, caption: str) -> Fact | None:
         """A shared image (LoCoMo caption) as a low-importance fact."""

@@ -577,3 +577,32 @@ def fact_sentences(sentences: list[str], role: Role, names: tuple[str, ...] = ()
              and p.head_score >= MIN_SCORE and not is_anaphoric(p.text)]
     best = sorted(parts, key=lambda p: (-p.head_score, p.index))[:max_facts]
     return sorted(best, key=lambda p: p.index)
+
+
+NOTE_MIN_WORDS = 3
+"""Content words a sentence needs to be kept as a note (`note_sentence`)."""
+
+
+def note_sentence(text: str, names: tuple[str, ...] = (), image: bool = False) -> str | None:
+    """The sentence of a user turn to keep as a note when the rules make no fact of it: the
+    cleaned sentence with the most content words (at least `NOTE_MIN_WORDS`; the first on a
+    tie) that is not a greeting, filler, question or reaction; None when there is none.
+
+    Why: the fact rules want a first-person statement about the speaker, or one about neither
+    party that does not open on a pronoun. Chat is elliptic ("Still working on opening a dance
+    studio.", "Been reading that book you recommended"), answers what the turn before asked
+    ("It's Seattle, I'm stoked for my game there next month!", "Their names are Pepper,
+    Precious and Panda.") and says things about the listener; such turns left no memory, and
+    on LoCoMo 38 questions the raw turns answered had no fact from any of their evidence turns.
+    Kept as what the speaker said ("Jon said …"), they are found again: recall_any@10 +0.5 to
+    +1.5 points (docs/benchmarks.md#recall), about one note per ten turns.
+    """
+    best, most = None, NOTE_MIN_WORDS - 1
+    for raw in split_sentences(text):
+        sentence = clean_sentence(raw, image=image)
+        if not sentence or skippable(sentence, names):
+            continue
+        count = content_words(sentence)
+        if count > most:
+            best, most = sentence, count
+    return best

@@ -11,6 +11,7 @@ from streams.write.text_rules import (
     content_parts,
     fact_sentences,
     memory_type,
+    note_sentence,
     signal_tags,
     split_sentences,
     strip_caption,
@@ -158,6 +159,8 @@ def rules_trigger(turn: Turn) -> TriggerDecision:
             return TriggerDecision(True, "semantic", ("image",), 0.6)  # a shared photo is a fact
         if turn.role == Role.assistant:
             return TriggerDecision(False, None, (), 0.1)
+        if note_sentence(text, names, image=bool(caption)):
+            return TriggerDecision(True, "semantic", ("note",), 0.6)  # kept as what was said
         near = [p for p in content_parts(sentences, turn.role, names) if p is not None]
         if not near:
             return SKIP

@@ -45,7 +45,7 @@ async def test_the_delta_header_shows_each_transition_once_and_a_purge_without_c
 
 
 def test_the_ranking_decays_by_the_half_life_of_the_importance():
-    weights = RankWeights()
+    weights = RankWeights(importance=0.20, recency=0.15)
     year_ago = T0 - timedelta(days=365)
     important = score(memory("i", importance=5, accessed=year_ago), 0.5, T0, weights)
     trivial = score(memory("t", importance=1, accessed=year_ago), 0.5, T0, weights)

@@ -41,9 +41,9 @@ def index_of(*pairs: tuple[Memory, float]) -> UserIndex:
 def test_an_important_weak_match_no_longer_outranks_the_best_match():
     # A pool whose relevance spans 0.5 (as a real one does, ~0.3): the best match (0.9) is
     # trivial, an important memory matches less (0.7). On the raw cosine the importance term
-    # (0.20) outweighs the similarity one (0.55 x 0.2); scaled over the pool it does not.
+    # (0.20, seed 002's weight) outweighs the similarity one (0.55 x 0.2); scaled over the pool it does not.
     index = index_of((mem("answer", 1), 0.9), (mem("important", 5), 0.7), (mem("far", 1), 0.4))
-    raw = rank(index, Q, top_k=3, candidates=3, weights=RankWeights(relevance_norm="raw"), now=NOW)
+    raw = rank(index, Q, top_k=3, candidates=3, weights=RankWeights(relevance_norm="raw", importance=0.20, recency=0.15), now=NOW)
     pooled = rank(index, Q, top_k=3, candidates=3, weights=RankWeights(), now=NOW)
     assert [h.memory.id for h in raw][0] == "important"
     assert [h.memory.id for h in pooled] == ["answer", "important", "far"]

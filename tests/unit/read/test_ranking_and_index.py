@@ -23,14 +23,14 @@ def unit(*xs: float) -> np.ndarray:
 
 def test_importance_norm_and_decay():
     assert importance_norm(1) == 0 and importance_norm(5) == 1
-    w = RankWeights()
+    w = RankWeights(importance=0.20, recency=0.15)  # seed 002's weights, to check the formula
     # importance 2: half-life 90 days; not in the past: no decay
     assert score(mem("a", importance=2, accessed=T0 - timedelta(days=90)), 0, T0, w) == 0.20 * 0.25 + 0.15 * 0.5
     assert score(mem("a", importance=2, accessed=T0 + timedelta(days=1)), 0, T0, w) == 0.20 * 0.25 + 0.15
 
 
 def test_score_formula_weights():
-    w = RankWeights()
+    w = RankWeights(importance=0.20, recency=0.15)
     m = mem("a", importance=5, pinned=True)
     assert abs(score(m, 1.0, T0, w) - (0.55 + 0.20 + 0.15 + 0.10)) < 1e-9
 

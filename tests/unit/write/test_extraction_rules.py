@@ -37,10 +37,24 @@ def test_statements_without_first_person_are_attributed() -> None:
     assert summaries("The weather is nice today.") == []  # too little to stand alone
 
 
-def test_answers_that_need_the_question_are_skipped() -> None:
-    assert summaries("It was Matt Patterson, he is so talented!") == []
-    assert summaries("Yes, they were scared but fine.") == []
-    assert summaries("Thanks! They're called Peruvian Lilies.") == []
+def test_answers_that_need_the_question_are_kept_as_what_was_said() -> None:
+    # No fact about the speaker (the sentence opens on a pronoun), but what was said is kept
+    # as a note, tagged so: a later question names what the answer names.
+    assert summaries("It was Matt Patterson, he is so talented!") == [
+        "Andrew said it was Matt Patterson, he is talented."]
+    assert summaries("Thanks! They're called Peruvian Lilies.") == [
+        "Andrew said they're called Peruvian Lilies."]
+    assert "note" in RulesExtractor().extract(turn("They're called Peruvian Lilies."))[0].tags
+    assert summaries("Yes, they were scared but fine.") == []  # too little content for a note
+
+
+def test_elliptic_statements_are_kept_as_notes() -> None:
+    assert summaries("Thanks, Gina. Still working on opening a dance studio.") == [
+        "Andrew said still working on opening a dance studio."]
+    assert summaries("Wow, what got you into running?") == []  # a question is never a note
+    # A turn that made a fact gets no note besides it.
+    assert summaries("I adopted a dog last week. Their names are Pepper and Panda.") == [
+        "Andrew adopted a dog the week before 8 May 2023."]
 
 
 def test_dangling_pronoun_sentences_are_not_written() -> None:

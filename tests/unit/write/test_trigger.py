@@ -191,3 +191,12 @@ def test_near_misses_report_a_lower_confidence() -> None:
     decision = rules_trigger(turn("Work has been busy."))
     assert not decision.should_create or decision.confidence < 0.6
     assert 0.0 < decision.confidence < 0.6
+
+
+def test_a_contentful_turn_the_fact_rules_skip_is_kept_as_a_note() -> None:
+    elliptic = rules_trigger(turn("Thanks, Mel. Still working on opening a dance studio."))
+    assert elliptic.should_create and elliptic.confidence >= 0.6
+    assert elliptic.tags_hint == ("note",)
+    for chat in ("Wow, what a fun moment! What's the band?", "Thanks, that's so sweet of you!"):
+        decision = rules_trigger(turn(chat))
+        assert decision.confidence < 0.6 and "note" not in decision.tags_hint  # below the gate
