@@ -18,7 +18,9 @@ Metadata of one vector:
   JSON (never cut; up to the service's 40 KB per vector), and `namespace`, the label list.
 
 A memory's `embedding_b64` is its vector, so it is not repeated in `value_json`;
-`document_of` puts it back.
+`document_of` puts it back. Its `context_b64` (`streams.write.contextual`) is left out: the
+vector bucket is searched by the embedding alone, and a context vector would take 1 KB of the
+40 KB for nothing.
 """
 from __future__ import annotations
 
@@ -194,7 +196,7 @@ def memory_vector(document: Mapping[str, Any], dimension: int) -> StoredVector:
         if not isinstance(document.get(stamp), str):
             raise LayoutError(f"the memory has no {stamp}")
     data = decode_embedding(document.get("embedding_b64"), dimension)
-    value = {k: v for k, v in document.items() if k != "embedding_b64"}
+    value = {k: v for k, v in document.items() if k not in ("embedding_b64", "context_b64")}
     doc_key = str(document.get("id") or "")
     metadata = build_metadata(namespace, doc_key, value, created_at=document["created_at"],
                               updated_at=document["updated_at"],
@@ -221,8 +223,8 @@ def value_of(metadata: Mapping[str, Any]) -> dict[str, Any]:
 
 def document_of(vector: StoredVector) -> dict[str, Any]:
     """The memory document a vector was written from (with `embedding_b64` when `data` came
-    back)."""
-    document = value_of(vector.metadata)
+    back; `context_b64` None, the layout leaves it out)."""
+    document = {**value_of(vector.metadata), "context_b64": None}
     if vector.data is not None:
         raw = np.asarray(vector.data, dtype=np.float32).tobytes()
         document["embedding_b64"] = base64.b64encode(raw).decode()

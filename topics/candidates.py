@@ -58,6 +58,10 @@ class Candidate(BaseModel):
                           "model's time overlaps dedup's work on earlier candidates; dedup "
                           "embeds the summary itself when absent or of another size.")
 
+    context_b64: str | None = Field(
+        None, description="The fact's context vector (`streams.write.contextual`), computed by "
+                          "ingest with the summary's; the memory stores it as `context_b64`.")
+
     @property
     def refs(self) -> list[str]:
         return self.source_refs or [self.turn.ref]

@@ -48,7 +48,7 @@ class MemoryView(BaseModel):
 
     @classmethod
     def of(cls, memory: Memory) -> dict[str, Any]:
-        return memory.model_dump(mode="json", exclude={"embedding_b64"})
+        return memory.model_dump(mode="json", exclude={"embedding_b64", "context_b64"})
 
 
 class MemoryList(BaseModel):

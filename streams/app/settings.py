@@ -405,7 +405,7 @@ class Settings(BaseSettings):
         0.10, ge=0.0, description="Ranking penalty of an insight (surfaced with low weight, seed 001 §3).",
     )
     rank_w_archived: float = Field(
-        0.03, ge=0.0, description="Ranking penalty of an archived memory (the cold tier): it ranks "
+        0.02, ge=0.0, description="Ranking penalty of an archived memory (the cold tier): it ranks "
         "below an active one that matches as well.",
     )
     query_threshold: float | None = Field(

@@ -45,7 +45,7 @@ from topics.events import MemoryEvent
 _CONTENT_CLEARED: dict[str, Any] = {
     "summary": "", "category": "", "tags": [], "entities": [], "entity_key": None, "related_ids": [],
     "relations": {}, "consolidated_from": [], "source_turn_ids": [], "valence": None,
-    "intensity": None, "embedding_b64": None, "date_iso": None, "week": None, "year": None,
+    "intensity": None, "embedding_b64": None, "context_b64": None, "date_iso": None, "week": None, "year": None,
     "agent_id": None, "run_id": None, "actor_id": None, "superseded_by": None, "purge_at": None,
 }
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from streams.memory import ids
 from streams.memory.model import Memory
-from streams.memory.vector_index import encode_vector
+from streams.memory.vector_index import decode_vector, encode_vector
 from streams.write.episodic import time_bucket, user_zone
 from topics.candidates import Candidate
 
@@ -51,7 +51,19 @@ def new_memory(candidate: Candidate, memory_id: str, vector: np.ndarray) -> Memo
         last_accessed=turn.ts, valid_from=turn.ts, source_turn_ids=list(candidate.refs),
         agent_id=turn.agent_id, run_id=turn.run_id, actor_id=turn.actor_id, role=turn.role.value,
         thread_id=turn.thread_id, embedding_b64=encode_vector(vector),
+        context_b64=carried_context(candidate, vector.size),
     )
+
+
+def carried_context(candidate: Candidate, dim: int) -> str | None:
+    """The candidate's context vector (`streams.write.contextual`) if it is one of `dim`
+    values; None otherwise (the memory is then searched by its summary alone)."""
+    if not candidate.context_b64:
+        return None
+    try:
+        return candidate.context_b64 if decode_vector(candidate.context_b64).size == dim else None
+    except ValueError:
+        return None
 
 
 def merged_memory(target: Memory, candidate: Candidate) -> Memory:

@@ -70,6 +70,12 @@ class Memory(BaseModel):
     year: int | None = None
     version: int = Field(1, description="Incremented on every change; event ids derive from it.")
     embedding_b64: str | None = Field(None, description="The embedding of `summary`: float16, base64, after \"h:\" (plain base64 of float32 as written before; `streams.memory.vector_index.encode_vector`).")
+    context_b64: str | None = Field(
+        None, description="The conversation the fact was said in, as a vector (the weighted "
+                          "embeddings of its turn and the one before, `streams.write.contextual`; "
+                          "encoded as `embedding_b64`): a query searches by normalise(embedding + "
+                          "context), dedup, forget and links by the embedding alone. None for "
+                          "episodes and memories written before it existed.")
     pending_change: PendingChange | None = Field(
         None, description="A proposed change of this value waiting for the user's consent; a "
                           "reader shows it beside the value, which is not settled meanwhile.")

@@ -95,12 +95,15 @@ class MemoryState:
         its summary changed). The document always carries its vector (a restart rebuilds the
         index from the documents): `vector`, else the index's copy for a document taken from
         the index, which keeps none."""
+        index = self.index.user(memory.user_id)
         if vector is not None:
             memory = memory.model_copy(update={"embedding_b64": encode_vector(vector)})
         elif memory.embedding_b64 is None:
-            kept = self.index.user(memory.user_id).vector_b64(memory.id)
+            kept = index.vector_b64(memory.id)
             if kept is not None:
                 memory = memory.model_copy(update={"embedding_b64": kept})
+        if memory.context_b64 is None and (context := index.context_b64(memory.id)) is not None:
+            memory = memory.model_copy(update={"context_b64": context})
         self.tables.memories[memory.id] = memory.model_dump(mode="json")
         if vector is None:
             self.index.user(memory.user_id).update_doc(memory)

@@ -141,12 +141,15 @@ class Columns:
     """`created_at` as a POSIX timestamp."""
     budgeted: np.ndarray
     """Whether the memory counts against the write budget (`write_budget.spends`)."""
+    context_norm: np.ndarray
+    """|embedding + context| of a memory stored with its conversation's vector
+    (`Memory.context_b64`), 0 for one without."""
 
 
 _COLUMN_TYPES = {"visible": np.bool_, "archived": np.bool_, "replaced": np.bool_, "episodic": np.bool_, "category": np.int32,
                  "importance": np.int8, "pinned": np.bool_, "updated": np.float64, "day": np.int32,
                  "event_start": np.int32, "event_end": np.int32, "created": np.float64,
-                 "budgeted": np.bool_}
+                 "budgeted": np.bool_, "context_norm": np.float32}
 
 
 @dataclass
@@ -183,6 +186,10 @@ class UserIndex:
     _keyed: dict[str, dict[str, None]] = field(default_factory=dict)
     """entity key -> ids of the visible memories with that key."""
     lexical: LexicalIndex = field(default_factory=LexicalIndex)
+    _query_buffer: np.ndarray | None = None
+    """The rows a query searches by: normalise(embedding + context) for a memory stored with
+    its conversation's vector (`Memory.context_b64`, `streams.write.contextual`), else the
+    embedding. The write side (dedup, forget, links) searches the embeddings alone."""
 
     @property
     def docs(self) -> ServedDocs:
@@ -195,6 +202,9 @@ class UserIndex:
         return None if self._buffer is None else self._buffer[: len(self.ids)]
 
     def upsert(self, memory: Memory, vector: np.ndarray) -> None:
+        """Index `memory` by `vector` (its embedding), and queries by that plus its
+        `context_b64` when it has one."""
+        context = self._context_of(memory)
         self._set_doc(memory)
         row = self._rows.get(memory.id)
         vec = as_stored(vector).reshape(self.dim)  # what a rebuild from the documents holds
@@ -203,16 +213,33 @@ class UserIndex:
             self.ids.append(memory.id)
             if self._buffer is None or row >= len(self._buffer):
                 self._grow(max(16, row + row // 4), used=row)
-        assert self._buffer is not None
+        assert self._buffer is not None and self._query_buffer is not None
         self._buffer[row] = vec
         self._write_columns(row, memory)
+        norm = float(np.linalg.norm(vec + context)) if context is not None else 0.0
+        self._query_buffer[row] = (vec + context) / norm if norm > 0 and context is not None else vec
+        self._columns["context_norm"][row] = norm
         self._write_lexical(row, memory)
+
+    def _context_of(self, memory: Memory) -> np.ndarray | None:
+        """The memory's context vector (`Memory.context_b64`) if it has one of this size."""
+        if not memory.context_b64:
+            return None
+        try:
+            context = decode_vector(memory.context_b64)
+        except ValueError:
+            log.warning("memory %s has a context vector that does not decode; searched without",
+                        memory.id)
+            return None
+        return context if context.size == self.dim else None
 
     def _grow(self, capacity: int, used: int) -> None:
         grown = np.zeros((capacity, self.dim), dtype=np.float32)
-        if self._buffer is not None:
+        grown_query = np.zeros((capacity, self.dim), dtype=np.float32)
+        if self._buffer is not None and self._query_buffer is not None:
             grown[:used] = self._buffer[:used]
-        self._buffer = grown
+            grown_query[:used] = self._query_buffer[:used]
+        self._buffer, self._query_buffer = grown, grown_query
         for name, dtype in _COLUMN_TYPES.items():
             column = np.zeros(capacity, dtype=dtype)
             if name in self._columns:
@@ -226,6 +253,8 @@ class UserIndex:
         if self._buffer is None or len(self._buffer) == n:
             return
         self._buffer = self._buffer[:n].copy()
+        if self._query_buffer is not None:
+            self._query_buffer = self._query_buffer[:n].copy()
         for name, column in self._columns.items():
             self._columns[name] = column[:n].copy()
 
@@ -269,10 +298,10 @@ class UserIndex:
 
     def _set_doc(self, memory: Memory) -> None:
         """Store a document as written and update the incoming edges its own edges make. The
-        document is kept without its `embedding_b64`: the vector is in the matrix already
-        (`vector_b64`)."""
-        if memory.embedding_b64 is not None:
-            memory = memory.model_copy(update={"embedding_b64": None})
+        document is kept without its `embedding_b64` and `context_b64`: the vectors are in the
+        matrices already (`vector_b64`, `context_b64`)."""
+        if memory.embedding_b64 is not None or memory.context_b64 is not None:
+            memory = memory.model_copy(update={"embedding_b64": None, "context_b64": None})
         memory = compact(memory)
         before = self._stored.get(memory.id)
         edges_before = before.relations if before is not None else {}
@@ -321,6 +350,17 @@ class UserIndex:
         row = self._rows.get(memory_id)
         return None if row is None or self._buffer is None else encode_vector(self._buffer[row])
 
+    def context_b64(self, memory_id: str) -> str | None:
+        """A memory's context vector as its document stores it (`context_b64`), taken back
+        out of its query row; None if it has none."""
+        row = self._rows.get(memory_id)
+        if row is None or self._buffer is None or self._query_buffer is None:
+            return None
+        norm = float(self._columns["context_norm"][row])
+        if norm <= 0:
+            return None
+        return encode_vector(self._query_buffer[row] * norm - self._buffer[row])
+
     def columns(self) -> Columns:
         """The filter columns of the current rows (views, not copies)."""
         n = len(self.ids)
@@ -355,6 +395,13 @@ class UserIndex:
         if matrix is None:
             return np.zeros(0, dtype=np.float32)
         return matrix @ np.asarray(query, dtype=np.float32)
+
+    def query_similarities(self, query: np.ndarray) -> np.ndarray:
+        """Cosine of every row's query vector (`_query_buffer`) to `query`: what a memory query
+        ranks by; the write side uses `similarities`."""
+        if self._query_buffer is None:
+            return np.zeros(0, dtype=np.float32)
+        return self._query_buffer[: len(self.ids)] @ np.asarray(query, dtype=np.float32)
 
     def best(self, scores: np.ndarray, mask: np.ndarray, k: int,
              accept: Callable[[Memory], bool] | None = None,

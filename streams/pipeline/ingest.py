@@ -32,6 +32,7 @@ from streams.privacy.user_keys import UserKeys
 from streams.providers.embedders import Embed
 from streams.providers.llm import GuardedLLM
 from streams.write import policy
+from streams.write.contextual import FactTexts, context_of, fact_vectors
 from streams.write.episodic import Observed, observe, rules_from
 from streams.write.facts import FactPipeline, candidates_of, hot_command, mentions_topic
 from streams.write.trigger import CommandKind, ExplicitCommand
@@ -79,6 +80,17 @@ class TurnPlan:
     command: ExplicitCommand | None = None
     consent: Literal["accept", "reject"] | None = None
     """A short answer to a consent proposal ("yes, update it"), `streams.memory.consent`."""
+    context: tuple[str, str | None] | None = None
+    """The turn's and the previous turn's texts its facts' context vectors are made of
+    (`streams.write.contextual`)."""
+
+    def fact_texts(self) -> list[FactTexts]:
+        """What each candidate's vectors are made of: an episode its summary alone, a fact of
+        this turn its summary, and the turn and the one before as its context
+        (`streams.write.contextual`)."""
+        turn, previous = self.context or (None, None)
+        return [FactTexts(c.fact.summary) if c.source_refs or turn is None
+                else FactTexts(c.fact.summary, turn, previous) for c in self.candidates]
 
 
 class IngestStage:
@@ -100,21 +112,29 @@ class IngestStage:
         self.facts = FactPipeline(settings)
         self.episodes = rules_from(settings)
 
-    async def with_vectors(self, candidates: list[Candidate]) -> list[Candidate]:
-        """The candidates with their summaries' embeddings, in one model call. The model runs
+    async def with_vectors(self, plans: Sequence[TurnPlan]) -> None:
+        """Give the plans' candidates their vectors, every text embedded once in one model
+        call: the summary's embedding (`Candidate.vector_b64`) and, for a fact of one turn, its
+        context vector (`Candidate.context_b64`, `streams.write.contextual`). The model runs
         off the event loop, so in a worker it embeds these facts while dedup applies earlier
         ones: the two costs overlap instead of adding up. On a failure the candidates go
-        without (dedup embeds them)."""
-        if self.embed is None or not candidates:
-            return candidates
+        without (dedup embeds their summaries; they are then searched without context)."""
+        if self.embed is None:
+            return
+        texts = [t for plan in plans for t in plan.fact_texts()]
+        if not texts:
+            return
         try:
-            vectors = await self.embed([c.fact.summary for c in candidates])
+            vectors = iter(await fact_vectors(texts, self.embed))
         except Exception as exc:  # noqa: BLE001 - dedup embeds what ingest could not
             metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
             log.warning("ingest could not embed candidates, dedup will: %s", describe_failure(exc))
-            return candidates
-        return [c.model_copy(update={"vector_b64": encode_vector(v)})
-                for c, v in zip(candidates, vectors)]
+            return
+        for plan in plans:
+            plan.candidates = [c.model_copy(update={
+                "vector_b64": encode_vector(summary),
+                "context_b64": None if context is None else encode_vector(context)})
+                for c, (summary, context) in zip(plan.candidates, vectors)]
 
     async def handle(self, record: Record) -> int:
         """Process one raw record; return the facts emitted (see `handle_batch`)."""
@@ -138,14 +158,12 @@ class IngestStage:
             # Deciding a turn is CPU work on the event loop: let dedup apply a candidate (and the
             # web routes answer) between two turns, rather than after the whole batch.
             await asyncio.sleep(0)
-        embedded = iter(await self.with_vectors(
-            [c for plan in plans if plan is not None for c in plan.candidates]))
+        await self.with_vectors([plan for plan in plans if plan is not None])
         emitted = []
         for record, plan in zip(records, plans):
             if plan is None:
                 emitted.append(0)
                 continue
-            plan.candidates = [next(embedded) for _ in plan.candidates]
             with self.record_scope(record):
                 sent = await self._guarded(record, self._send(plan))
             emitted.append(sent or 0)
@@ -190,7 +208,7 @@ class IngestStage:
         """Run one valid turn through trigger, extraction and policy and send what it gives;
         return the facts emitted. Every turn gets one progress record from this stage."""
         plan = await self.decide(turn, clock or StageClock(None, time.perf_counter()))
-        plan.candidates = await self.with_vectors(plan.candidates)
+        await self.with_vectors([plan])
         return await self._send(plan)
 
     async def decide(self, turn: Turn, clock: StageClock) -> TurnPlan:
@@ -219,6 +237,7 @@ class IngestStage:
             metrics.EPISODIC_SKIPS.labels(reason="blocked_topic").inc()
             episode = None
         plan.candidates = candidates_of(turn, result, episode, observed.refs)
+        plan.context = context_of(turn, observed.entry["turns"])
         plan.outcome = "candidates" if plan.candidates else "skipped"
         return plan
 

@@ -63,7 +63,7 @@ class QueryHit:
 
     def as_item(self) -> dict[str, Any]:
         """The JSON item of a query answer: the memory (no vector) with its scores."""
-        item = self.memory.model_dump(mode="json", exclude={"embedding_b64"})
+        item = self.memory.model_dump(mode="json", exclude={"embedding_b64", "context_b64"})
         item["score"] = round(self.calibrated, 6)
         item["rank_score"] = round(self.score, 6)
         item["similarity"] = round(self.similarity, 6)
@@ -132,7 +132,7 @@ def rank(
         return []
     now = now or user_clock(index)
     assert now is not None  # the index has memories
-    cosines = lift(index, index.similarities(query_vector))
+    cosines = lift(index, index.query_similarities(query_vector))
     visible = index.columns().visible
     window = time_window(text, now) if text else None
     scores = relevance(index, cosines, text, visible, retrieval, window)
@@ -323,7 +323,7 @@ def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: Categ
     episodic: list[QueryHit] = []
     cold: cold_tier.ColdReason | None = None
     if len(index):
-        cosines = lift(index, index.similarities(vector))
+        cosines = lift(index, index.query_similarities(vector))
         allowed = base_mask(index, plan.categories, plan.filters)
         cold = cold_tier.reason(plan.include_archived, plan.recall, cosines[allowed], plan.top_k,
                                 plan.cold_tier_similarity)

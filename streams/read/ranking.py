@@ -41,7 +41,7 @@ class RankWeights:
     """Bonus of a `consolidated` memory: queries prefer it to the episodes it replaced."""
     insight: float = 0.10
     """Penalty of an `insight`: surfaced with low weight (seed 001 §3)."""
-    archived: float = 0.03
+    archived: float = 0.02
     """Penalty of an archived memory (the cold tier, docs/decisions.md): it ranks below an active one
     that matches as well."""
     relevance_norm: RelevanceNorm = "pool"

@@ -9,6 +9,7 @@ import numpy as np
 from streams.lifecycle.forgetting import ForgetConfig, ForgettingPass
 from streams.memory.decay import decay_weight, half_life_days
 from streams.memory.model import Memory
+from streams.memory.vector_index import encode_vector
 from tests.unit.memory.test_memory_state import state as memory_state
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
@@ -48,14 +49,17 @@ async def test_an_unimportant_memory_unused_for_61_days_is_soft_deleted_once_wit
 
 
 async def test_the_purge_comes_after_the_window_and_leaves_a_content_free_tombstone():
-    s = seeded(memory("old"))
+    with_context = memory("old").model_copy(update={"context_b64": encode_vector(np.ones(2))})
+    s = seeded(with_context)
+    assert s.tables.memories["old"]["context_b64"] is not None
     await run(s, 61)
     assert await run(s, 90) == [], "still restorable"
     events = await run(s, 91)
     assert [(e.kind, e.summary) for e in events] == [("purged", "")]
     raw = s.tables.memories["old"]
     assert raw["state"] == "purged" and raw["summary"] == "" and raw["source_turn_ids"] == []
-    assert raw["embedding_b64"] is None
+    assert raw["embedding_b64"] is None and raw["context_b64"] is None
+    assert s.index.user("u").context_b64("old") is None, "the index lets the context go too"
     assert [entry["verb"] for entry in s.history("old")] == ["PURGE"]
     assert all("fact old" not in c["summary"] for c in s.changes_since("u", "t1", 0))
     assert await run(s, 200) == []

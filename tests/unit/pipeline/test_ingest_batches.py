@@ -49,14 +49,18 @@ async def test_a_batch_is_embedded_in_one_call_and_sent_in_turn_order(tmp_path, 
 
     assert emitted[1] == 0 and emitted[0] >= 1 and emitted[2] >= 1
     assert len(calls) == 1, "one model call for the whole batch"
-    assert len(calls[0]) == emitted[0] + emitted[2]
+    # each summary, and each turn its facts' context vectors are made of, embedded once (turn
+    # 1 is the source turn of its facts and the previous turn of turn 3's)
+    assert len(calls[0]) == len(set(calls[0])) == emitted[0] + emitted[2] + 2
+    assert {"Ana: I adopted a dog named Luna last year.",
+            "Ana: I work as a nurse at the city hospital."} <= set(calls[0])
     # every record is decided, and its records sent, in its own scope
     assert scopes == [1, 2, 3, 1, 3]
     sent = [Candidate.model_validate(CANDIDATE_RECORD.validate_python(
         open_record(pipeline.sealed.sealer, r.value or b"")))
             for r in pipeline.topics.sent[names.MEMORY_CANDIDATES]]
     assert [c.turn.turn_id for c in sent] == ["1"] * emitted[0] + ["3"] * emitted[2]
-    assert all(c.vector_b64 for c in sent), "each candidate carries its vector"
+    assert all(c.vector_b64 and c.context_b64 for c in sent), "each carries its vectors"
     assert len(pipeline.topics.sent[names.CHAT_TURNS_DLQ]) == 1
 
 
@@ -73,3 +77,4 @@ async def test_when_the_model_fails_the_batch_goes_without_vectors(tmp_path, min
     [sent] = pipeline.topics.sent[names.MEMORY_CANDIDATES]
     candidate = CANDIDATE_RECORD.validate_python(open_record(pipeline.sealed.sealer, sent.value or b""))
     assert isinstance(candidate, Candidate) and candidate.vector_b64 is None
+    assert candidate.context_b64 is None

@@ -51,7 +51,7 @@ def test_memory_metadata_is_seed_002s_layout() -> None:
     assert {k: meta[k] for k in ("user_id", "type", "category", "importance", "pinned", "tags", "summary")} == {
         "user_id": "ana", "type": "semantic", "category": "Personal", "importance": 4,
         "pinned": True, "tags": ["pet"], "summary": "Ana has a dog named Luna."}
-    assert json.loads(meta["value_json"]) == {k: v for k, v in document.items() if k != "embedding_b64"}
+    assert json.loads(meta["value_json"]) == {k: v for k, v in document.items() if k not in ("embedding_b64", "context_b64")}
     assert len(vector.data or ()) == DIM
 
 
@@ -137,3 +137,10 @@ def test_the_days_a_memory_mentions_are_filterable() -> None:
                                event_start="2022-05-07", event_end="2022-05-07")
     meta = memory_vector(document, DIM).metadata
     assert (meta["event_start"], meta["event_end"]) == ("2022-05-07", "2022-05-07")
+
+
+def test_the_context_vector_stays_out_of_the_bucket() -> None:
+    document = {**memory_document("m1", "Ana likes tea."), "context_b64": "h:AAAA"}
+    vector = memory_vector(document, DIM)
+    assert "context_b64" not in json.loads(vector.metadata["value_json"])
+    assert document_of(StoredVector(vector.key, vector.metadata))["context_b64"] is None

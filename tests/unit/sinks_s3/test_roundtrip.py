@@ -77,7 +77,7 @@ async def test_a_memory_written_by_the_sink_is_read_back_by_the_store(
 
     luna_event, luna = written[0]
     item = store.get(("ana", "semantic"), luna_event.memory_id)
-    assert item is not None and item.value == {k: v for k, v in luna.items() if k != "embedding_b64"}
+    assert item is not None and item.value == {k: v for k, v in luna.items() if k not in ("embedding_b64", "context_b64")}
     found = store.search(("ana", "semantic"), query="What is the name of Ana's dog?", limit=1)
     assert [i.key for i in found] == [luna_event.memory_id]
     assert found[0].score is not None and found[0].score > 0.3

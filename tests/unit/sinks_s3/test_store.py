@@ -188,7 +188,7 @@ async def test_it_reads_what_the_sink_wrote(backend: Backend, index: str, store:
     await sink.write([SinkRecord(key=d["id"], op="upsert", user_id="ana", document=d) for d in documents])
 
     item = store.get(ANA, "m1")
-    assert item is not None and item.value == {k: v for k, v in documents[0].items() if k != "embedding_b64"}
+    assert item is not None and item.value == {k: v for k, v in documents[0].items() if k not in ("embedding_b64", "context_b64")}
     assert [i.key for i in store.search(ANA, query="Ana's dog", filter={"category": "Personal"})] == ["m1"]
     assert "m2" not in {i.key for i in store.search(ANA, query="Ana lives in Porto.")}  # superseded
     assert store.get(ANA, "m2").value["state"] == "superseded"

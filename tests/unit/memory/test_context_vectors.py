@@ -1,0 +1,95 @@
+"""Context vectors (`streams.write.contextual`): queries search by them, the write side does not."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from streams.memory.model import Memory
+from streams.memory.vector_index import VectorIndex, decode_vector, encode_vector
+from streams.write.contextual import FactTexts, context_of, fact_vectors
+from tests.unit.memory.test_memory_state import cand, state, vec
+from topics.turns import Turn
+
+CONTEXT = np.asarray([0.0, 2.0], dtype=np.float32)
+"""A context far stronger than the summary's own direction, so its effect is plain to see."""
+
+
+def with_context(turn_id: str, summary: str, context: np.ndarray = CONTEXT):  # type: ignore[no-untyped-def]
+    return cand(turn_id, summary).model_copy(update={"context_b64": encode_vector(context)})
+
+
+def test_a_query_searches_by_summary_plus_context_and_the_write_side_by_the_summary() -> None:
+    s = state()
+    made = s.apply(with_context("1", "Nate made it with coconut milk."), vec(1, 0))
+    plain = s.apply(cand("2", "Ana has a dog named Luna."), vec(-1, 0))
+    index = s.index.user("u")
+    about_the_context = vec(0, 1)
+    row, plain_row = index.row(made.memory_id), index.row(plain.memory_id)
+    assert index.similarities(about_the_context)[row] == pytest.approx(0.0, abs=1e-3)
+    assert index.query_similarities(about_the_context)[row] == pytest.approx(2 / np.sqrt(5), abs=1e-3)
+    # a memory without a context is searched by its summary alone, both ways
+    assert index.query_similarities(vec(-1, 0))[plain_row] == pytest.approx(1.0, abs=1e-3)
+    assert index.context_b64(plain.memory_id) is None
+    # dedup compares summaries: the same summary said again merges, whatever its context
+    again = s.apply(with_context("3", "Nate made it with coconut milk.", np.asarray([0.0, -2.0])),
+                    vec(1, 0))
+    assert (again.outcome, again.memory_id) == ("updated", made.memory_id)
+
+
+def test_the_document_keeps_its_context_through_changes_and_a_rebuild() -> None:
+    s = state()
+    made = s.apply(with_context("1", "Nate made it with coconut milk."), vec(1, 0))
+    s.apply(cand("2", "Nate made it with coconut milk."), vec(1, 0))  # a merge, from the index's copy
+    stored = s.memory(made.memory_id)
+    assert stored is not None and stored.context_b64 is not None
+    assert np.allclose(decode_vector(stored.context_b64), CONTEXT, atol=1e-2)
+    assert s.index.user("u").docs[made.memory_id].context_b64 is None, "held once, in the matrix"
+    rebuilt = VectorIndex(2)
+    rebuilt.rebuild(Memory.model_validate(raw) for raw in s.tables.memories.values())
+    query = vec(0, 1)
+    assert np.allclose(rebuilt.user("u").query_similarities(query),
+                       s.index.user("u").query_similarities(query), atol=1e-3)
+
+
+def test_a_context_of_another_size_or_not_base64_is_ignored() -> None:
+    s = state()
+    odd = s.apply(cand("1", "Ana likes tea.").model_copy(
+        update={"context_b64": encode_vector(np.ones(3))}), vec(1, 0))
+    assert s.memory(odd.memory_id).context_b64 is None  # type: ignore[union-attr]
+    index = VectorIndex(2)
+    broken = Memory(id="m", user_id="u", type="semantic", summary="x", context_b64="not base64!",
+                    created_at="2024-05-01T10:00:00Z", updated_at="2024-05-01T10:00:00Z",
+                    last_accessed="2024-05-01T10:00:00Z")  # type: ignore[arg-type]
+    index.add(broken, vec(1, 0))
+    assert index.user("u").query_similarities(vec(1, 0))[0] == pytest.approx(1.0, abs=1e-3)
+
+
+def turn(turn_id: str, text: str, speaker: str = "Ana") -> Turn:
+    return Turn(user_id="u", thread_id="t1", turn_id=turn_id, role="user", speaker=speaker,
+                text=text, ts="2024-05-01T10:00:00+00:00")  # type: ignore[arg-type]
+
+
+def test_the_context_is_the_turn_and_the_one_before_it_in_the_buffer() -> None:
+    buffered = [turn(i, f"text {i}", s).model_dump(mode="json")
+                for i, s in (("1", "Nate"), ("2", "Ana"), ("3", "Nate"))]
+    assert context_of(turn("2", "text 2"), buffered) == ("Ana: text 2", "Nate: text 1")
+    assert context_of(turn("1", "text 1", "Nate"), buffered) == ("Nate: text 1", None)
+    # a turn no longer buffered is its own context, with nothing before it
+    assert context_of(turn("9", "my secret is safe"), buffered) == ("Ana: my secret is safe", None)
+
+
+async def test_every_text_is_embedded_once_and_an_episode_gets_no_context() -> None:
+    calls: list[list[str]] = []
+
+    async def embed(texts: list[str]) -> np.ndarray:
+        calls.append(texts)
+        return np.eye(8, dtype=np.float32)[: len(texts)]
+
+    facts = [FactTexts("fact a", "Ana: t2", "Nate: t1"), FactTexts("fact b", "Ana: t2", "Nate: t1"),
+             FactTexts("episode")]
+    vectors = await fact_vectors(facts, embed)
+    assert len(calls) == 1 and sorted(calls[0]) == sorted({"fact a", "Ana: t2", "Nate: t1", "fact b", "episode"})
+    (a, context_a), (_, context_b), (_, episode_context) = vectors
+    assert context_a is not None and context_b is not None and episode_context is None
+    assert np.allclose(context_a, context_b)
+    assert a.shape == (8,)
