@@ -9,7 +9,8 @@ cream recipe"). So a fact carries, beside the embedding of its summary, a contex
 
     context = PREVIOUS_TURN_WEIGHT · e(previous turn) + SOURCE_TURN_WEIGHT · e(turn)
 
-(each `e` the embedder's unit vector, a turn written `"Speaker: text"` as its thread's buffer
+(each `e` the embedder's unit vector; the previous turn only when another speaker said it, the
+turn this one answers (`context_of`); a turn written `"Speaker: text"` as its thread's buffer
 holds it, secrets redacted), and a query searches it by normalise(e(summary) + context): the
 summary keeps the largest weight, so what the fact says still decides what it is near. This
 is document expansion in the embedding space, the idea of "contextual retrieval" without an
@@ -67,13 +68,19 @@ def context_of(turn: Turn, buffered: Sequence[dict[str, Any]]) -> tuple[str, str
     stored, texts redacted).
 
     The previous turn is the one before `turn` in the buffer, found by its id, so a replayed
-    turn gets the same context whatever the buffer holds after it; None when `turn` opens the
-    thread or is no longer buffered (then the source turn is `turn` itself)."""
+    turn gets the same context whatever the buffer holds after it; and only when someone else
+    said it: the turn this one answers. A speaker's own turn before is no question to this one
+    ("I adopted a dog named Luna." then "I work as a nurse.": with the dog in its context, the
+    nurse fact answered "What pet does Ana have?" as well as Luna's). None when `turn` opens
+    the thread, follows its own speaker, or is no longer buffered (then the source turn is
+    `turn` itself)."""
     at = next((i for i, t in enumerate(buffered) if t.get("turn_id") == turn.turn_id), None)
     if at is None:
         return turn_text(turn), None
-    source = turn_text(Turn.model_validate(buffered[at]))
-    return source, turn_text(Turn.model_validate(buffered[at - 1])) if at > 0 else None
+    source = Turn.model_validate(buffered[at])
+    before = Turn.model_validate(buffered[at - 1]) if at > 0 else None
+    answered = before is not None and (before.speaker_name, before.role) != (source.speaker_name, source.role)
+    return turn_text(source), turn_text(before) if answered and before is not None else None
 
 
 async def fact_vectors(facts: Sequence[FactTexts], embed: Callable[[list[str]], Awaitable[np.ndarray]]

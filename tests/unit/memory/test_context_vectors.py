@@ -76,6 +76,10 @@ def test_the_context_is_the_turn_and_the_one_before_it_in_the_buffer() -> None:
     assert context_of(turn("1", "text 1", "Nate"), buffered) == ("Nate: text 1", None)
     # a turn no longer buffered is its own context, with nothing before it
     assert context_of(turn("9", "my secret is safe"), buffered) == ("Ana: my secret is safe", None)
+    # a speaker's own turn before is not what this one answers
+    own = [turn("1", "I adopted a dog named Luna.").model_dump(mode="json"),
+           turn("2", "I work as a nurse.").model_dump(mode="json")]
+    assert context_of(turn("2", "I work as a nurse."), own) == ("Ana: I work as a nurse.", None)
 
 
 async def test_every_text_is_embedded_once_and_an_episode_gets_no_context() -> None:
