@@ -8,7 +8,7 @@ import numpy as np
 
 from streams.memory import ids
 from streams.memory.model import Memory
-from streams.memory.vector_index import decode_vector, encode_vector
+from streams.memory.vector_index import decode_sized, encode_vector
 from streams.write.episodic import time_bucket, user_zone
 from topics.candidates import Candidate
 
@@ -58,12 +58,7 @@ def new_memory(candidate: Candidate, memory_id: str, vector: np.ndarray) -> Memo
 def carried_context(candidate: Candidate, dim: int) -> str | None:
     """The candidate's context vector (`streams.write.contextual`) if it is one of `dim`
     values; None otherwise (the memory is then searched by its summary alone)."""
-    if not candidate.context_b64:
-        return None
-    try:
-        return candidate.context_b64 if decode_vector(candidate.context_b64).size == dim else None
-    except ValueError:
-        return None
+    return candidate.context_b64 if decode_sized(candidate.context_b64, dim) is not None else None
 
 
 def merged_memory(target: Memory, candidate: Candidate) -> Memory:

@@ -106,9 +106,9 @@ class MemoryState:
             memory = memory.model_copy(update={"context_b64": context})
         self.tables.memories[memory.id] = memory.model_dump(mode="json")
         if vector is None:
-            self.index.user(memory.user_id).update_doc(memory)
+            index.update_doc(memory)
         else:
-            self.index.user(memory.user_id).upsert(memory, vector)
+            index.upsert(memory, vector)
 
     def reindex(self, made: Iterable[tuple[str, Any]]) -> None:
         """Show in the index the documents a replay wrote again (`applied.redo`): the index

@@ -48,6 +48,18 @@ def decode_vector(data: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(data, validate=True), dtype=np.float32)
 
 
+def decode_sized(data: str | None, dim: int) -> np.ndarray | None:
+    """The vector `data` holds (`decode_vector`) if it is one of `dim` values; None when there
+    is none, it does not decode, or it has another size (another embedder's)."""
+    if not data:
+        return None
+    try:
+        vector = decode_vector(data)
+    except ValueError:
+        return None
+    return vector if vector.size == dim else None
+
+
 def as_stored(vector: np.ndarray) -> np.ndarray:
     """`vector` as a document stores it (rounded to float16), as float32."""
     return np.asarray(vector, dtype=np.float32).astype(np.float16).astype(np.float32)
@@ -204,7 +216,7 @@ class UserIndex:
     def upsert(self, memory: Memory, vector: np.ndarray) -> None:
         """Index `memory` by `vector` (its embedding), and queries by that plus its
         `context_b64` when it has one."""
-        context = self._context_of(memory)
+        context = decode_sized(memory.context_b64, self.dim)
         self._set_doc(memory)
         row = self._rows.get(memory.id)
         vec = as_stored(vector).reshape(self.dim)  # what a rebuild from the documents holds
@@ -216,22 +228,14 @@ class UserIndex:
         assert self._buffer is not None and self._query_buffer is not None
         self._buffer[row] = vec
         self._write_columns(row, memory)
-        norm = float(np.linalg.norm(vec + context)) if context is not None else 0.0
-        self._query_buffer[row] = (vec + context) / norm if norm > 0 and context is not None else vec
+        query, norm = vec, 0.0
+        if context is not None:
+            mixed = vec + context
+            norm = float(np.linalg.norm(mixed))
+            query = mixed / norm if norm > 0 else vec
+        self._query_buffer[row] = query
         self._columns["context_norm"][row] = norm
         self._write_lexical(row, memory)
-
-    def _context_of(self, memory: Memory) -> np.ndarray | None:
-        """The memory's context vector (`Memory.context_b64`) if it has one of this size."""
-        if not memory.context_b64:
-            return None
-        try:
-            context = decode_vector(memory.context_b64)
-        except ValueError:
-            log.warning("memory %s has a context vector that does not decode; searched without",
-                        memory.id)
-            return None
-        return context if context.size == self.dim else None
 
     def _grow(self, capacity: int, used: int) -> None:
         grown = np.zeros((capacity, self.dim), dtype=np.float32)

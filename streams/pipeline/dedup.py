@@ -28,7 +28,7 @@ import numpy as np
 from streams.errors import InvalidRecord
 from streams.memory.commands import CommandError
 from streams.memory.store import MemoryStore
-from streams.memory.vector_index import decode_vector
+from streams.memory.vector_index import decode_sized
 from streams.observability import metrics
 from streams.observability.logs import describe_failure
 from streams.pipeline.commands import apply_command
@@ -232,10 +232,4 @@ def progress_of(candidate: Candidate, outcome: str, memory_id: str | None) -> Tu
 
 def carried_vector(candidate: Candidate, dim: int) -> np.ndarray | None:
     """The embedding ingest put in the candidate, if it is one of this embedder's size."""
-    if not candidate.vector_b64:
-        return None
-    try:
-        vector = decode_vector(candidate.vector_b64)
-    except ValueError:
-        return None
-    return vector if vector.size == dim else None
+    return decode_sized(candidate.vector_b64, dim)

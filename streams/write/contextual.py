@@ -22,7 +22,7 @@ in different sessions stopped merging (duplicate rate 0.2 % -> 1.3 % on LoCoMo) 
 Ana's car" also took the fact said right after the car was mentioned.
 
 Measured on the six LoCoMo dev conversations (`bench locomo --offline`, defaults):
-recall_any@10 0.753 -> 0.784, both cross-validation halves (docs/benchmarks.md#recall). Tried:
+recall_any@10 0.753 -> 0.786, both cross-validation halves (docs/benchmarks.md#recall). Tried:
 the summary and the turns concatenated into one text (worse than the summary alone, the long
 text embeds less sharply), the previous turn alone (0.9 points less), the two turns as one text
 (0.7 points less).

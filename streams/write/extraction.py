@@ -685,8 +685,8 @@ class RulesExtractor:
         if kind not in (CommandKind.remember, CommandKind.pin) or not payload:
             return []
         sig = sentence_signals(payload)
-        summary = normalise_summary(self._write(turn, payload, True, payload), self.max_chars)
-        if validate_summary(summary, "semantic", max_chars=self.max_chars) or find_secrets(summary):
+        summary = self._checked_summary(turn, payload, True, payload)
+        if summary is None:
             return []
         kind_ = self._kind(payload, sig)
         return [self._make(turn, summary, kind_, payload, sig, explicit=True,
@@ -700,10 +700,18 @@ class RulesExtractor:
         if sentence is None:
             return None
         sig = sentence_signals(sentence)
-        summary = normalise_summary(self._write(turn, sentence, sig.first_person, text), self.max_chars)
-        if validate_summary(summary, "semantic", max_chars=self.max_chars) or find_secrets(summary):
+        summary = self._checked_summary(turn, sentence, sig.first_person, text)
+        if summary is None:
             return None
         return self._make(turn, summary, "semantic", sentence, sig, extra_tags=("note",))
+
+    def _checked_summary(self, turn: Turn, sentence: str, own: bool, text: str) -> str | None:
+        """`sentence` written as a semantic fact's summary (`_write`, `normalise_summary`), or
+        None when it fails the writing constraints or holds a secret."""
+        summary = normalise_summary(self._write(turn, sentence, own, text), self.max_chars)
+        if validate_summary(summary, "semantic", max_chars=self.max_chars) or find_secrets(summary):
+            return None
+        return summary
 
     def _caption_fact(self, turn: Turn, caption: str) -> Fact | None:
         """A shared image (LoCoMo caption) as a low-importance fact."""
