@@ -64,7 +64,7 @@ def test_a_setting_in_no_section_is_an_error(monkeypatch):
 def test_memstream_settings_markdown_prints_the_page():
     from typer.testing import CliRunner
 
-    from streams.tools import cli
+    from streams.cli import main as cli
 
     shown = CliRunner().invoke(cli.app, ["settings", "--markdown"])
     assert shown.exit_code == 0, shown.output

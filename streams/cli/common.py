@@ -1,0 +1,49 @@
+"""What the `memstream` commands share: the console, the common options, the broker and API
+addresses from the settings, logging and the progress bar."""
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+)
+
+from streams.app.settings import get_settings
+
+console = Console(stderr=True)
+
+BrokerOpt = Annotated[
+    Optional[str], typer.Option("--broker", help="Kafka bootstrap servers (default: KAFKA_BROKER_URL or the embedded broker's address).")
+]
+ApiOpt = Annotated[
+    Optional[str], typer.Option("--api", help="Base URL of a worker's web API (default: http://WEB_HOST:WEB_PORT).")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+def broker_url(broker: str | None) -> str:
+    return broker or get_settings().broker_url
+
+
+def api_url(api: str | None) -> str:
+    settings = get_settings()
+    return api or f"http://{settings.web_host}:{settings.web_port}"
+
+
+def setup_logging() -> None:
+    from streams.observability.logs import configure
+
+    configure(get_settings().log_level)
+
+
+def progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        console=console,
+    )
