@@ -31,7 +31,7 @@ from streams.memory.dedup import Action, decide
 from streams.providers.embedders import EmbedderProfile
 from streams.memory.model import Memory
 
-DEFAULT_PAIRS = Path(__file__).resolve().parents[2] / "tests" / "data" / "same_fact_pairs.jsonl"
+DEFAULT_PAIRS = Path(__file__).resolve().parents[1] / "tests" / "data" / "same_fact_pairs.jsonl"
 _T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
 Embed = Callable[[Sequence[str]], np.ndarray]

@@ -28,7 +28,7 @@ from streams.tools.locomo import load_conversation
 from streams.write.facts import FactPipeline
 from topics.turns import Role, Turn
 
-LABELS = Path(__file__).resolve().parents[2] / "tests" / "data" / "importance_labels.jsonl"
+LABELS = Path(__file__).resolve().parents[1] / "tests" / "data" / "importance_labels.jsonl"
 _TS = datetime(2024, 5, 1, 10, tzinfo=timezone.utc)
 
 

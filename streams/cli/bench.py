@@ -25,14 +25,15 @@ Mem0PythonOpt = Annotated[Optional[str], typer.Option(
 Mem0ThreadsOpt = Annotated[int, typer.Option(
     "--mem0-torch-threads", help="torch intra-op threads in mem0's process (0: torch's default, as mem0 runs out of the box).")]
 
+BENCH_PACKAGE = "benchmarks"
 NOT_IN_THE_WHEEL = ("memstream bench runs from a source checkout: the benches (benchmarks/) are not "
                     "in the wheel; run it there (./dev memstream bench …)")
 
 
 def require_benches() -> None:
-    """Exit 2 with one line when the `benchmarks` package cannot be imported (an installed
-    wheel outside the checkout); `./dev setup` makes the checkout's importable in .venv."""
-    if importlib.util.find_spec("benchmarks") is None:
+    """Exit 2 with one line when the bench package cannot be imported (an installed wheel
+    outside the checkout); `./dev setup` makes the checkout's importable in .venv."""
+    if importlib.util.find_spec(BENCH_PACKAGE) is None:
         typer.echo(NOT_IN_THE_WHEEL, err=True)
         raise typer.Exit(2)
 
