@@ -1,1 +1,2 @@
-"""Benchmarks and evaluation: LoCoMo bench, query bench, recall, gold precision, calibration, policy report."""
+"""Benchmarks and evaluation, run from the source checkout (not in the wheel): the `memstream
+bench` commands' code, recall, gold precision, calibration, the mem0 runner, reports."""

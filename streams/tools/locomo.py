@@ -1,8 +1,9 @@
 """Loader for LoCoMo conversation files (one JSON object per conversation).
 
 Each file becomes one user (id from the file stem), one thread per session and one `Turn`
-per dialogue turn, so a conversation can be replayed through the pipeline; its questions are
-kept for the provenance-based recall metric (`benchmarks.recall`). Format: see the data set's
+per dialogue turn, so a conversation can be replayed through the pipeline (`memstream replay`,
+which the wheel ships, and the benches); its questions are kept for the provenance-based recall
+metric of the benches (`benchmarks/recall.py`, in the source checkout). Format: see the data set's
 README (`speaker_a`, `speaker_b`, `session_N`, `session_N_date_time`, `qa`).
 """
 from __future__ import annotations
