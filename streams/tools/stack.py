@@ -2,9 +2,10 @@
 child processes, waited on until they are ready and hold their partitions.
 
 One module for what the integration tests (tests/integration/conftest.py and the files beside
-it) and the broker benches (benchmarks/bench.py) both start, so neither imports the other. It is
-in the service package, beside the embedded broker it starts (streams/tools/broker.py), and uses
-nothing of the benches: a wheel's tests can start a stack without the source checkout.
+it) and the broker benches (benchmarks/bench.py) both start, so the tests need no bench code to
+start a stack. It lives beside the embedded broker it starts (streams/tools/broker.py) rather
+than in benchmarks/: it uses only the service's own modules, and the benches, not the service,
+are what the wheel leaves out.
 """
 from __future__ import annotations
 
