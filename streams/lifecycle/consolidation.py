@@ -68,14 +68,14 @@ class ConsolidationConfig:
     @classmethod
     def from_settings(cls, settings: Any) -> ConsolidationConfig:
         return cls(
-            window=timedelta(days=settings.consolidation_window_days),
-            lookback=timedelta(days=settings.consolidation_lookback_days),
-            min_similarity=settings.consolidation_min_similarity,
-            max_candidates=settings.consolidation_max_candidates,
-            max_pairs=settings.consolidation_max_pairs,
-            max_clusters=settings.consolidation_max_clusters,
-            max_cluster_size=settings.consolidation_max_cluster_size,
-            fingerprint_ttl=timedelta(days=settings.consolidation_fingerprint_days),
+            window=timedelta(days=settings.lifecycle.consolidation_window_days),
+            lookback=timedelta(days=settings.lifecycle.consolidation_lookback_days),
+            min_similarity=settings.lifecycle.consolidation_min_similarity,
+            max_candidates=settings.lifecycle.consolidation_max_candidates,
+            max_pairs=settings.lifecycle.consolidation_max_pairs,
+            max_clusters=settings.lifecycle.consolidation_max_clusters,
+            max_cluster_size=settings.lifecycle.consolidation_max_cluster_size,
+            fingerprint_ttl=timedelta(days=settings.lifecycle.consolidation_fingerprint_days),
         )
 
 

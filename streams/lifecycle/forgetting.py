@@ -64,12 +64,12 @@ class ForgetConfig:
     @classmethod
     def from_settings(cls, settings: Any) -> ForgetConfig:
         return cls(
-            ttl_days=settings.ttl_days, ttl_importance_max=settings.ttl_importance_max,
-            purge_after_days=settings.purge_after_days,
-            archive_weight_min=settings.archive_weight_min,
-            archive_unused_days=settings.archive_unused_days,
-            archive_retention_days=settings.archive_retention_days, memory_cap=settings.memory_cap,
-            max_changes=settings.lifecycle_max_changes,
+            ttl_days=settings.lifecycle.ttl_days, ttl_importance_max=settings.lifecycle.ttl_importance_max,
+            purge_after_days=settings.lifecycle.purge_after_days,
+            archive_weight_min=settings.lifecycle.archive_weight_min,
+            archive_unused_days=settings.lifecycle.archive_unused_days,
+            archive_retention_days=settings.lifecycle.archive_retention_days, memory_cap=settings.lifecycle.memory_cap,
+            max_changes=settings.lifecycle.lifecycle_max_changes,
         )
 
 

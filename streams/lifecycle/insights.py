@@ -55,9 +55,9 @@ class InsightConfig:
 
     @classmethod
     def from_settings(cls, settings: Any) -> InsightConfig:
-        return cls(interval=timedelta(hours=settings.insight_interval_hours),
-                   activity_items=settings.insight_activity_items,
-                   semantic_items=settings.insight_semantic_items)
+        return cls(interval=timedelta(hours=settings.lifecycle.insight_interval_hours),
+                   activity_items=settings.lifecycle.insight_activity_items,
+                   semantic_items=settings.lifecycle.insight_semantic_items)
 
 
 def _item(memory: Memory) -> dict[str, str]:

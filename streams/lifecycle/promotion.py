@@ -78,14 +78,14 @@ class PromotionConfig:
 
     @classmethod
     def from_settings(cls, settings: Any) -> PromotionConfig:
-        return cls(min_repeats=settings.promotion_min_repeats,
-                   window=timedelta(days=settings.promotion_window_days),
-                   min_similarity=settings.promotion_min_similarity,
-                   canonical_similarity=settings.promotion_canonical_similarity,
-                   min_trust=settings.promotion_min_trust,
-                   review_below=settings.promotion_review_below,
-                   pattern_lift=settings.promotion_pattern_lift,
-                   max_per_run=settings.promotion_max_per_run)
+        return cls(min_repeats=settings.lifecycle.promotion_min_repeats,
+                   window=timedelta(days=settings.lifecycle.promotion_window_days),
+                   min_similarity=settings.lifecycle.promotion_min_similarity,
+                   canonical_similarity=settings.lifecycle.promotion_canonical_similarity,
+                   min_trust=settings.lifecycle.promotion_min_trust,
+                   review_below=settings.lifecycle.promotion_review_below,
+                   pattern_lift=settings.lifecycle.promotion_pattern_lift,
+                   max_per_run=settings.lifecycle.promotion_max_per_run)
 
 
 def is_canonical(memory: Memory) -> bool:

@@ -88,8 +88,8 @@ class LifecycleRunner:
     def from_settings(cls, settings: Any, store: MemoryStore, schedule: Table,
                       passes: Sequence[LifecyclePass], outputs: Outputs) -> LifecycleRunner:
         return cls(store, schedule, passes, outputs,
-                   period=timedelta(hours=settings.lifecycle_period_hours),
-                   idle_users_per_record=settings.lifecycle_users_per_record)
+                   period=timedelta(hours=settings.lifecycle.lifecycle_period_hours),
+                   idle_users_per_record=settings.lifecycle.lifecycle_users_per_record)
 
     async def after_record(self, partition: int, user_id: str | None, ts: datetime | None,
                            offset: int) -> list[MemoryEvent]:

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.lifecycle.runner import service_passes
 from streams.observability import metrics
 from streams.pipeline import commands, dedup, ingest
