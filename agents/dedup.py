@@ -19,9 +19,9 @@ from streams.proactivity import ProactivityPolicy
 
 def register(app: MemstreamApp, passes: Sequence[LifecyclePass] = ()) -> AgentT:
     """The dedup agent; after each record it runs the lifecycle (`service_passes`, and `passes`)."""
-    lifecycle = LifecycleRunner.from_settings(
-        app.settings, app.store, app.tables.lifecycle,
-        [*service_passes(app.settings, app.services), *passes], app.outputs)
+    lifecycle = LifecycleRunner.of(
+        app.settings.lifecycle, app.store, app.tables.lifecycle,
+        [*service_passes(app.settings.lifecycle, app.services), *passes], app.outputs)
     stage = DedupStage(app.store, app.services.embed, app.services.llm, app.outputs,
                        record_scope=event_scope_of,
                        lifecycle=lifecycle if app.settings.lifecycle.lifecycle_enabled else None,

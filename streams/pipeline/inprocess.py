@@ -117,9 +117,9 @@ class InProcessPipeline:
         self.ingest_stage = IngestStage(settings, self.sealed.ingest, self.services.llm, outputs,
                                         embed=self.services.embed)
         self.lifecycle_table: dict[Any, Any] = {}
-        self.lifecycle = LifecycleRunner.from_settings(
-            settings, self.store, self.lifecycle_table,
-            [*service_passes(settings, self.services), *passes], outputs)
+        self.lifecycle = LifecycleRunner.of(
+            settings.lifecycle, self.store, self.lifecycle_table,
+            [*service_passes(settings.lifecycle, self.services), *passes], outputs)
         self.dedup_stage = DedupStage(self.store, self.services.embed, self.services.llm, outputs,
                                       lifecycle=self.lifecycle if settings.lifecycle.lifecycle_enabled else None,
                                       proactivity=ProactivityPolicy.from_settings(settings))
