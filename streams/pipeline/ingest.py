@@ -110,7 +110,7 @@ class IngestStage:
         self.llm = llm
         self.outputs = outputs
         self.facts = FactPipeline(settings)
-        self.episodes = rules_from(settings)
+        self.episodes = rules_from(settings.episodic, settings.write)
 
     async def with_vectors(self, plans: Sequence[TurnPlan]) -> None:
         """Give the plans' candidates their vectors, every text embedded once in one model
