@@ -109,7 +109,7 @@ class IngestStage:
         self.tables = tables
         self.llm = llm
         self.outputs = outputs
-        self.facts = FactPipeline(settings)
+        self.facts = FactPipeline(settings.write)
         self.episodes = rules_from(settings.episodic, settings.write)
 
     async def with_vectors(self, plans: Sequence[TurnPlan]) -> None:
