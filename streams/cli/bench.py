@@ -15,7 +15,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.console import Console
 
-from streams.app.settings import get_settings
+from streams.settings import get_settings
 from streams.cli.common import ApiOpt, JsonOpt, console
 
 bench_app = typer.Typer(help="Benchmarks that replay data sets through the running pipeline.")
@@ -139,10 +139,10 @@ def bench_query(
 
     settings = get_settings()
     report = run_query_bench(memories, rounds=rounds, top_k=top_k, budget_tokens=budget_tokens,
-                             cache_dir=settings.data_dir / "bench-cache",
+                             cache_dir=settings.kafka.data_dir / "bench-cache",
                              embedder=settings_embedder(settings),  # the worker's (EMBEDDER)
                              embed_max=embed_max, store_max=store_max, console=console,
-                             retrieval=Retrieval.from_settings(settings), after_write=after_write)
+                             retrieval=Retrieval.of(settings.read), after_write=after_write)
     _show(report, as_json, render)
 
 
@@ -179,7 +179,7 @@ def bench_embedder(
 
     s = get_settings()
     report = run_embedder_bench(files, kinds, texts=texts, single=single, rounds=rounds,
-                                batch_size=s.embed_batch_size, cache_dir=models_dir(s),
+                                batch_size=s.embedding.embed_batch_size, cache_dir=models_dir(s),
                                 console=console)
     _show(report, as_json, render)
 

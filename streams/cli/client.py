@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from streams.app.settings import get_settings
+from streams.settings import get_settings
 from streams.cli.common import ApiOpt, BrokerOpt, JsonOpt, api_url, broker_url, console, progress
 from streams.cli.keys import master_key, with_kept_master_key
 
@@ -46,7 +46,7 @@ def send(
         raise typer.Exit(2)
 
     async def go() -> dict:
-        async with AsyncMemstreamClient(broker_url(broker), kafka_security=client_kwargs(get_settings())) as client:
+        async with AsyncMemstreamClient(broker_url(broker), kafka_security=client_kwargs(get_settings().kafka)) as client:
             sent = await client.send_turn(turn)
         return {"topic": sent.topic, "partition": sent.partition, "offset": sent.offset,
                 "user_id": turn.user_id, "thread_id": turn.thread_id, "turn_id": turn.turn_id}
@@ -83,7 +83,7 @@ def replay(
     async def go() -> None:
         from streams.tools.client import TurnProducer
 
-        async with TurnProducer(broker_url(broker), get_settings().kafka_one_record_batches) as producer:
+        async with TurnProducer(broker_url(broker), get_settings().kafka.kafka_one_record_batches) as producer:
             with progress() as bar:
                 task = bar.add_task("replaying turns", total=len(turns))
                 pending = []
@@ -141,7 +141,7 @@ def watch(
     async def from_topic() -> None:
         settings = with_kept_master_key(get_settings())
         master = master_key(settings)
-        unsealer = TopicUnsealer(broker_url(broker), settings.app_id, master) if master else None
+        unsealer = TopicUnsealer(broker_url(broker), settings.kafka.app_id, master) if master else None
         async for _key, raw in read_topic(broker_url(broker), MEMORY_EVENTS, from_beginning=from_beginning):
             try:
                 parsed = MemoryEvent.model_validate(raw)

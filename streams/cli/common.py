@@ -14,7 +14,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from streams.app.settings import get_settings
+from streams.settings import get_settings
 
 console = Console(stderr=True)
 
@@ -29,20 +29,20 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JS
 
 def broker_url(broker: str | None) -> str:
     """`--broker`, else KAFKA_BROKER_URL (or the embedded broker's address)."""
-    return broker or get_settings().broker_url
+    return broker or get_settings().kafka.broker_url
 
 
 def api_url(api: str | None) -> str:
     """`--api`, else http://WEB_HOST:WEB_PORT."""
     settings = get_settings()
-    return api or f"http://{settings.web_host}:{settings.web_port}"
+    return api or f"http://{settings.api.web_host}:{settings.api.web_port}"
 
 
 def setup_logging() -> None:
     """Logging as LOG_LEVEL says (the service's commands call it first)."""
     from streams.observability.logs import configure
 
-    configure(get_settings().log_level)
+    configure(get_settings().observability.log_level)
 
 
 def progress() -> Progress:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from streams.app.settings import Settings, get_settings
+from streams.settings import Settings, get_settings
 from streams.cli.common import BrokerOpt, broker_url, console
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ def dev_admin_entries(settings: Settings) -> list[KeyEntry]:
     path = auth.dev_key_path(settings)
     key = auth.dev_admin_key(settings)
     console.print(f"[yellow]no API keys configured[/]: an admin key ({auth.masked(key)}) is in "
-                  f"{path}; the admin page is http://{settings.web_host}:{settings.web_port}/admin")
+                  f"{path}; the admin page is http://{settings.api.web_host}:{settings.api.web_port}/admin")
     return [auth.entry_for(key, "admin", "admin")]
 
 
@@ -39,19 +39,19 @@ def with_kept_master_key(settings: Settings, make: bool = False) -> Settings:
     """With no master key configured, the one `memstream run` keeps in DATA_DIR/master-key
     (mode 0600; made first when `make`). `memstream worker` never makes one: every worker of a
     deployment needs the same key."""
-    if settings.memstream_master_key is not None or settings.master_key_file is not None:
+    if settings.privacy.memstream_master_key is not None or settings.privacy.master_key_file is not None:
         return settings
-    path = Path(settings.data_dir) / "master-key"
+    path = Path(settings.kafka.data_dir) / "master-key"
     if make and not path.exists():
         _write_private(path, new_master_key())
-    return settings.model_copy(update={"master_key_file": path}) if path.exists() else settings
+    return settings.with_values(master_key_file=path) if path.exists() else settings
 
 
 def master_key(settings: Settings) -> bytes | None:
     """The master key the settings give (None: none configured)."""
     from streams.privacy.crypto import master_key_of
 
-    return master_key_of(settings)
+    return master_key_of(settings.privacy)
 
 
 def new_master_key() -> str:
@@ -113,16 +113,16 @@ def keys_rotate(
     from streams.tools.unseal import changelog_topic
 
     settings = get_settings()
-    old = master_keys_of(settings)
+    old = master_keys_of(settings.privacy)
     if old is None:
         console.print("[red]no master key configured: set MEMSTREAM_MASTER_KEY or MASTER_KEY_FILE "
                       "to the current one[/]")
         raise typer.Exit(2)
     new = decode_key(new_key_file.read_text(encoding="utf-8"))
     masters = MasterKeys(new, tuple(k for k in old.accepted if k != new))
-    topic = changelog_topic(settings.app_id, "user_keys")
+    topic = changelog_topic(settings.kafka.app_id, "user_keys")
     try:
-        report = asyncio.run(rotate_changelog(broker_url(broker), topic, masters, settings.app_id,
+        report = asyncio.run(rotate_changelog(broker_url(broker), topic, masters, settings.kafka.app_id,
                                               check_group=not workers_stopped))
     except (WorkersRunning, UnwrappableKeys) as exc:
         console.print(f"[red]{exc}[/]; nothing was changed")

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from streams.app.settings import get_settings
+from streams.settings import get_settings
 from streams.cli.common import console, setup_logging
 from streams.cli.keys import dev_admin_entries, with_kept_master_key
 
@@ -22,21 +22,21 @@ def run() -> None:
     setup_logging()
     settings = get_settings()
     broker = None
-    if settings.broker_is_embedded:
+    if settings.kafka.broker_is_embedded:
         from streams.tools.broker import EmbeddedBroker
 
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        broker = EmbeddedBroker(settings.embedded_broker_port, settings.data_dir / "broker.log").start()
+        settings.kafka.data_dir.mkdir(parents=True, exist_ok=True)
+        broker = EmbeddedBroker(settings.kafka.embedded_broker_port, settings.kafka.data_dir / "broker.log").start()
         # The embedded broker keeps nothing on disk, so local table state from an earlier run
         # would describe topics that no longer exist.
-        _reset_tables(settings.data_dir)
+        _reset_tables(settings.kafka.data_dir)
         console.print(f"[green]embedded broker[/] on {broker.url} (memory storage)")
     try:
         from streams.app.worker import run_worker
 
         extra_keys = dev_admin_entries(settings)
         settings = with_kept_master_key(settings, make=True)
-        console.print(f"[green]worker[/] web API on http://{settings.web_host}:{settings.web_port}")
+        console.print(f"[green]worker[/] web API on http://{settings.api.web_host}:{settings.api.web_port}")
         run_worker(settings, extra_keys)
     finally:
         if broker is not None:
@@ -75,7 +75,7 @@ def broker(port: Annotated[int, typer.Option(help="Port to listen on.")] = 9092)
     from topics.names import ALL_TOPICS
 
     with EmbeddedBroker(port) as b:
-        ensure_topics(b.url, ALL_TOPICS, get_settings().topic_partitions)
+        ensure_topics(b.url, ALL_TOPICS, get_settings().kafka.topic_partitions)
         console.print(f"embedded broker on {b.url}; topics created. Ctrl-C to stop.")
         try:
             signal.sigwait({signal.SIGINT, signal.SIGTERM})

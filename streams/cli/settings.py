@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from streams.app.settings import get_settings
+from streams.settings import get_settings
 
 settings_app = typer.Typer()
 
@@ -19,15 +19,17 @@ def settings(
     """Show the effective settings (from the environment; secrets masked)."""
     from pydantic import SecretStr
 
-    from streams.app.settings import Settings
+    from streams.settings import Settings
 
     if markdown:
-        from streams.app.settings_docs import markdown as configuration_page
+        from streams.settings.docs import markdown as configuration_page
 
         sys.stdout.write(configuration_page())
         return
     current = get_settings()
-    for name in Settings.model_fields:
-        value = getattr(current, name)
-        shown = "****" if isinstance(value, SecretStr) and value.get_secret_value() else value
-        print(f"{name.upper()}={'' if shown is None else shown}")
+    for section in Settings.model_fields:
+        values = getattr(current, section)
+        for name in type(values).model_fields:
+            value = getattr(values, name)
+            shown = "****" if isinstance(value, SecretStr) and value.get_secret_value() else value
+            print(f"{name.upper()}={'' if shown is None else shown}")

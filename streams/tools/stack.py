@@ -25,7 +25,7 @@ from typing import Any
 import aiohttp
 
 from streams.api import auth
-from streams.app.settings import get_settings
+from streams.settings import get_settings
 from streams.app.topic_admin import create_topics
 from streams.errors import BrokerError
 from streams.privacy.crypto import decode_key, encode_key, new_key
@@ -44,7 +44,7 @@ class Stack:
     broker_url: str
     api_url: str
     one_record_batches: bool = field(
-        default_factory=lambda: get_settings().kafka_one_record_batches)
+        default_factory=lambda: get_settings().kafka.kafka_one_record_batches)
     """Whether the bench's producers send one record per batch (KAFKA_ONE_RECORD_BATCHES: only
     for a broker whose ListOffsets is wrong after multi-record batches and not corrected)."""
     api_key: str | None = None  # None: the client's default (MEMSTREAM_API_KEY)
