@@ -16,8 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from streams.app.settings import Settings
-from streams.memory.consent import ConsentConfig
-from streams.memory.dedup import DedupConfig
+from streams.memory.config import ConsentConfig, DedupConfig
 from streams.observability import metrics
 from streams.providers.embedders import Embedder, EmbedderProfile, create_embedder
 from streams.providers.embedders.configured import build_embedder, embedder_key, embedder_profile

@@ -7,8 +7,6 @@ the index, and announces it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,14 +15,13 @@ from streams.memory.applied import Applied
 from streams.memory.documents import candidate_id, keys_match, merged_memory, new_memory, same_text
 from streams.memory.linking import link
 from streams.memory.model import Memory
+from streams.memory.state import MemoryState
+from streams.memory.supersede import supersede
 from streams.memory.tables import candidate_key
 from streams.memory.vector_index import UserIndex
 from streams.observability import metrics
 from topics.candidates import Candidate
 from topics.events import MemoryEvent
-
-if TYPE_CHECKING:
-    from streams.memory.state import MemoryState
 
 
 def apply_candidate(state: MemoryState, candidate: Candidate, vector: np.ndarray,
@@ -170,14 +167,3 @@ def keyed_decision(candidate: Candidate, user_index: UserIndex) -> dedup.DedupDe
     if same_text(memory.summary, fact.summary):
         return dedup.DedupDecision(dedup.Action.update, memory, 1.0, "same_entity_key")
     return dedup.DedupDecision(dedup.Action.supersede, memory, 1.0, "entity_key_changed")
-
-
-def supersede(state: MemoryState, old: Memory, new: Memory, thread_id: str, ts: datetime) -> MemoryEvent:
-    """Never overwrite silently: the old memory stays, superseded, with `valid_to`, linked."""
-    changed = old.model_copy(update={
-        "state": "superseded", "valid_to": ts, "superseded_by": new.id, "updated_at": ts,
-        "pending_change": None,
-        "related_ids": sorted({*old.related_ids, new.id}), "version": old.version + 1,
-    })
-    state.store(changed)
-    return state.announce("superseded", changed, thread_id, ts, {"superseded_by": new.id}, old=old)

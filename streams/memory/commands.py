@@ -7,8 +7,7 @@ except `purge_user`, which a replay applies again (`streams.memory.purge`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -18,14 +17,12 @@ from streams.memory.applied import Applied
 from streams.memory.blocked_topics import set_topic_blocked
 from streams.memory.model import Memory
 from streams.memory.purge import purge_command
+from streams.memory.state import MemoryState
 from streams.memory.tables import command_key
 from streams.memory.vector_index import encode_vector
 from streams.proactivity.policy import record_feedback
 from topics.commands import Command
 from topics.events import MemoryEvent
-
-if TYPE_CHECKING:
-    from streams.memory.state import MemoryState
 
 
 RESTORABLE = ("soft_deleted", "archived")
@@ -34,14 +31,6 @@ RESTORABLE = ("soft_deleted", "archived")
 
 class CommandError(MemstreamError, ValueError):
     """A command that names a memory the user does not have, or is otherwise inapplicable."""
-
-
-@dataclass(frozen=True)
-class CommandConfig:
-    """How a described memory ("forget my old address") is matched to stored ones."""
-
-    match_min: float = 0.5
-    match_max: int = 3
 
 
 def apply_command(state: MemoryState, cmd: Command, vector: np.ndarray | None) -> Applied:

@@ -5,7 +5,7 @@ by its entity key) that the user states in the first person in chat ("I moved to
 me Sam") applies at once: their own words are the explicit chat acknowledgement seed 001 §10
 asks for (`streams.write.statements`). Any other change of one — inferred by a model, reported
 ("my friend says I live in …"), or in the assistant's words — is not applied: it is kept as a
-proposal, pending for `ConsentConfig.proposal_ttl` of event time, and applied only by a
+proposal, pending for `ConsentConfig.proposal_ttl` (`streams.memory.config`) of event time, and applied only by a
 `consent` command (the registry's accept route, or an acknowledgement said in chat right after
 it, "yes, update it"). While it waits, the current memory carries it as `pending_change`, so a
 reader never serves the old value as settled. A change of a *benign* field (tone, goals)
@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -33,6 +33,8 @@ from streams.memory.applied import Applied
 from streams.memory.documents import keys_match, new_memory, same_text
 from streams.memory.linking import link
 from streams.memory.model import Memory, PendingChange
+from streams.memory.state import MemoryState
+from streams.memory.supersede import supersede
 from streams.memory.tables import composite_key
 from streams.memory.users import note_turn, user_info
 from streams.memory.vector_index import decode_vector, encode_vector
@@ -42,45 +44,11 @@ from topics.commands import Command
 from topics.events import MemoryEvent
 from topics.turns import Role, Turn
 
-if TYPE_CHECKING:
-    from streams.memory.state import MemoryState
-
-SENSITIVE_FIELDS: Mapping[str, str] = {
-    "profile:name": "preferred_name", "profile:pronouns": "pronouns",
-    "profile:home:city": "city", "profile:language": "language",
-}
-"""Entity key -> field name of the fields whose changes need consent (seed 001 §10)."""
-BENIGN_FIELDS: Mapping[str, str] = {"profile:tone": "tone", "profile:goals": "goals"}
-"""Entity key -> field name of the fields whose changes need corroboration."""
-
 Decision = Literal["proposed", "applied", "rejected", "expired", "replaced", "corroborated"]
 
 
 class ConsentError(MemstreamError, ValueError):
     """A consent command for a proposal the user does not have (or no longer has)."""
-
-
-@dataclass(frozen=True)
-class ConsentConfig:
-    """Which profile fields need consent or corroboration, and how long a proposal waits."""
-
-    enabled: bool = True
-    sensitive: Mapping[str, str] = field(default_factory=lambda: dict(SENSITIVE_FIELDS))
-    benign: Mapping[str, str] = field(default_factory=lambda: dict(BENIGN_FIELDS))
-    proposal_ttl: timedelta = timedelta(days=7)
-    ack_window: timedelta = timedelta(minutes=30)
-    trusted_sources: frozenset[str] = frozenset({"external"})
-    trusted_confidence: float = 1.0
-
-    def field_of(self, entity_key: str | None) -> tuple[str, str] | None:
-        """(field, "sensitive" | "benign") of an entity key that consent governs."""
-        if not self.enabled or not entity_key:
-            return None
-        for kind, fields in (("sensitive", self.sensitive), ("benign", self.benign)):
-            for key, name in fields.items():
-                if keys_match(key, entity_key):
-                    return name, kind
-        return None
 
 
 @dataclass
@@ -233,8 +201,6 @@ def _acknowledged(pending: Mapping[str, dict[str, Any]], cmd: Command,
 
 def _apply_proposal(state: MemoryState, proposal: dict[str, Any], cmd: Command) -> list[MemoryEvent]:
     """Make the change the proposal held back: the new value current, the old one superseded."""
-    from streams.memory.candidates import supersede  # candidates imports this module
-
     candidate = Candidate.model_validate(proposal["candidate"])
     vector = decode_vector(proposal["vector_b64"])
     if state.memory(proposal["memory_id"]) is not None:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
 from typing import Mapping, Sequence
@@ -10,7 +10,6 @@ from typing import Mapping, Sequence
 import Stemmer
 
 from streams.providers.embedders import EmbedderProfile
-from streams.memory.consent import ConsentConfig
 from streams.memory.model import Memory
 
 
@@ -18,23 +17,6 @@ class Action(str, Enum):
     create = "create"
     update = "update"
     supersede = "supersede"  # same fact, changed value: new memory current, old one superseded
-
-
-@dataclass(frozen=True)
-class DedupConfig:
-    """How candidates are matched to a user's memories: the embedder profile's bands, how many
-    neighbours are searched, the episodic merge window, whether the heuristics may decide a
-    same-fact check, and the score from which neighbours are linked; and the consent policy for
-    profile changes (`streams.memory.consent`)."""
-
-    profile: EmbedderProfile
-    neighbours_k: int = 10
-    episodic_merge_window: timedelta = timedelta(hours=72)
-    use_heuristics: bool = True
-    link_min: float = 0.6
-    write_rate_limit_per_hour: int = 0
-    """New memories per user per event-time hour before they are down-ranked (0: no limit)."""
-    consent: ConsentConfig = field(default_factory=ConsentConfig)
 
 
 @dataclass(frozen=True)

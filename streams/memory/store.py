@@ -24,7 +24,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from streams.memory import users
-from streams.memory.dedup import DedupConfig
+from streams.memory.config import DedupConfig
 from streams.memory.model import Memory
 from streams.memory.state import MemoryState
 from streams.memory.tables import MemoryTables, key_text

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from streams.app.settings import Settings
-from streams.memory.dedup import DedupConfig
+from streams.memory.candidates import apply_candidate
+from streams.memory.config import DedupConfig
 from streams.memory.model import Memory
 from streams.memory.state import MemoryState
 from streams.memory.vector_index import VectorIndex
@@ -62,7 +63,7 @@ class Memories:
             fact = {"category": "Conversation_Summary", "tags": ["episode"], **fact}
         candidate = Candidate(turn=turn, fact=Fact(type=type, summary=summary, **fact),  # type: ignore[arg-type]
                               fact_index=0, fact_count=1, confidence=0.9)
-        applied = self.state.apply(candidate, self.vector(summary))
+        applied = apply_candidate(self.state, candidate, self.vector(summary))
         memory = self.state.memory(applied.memory_id)
         assert memory is not None
         return memory
