@@ -7,6 +7,7 @@ the index, and announces it.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 
 import numpy as np
 
@@ -93,7 +94,7 @@ def _apply(state: MemoryState, candidate: Candidate, vector: np.ndarray,
             outcome, memory = "duplicate", existing
         else:
             outcome, memory = "created", new_memory(candidate, cid, vector)
-            if _budgeted(decision, memory) and not write_budget.within(
+            if _budgeted(decision, memory) and not _within_budget(
                     user_index, turn.ts, state.config.write_rate_limit_per_hour):
                 memory = write_budget.down_ranked(memory)
                 meta = {**meta, "write_budget": "over"}
@@ -124,6 +125,15 @@ def _budgeted(decision: dedup.DedupDecision, memory: Memory) -> bool:
     episode (seed 002 caps hot-path writes only)."""
     return (decision.action is dedup.Action.create and not memory.pinned
             and memory.type != "episodic")
+
+
+def _within_budget(user_index: UserIndex, ts: datetime, limit: int) -> bool:
+    """Whether a new memory at event time `ts` fits the user's write budget
+    (`streams.memory.write_budget`): fewer than `limit` of their memories that
+    `write_budget.spends` were created in the hour up to `ts`. `limit` 0: no budget."""
+    if limit <= 0:
+        return True
+    return user_index.count_created(ts - write_budget.WINDOW, ts) < limit
 
 
 def check_band(state: MemoryState, candidate: Candidate, vector: np.ndarray) -> list[Memory]:

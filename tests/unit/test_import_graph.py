@@ -3,7 +3,8 @@
 The graph is read from the source by `tests/import_graph.py`: every import that runs, at the top
 of a file or inside a function, so a local import cannot hide a loop; imports under
 `if TYPE_CHECKING:` never run and do not count. A package is `streams.<sub>` for the modules under
-`streams/<sub>/`, `streams` for `streams/__init__.py` and `streams/errors.py`, and `agents`,
+`streams/<sub>/`, `streams` for the root modules (`streams/__init__.py`,
+`streams/errors.py`, `streams/tables.py`), and `agents`,
 `topics`, `sinks` as wholes.
 """
 from __future__ import annotations

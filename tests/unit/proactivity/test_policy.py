@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from streams.proactivity.policy import ProactivityPolicy, record_feedback
+from streams.memory.users import record_proactivity_feedback as record_feedback
+from streams.proactivity.policy import ProactivityPolicy
 from streams.memory.model import Memory
 
 T0 = datetime(2023, 5, 1, 9, 0, tzinfo=timezone.utc)
