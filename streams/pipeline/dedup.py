@@ -40,7 +40,7 @@ from streams.privacy.payloads import open_record
 from streams.privacy.sealed import Sealer
 from streams.proactivity import ProactivityPolicy
 from streams.providers.embedders import Embed
-from streams.providers.llm import GuardedLLM
+from streams.guarded.llm import GuardedLLM
 from topics.candidates import CANDIDATE_RECORD, Candidate, ChatCommand
 from topics.progress import TurnProgress
 

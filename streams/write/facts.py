@@ -16,7 +16,7 @@ from topics.commands import Command
 from topics.turns import Turn
 
 if TYPE_CHECKING:
-    from streams.providers.llm import GuardedLLM
+    from streams.guarded.llm import GuardedLLM
 
 
 @dataclass

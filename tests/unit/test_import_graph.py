@@ -20,7 +20,8 @@ class Pending:
 
     owner: str
     within: frozenset[str] = frozenset()
-    """A cycle whose packages are all among these is theirs."""
+    """Imports from one of these packages into another are not counted, and a module cycle
+    inside them is theirs."""
     into: str | None = None
     """Imports of this module are not counted (it is becoming a leaf)."""
 
@@ -31,18 +32,29 @@ PENDING_ELSEWHERE = {
     Pending("settings (lead): streams.app.settings becomes a leaf package", into="streams.app.settings"),
     Pending("topology: the web layer builds its state", within=frozenset({"streams.api", "streams.app"})),
     Pending("topology: the stages declared in one module", within=frozenset({"agents", "streams.app"})),
+    Pending("topology: the in-process runner built like the factory (streams/pipeline/inprocess.py"
+            " imports streams.app.services; the app imports the pipeline)",
+            within=frozenset({"streams.pipeline", "streams.app"})),
     Pending("CLI: the benches out of the service package",
             within=frozenset({"streams.eval", "streams.tools"})),
 }
 
 
 def _graph() -> dict[str, frozenset[str]]:
-    return module_graph(ignored=[p.into for p in PENDING_ELSEWHERE if p.into])
+    """The module graph without the imports `PENDING_ELSEWHERE` leaves to others."""
+    graph = module_graph(ignored=[p.into for p in PENDING_ELSEWHERE if p.into])
+    groups = [p.within for p in PENDING_ELSEWHERE if p.within]
+
+    def theirs(a: str, b: str) -> bool:
+        pa, pb = package_of(a), package_of(b)
+        return pa != pb and any(pa in g and pb in g for g in groups)
+
+    return {m: frozenset(t for t in targets if not theirs(m, t)) for m, targets in graph.items()}
 
 
-def _pending(members: tuple[str, ...], packages: bool) -> bool:
-    owned = {m if packages else package_of(m) for m in members}
-    return any(p.within and owned <= p.within for p in PENDING_ELSEWHERE)
+def _pending(members: tuple[str, ...]) -> bool:
+    """Whether a module cycle lies inside the packages of one allowance."""
+    return any(p.within and {package_of(m) for m in members} <= p.within for p in PENDING_ELSEWHERE)
 
 
 def _report(kind: str, found: list[Cycle]) -> str:
@@ -51,13 +63,25 @@ def _report(kind: str, found: list[Cycle]) -> str:
 
 
 def test_no_module_imports_itself_through_others():
-    found = [c for c in cycles(_graph()) if not _pending(c.members, packages=False)]
+    found = [c for c in cycles(_graph()) if not _pending(c.members)]
     assert not found, _report("modules", found)
 
 
 def test_no_package_imports_itself_through_others():
-    found = [c for c in cycles(package_graph(_graph())) if not _pending(c.members, packages=True)]
+    found = cycles(package_graph(_graph()))
     assert not found, _report("packages", found)
+
+
+def test_every_allowance_is_still_a_knot():
+    """Whoever unties a knot deletes its allowance: the list only shrinks."""
+    graph = module_graph()
+    packages = package_graph(graph)
+    for pending in PENDING_ELSEWHERE:
+        if pending.into:
+            assert any(pending.into in targets for targets in graph.values()), pending
+        if pending.within:
+            inside = {p: t & pending.within for p, t in packages.items() if p in pending.within}
+            assert cycles(inside), f"no cycle left among {sorted(pending.within)}: delete {pending}"
 
 
 def test_the_graph_sees_local_imports_and_skips_type_checking(tmp_path):

@@ -20,7 +20,8 @@ from streams.pipeline.tables import stage_tables
 from streams.privacy.crypto import new_key
 from streams.privacy.sealed import TABLE_OWNERS
 from streams.providers.embedders import MINILM_PROFILE
-from streams.providers.llm import AnthropicProvider, GuardedLLM
+from streams.guarded.llm import GuardedLLM
+from streams.providers.llm import AnthropicProvider
 from tests.unit.providers.conftest import (  # noqa: F401 - fake_api is a fixture
     AMPLE_BUDGETS,
     FakeMessagesAPI,
