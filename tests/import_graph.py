@@ -110,7 +110,8 @@ def module_graph(root: Path = ROOT, type_checking: bool = False,
 
 def package_of(module: str) -> str:
     """`streams.<sub>` for a module under `streams/<sub>/`; `streams` for the root modules
-    (`streams/__init__.py`, `streams/errors.py`, `streams/tables.py`); `agents`, `topics`, `sinks` as wholes."""
+    (`streams/__init__.py`, `streams/errors.py`, `streams/tables.py`); `agents`, `topics`,
+    `sinks` as wholes."""
     parts = module.split(".")
     if module == "streams.__main__":
         return module  # the CLI's entry point (`python -m streams`), which nothing imports

@@ -5,7 +5,7 @@ by its entity key) that the user states in the first person in chat ("I moved to
 me Sam") applies at once: their own words are the explicit chat acknowledgement seed 001 §10
 asks for (`streams.write.statements`). Any other change of one — inferred by a model, reported
 ("my friend says I live in …"), or in the assistant's words — is not applied: it is kept as a
-proposal, pending for `ConsentConfig.proposal_ttl` (`streams.memory.config`) of event time, and applied only by a
+proposal, pending for `ConsentConfig.proposal_ttl` of event time, and applied only by a
 `consent` command (the registry's accept route, or an acknowledgement said in chat right after
 it, "yes, update it"). While it waits, the current memory carries it as `pending_change`, so a
 reader never serves the old value as settled. A change of a *benign* field (tone, goals)

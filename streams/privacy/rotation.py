@@ -10,8 +10,8 @@ table then holds only keys the new master key unwraps.
 
 It runs with the workers stopped (`streams.tools.key_rotation.WorkersRunning` while the app's
 consumer group lists members; the embedded broker, Tansu, never drops a member that left, so
-there the operator says so): a running worker keeps its own copy of the table, and may write a user's record (a shred!) between the read and the write here,
-which the rotation would then undo. The workers are started again with `NEW,OLD` as master keys
+there the operator says so): a running worker keeps its own copy of the table, and may write a
+user's record (a shred!) between the read and the write, which the rotation would then undo. The workers are started again with `NEW,OLD` as master keys
 (`streams.privacy.crypto.decode_keys`: the first wraps, each unwraps), so a key still wrapped by
 the old one (a rotation stopped half-way) and a command sealed in transit with it still open;
 once the rotation has run to the end and those commands are consumed, `NEW` alone. The steps are

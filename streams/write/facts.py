@@ -17,9 +17,9 @@ from topics.turns import Turn
 
 
 class FactsLLM(Protocol):
-    """The two questions `FactPipeline.afacts` asks a model, each always answered (by the rules when the
-    model does not): `streams.guarded.llm.GuardedLLM`, which sits above the write rules it falls
-    back to, and so is not imported here."""
+    """The two questions `FactPipeline.afacts` asks a model, each always answered (by the rules
+    when the model does not): `streams.guarded.llm.GuardedLLM`, which sits above the write rules
+    it falls back to, and so is not imported here."""
 
     async def trigger(self, turn: Turn, context_turns: Sequence[Turn] = ()) -> TriggerDecision: ...
 
