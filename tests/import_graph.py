@@ -87,19 +87,16 @@ def _ancestors(module: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
-def module_graph(root: Path = ROOT, type_checking: bool = False,
-                 ignored: Iterable[str] = ()) -> dict[str, frozenset[str]]:
+def module_graph(root: Path = ROOT, type_checking: bool = False) -> dict[str, frozenset[str]]:
     """module → the service modules it imports (its own ancestors' `__init__` excepted); with
-    `type_checking`, the imports only the type checker runs count too. An import of an `ignored`
-    module counts for nothing (not even for the packages above it)."""
+    `type_checking`, the imports only the type checker runs count too."""
     files = module_files(root)
-    skipped = set(ignored)
     graph: dict[str, frozenset[str]] = {}
     for module, path in files.items():
         own = set(_ancestors(module))
         targets: set[str] = set()
         for name in imported_names(path, module, type_checking):
-            if name not in files or name in skipped:
+            if name not in files:
                 continue
             targets.add(name)
             targets |= {a for a in _ancestors(name) if a in files and a not in own}

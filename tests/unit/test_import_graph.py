@@ -19,18 +19,14 @@ class Pending:
     """A knot another part of issue 21 is untying on its own branch."""
 
     owner: str
-    within: frozenset[str] = frozenset()
+    within: frozenset[str]
     """Imports from one of these packages into another are not counted, and a module cycle
     inside them is theirs."""
-    into: str | None = None
-    """Imports of this module are not counted (it is becoming a leaf)."""
 
 
 # Cycles other parts of issue 21 are fixing on their branches. This must end EMPTY: whoever merges
 # the part that unties a knot deletes its line here, and the test then holds that knot shut.
 PENDING_ELSEWHERE = {
-    Pending("settings (lead): streams.app.settings becomes a leaf package", into="streams.app.settings"),
-    Pending("topology: the web layer builds its state", within=frozenset({"streams.api", "streams.app"})),
     Pending("topology: the stages declared in one module", within=frozenset({"agents", "streams.app"})),
     Pending("topology: the in-process runner built like the factory (streams/pipeline/inprocess.py"
             " imports streams.app.services; the app imports the pipeline)",
@@ -42,8 +38,8 @@ PENDING_ELSEWHERE = {
 
 def _graph() -> dict[str, frozenset[str]]:
     """The module graph without the imports `PENDING_ELSEWHERE` leaves to others."""
-    graph = module_graph(ignored=[p.into for p in PENDING_ELSEWHERE if p.into])
-    groups = [p.within for p in PENDING_ELSEWHERE if p.within]
+    graph = module_graph()
+    groups = [p.within for p in PENDING_ELSEWHERE]
 
     def theirs(a: str, b: str) -> bool:
         pa, pb = package_of(a), package_of(b)
@@ -54,7 +50,7 @@ def _graph() -> dict[str, frozenset[str]]:
 
 def _pending(members: tuple[str, ...]) -> bool:
     """Whether a module cycle lies inside the packages of one allowance."""
-    return any(p.within and {package_of(m) for m in members} <= p.within for p in PENDING_ELSEWHERE)
+    return any({package_of(m) for m in members} <= p.within for p in PENDING_ELSEWHERE)
 
 
 def _report(kind: str, found: list[Cycle]) -> str:
@@ -77,11 +73,8 @@ def test_every_allowance_is_still_a_knot():
     graph = module_graph()
     packages = package_graph(graph)
     for pending in PENDING_ELSEWHERE:
-        if pending.into:
-            assert any(pending.into in targets for targets in graph.values()), pending
-        if pending.within:
-            inside = {p: t & pending.within for p, t in packages.items() if p in pending.within}
-            assert cycles(inside), f"no cycle left among {sorted(pending.within)}: delete {pending}"
+        inside = {p: t & pending.within for p, t in packages.items() if p in pending.within}
+        assert cycles(inside), f"no cycle left among {sorted(pending.within)}: delete {pending}"
 
 
 def test_the_graph_sees_local_imports_and_skips_type_checking(tmp_path):
