@@ -25,7 +25,7 @@ def register(app: MemstreamApp, passes: Sequence[LifecyclePass] = ()) -> AgentT:
     stage = DedupStage(app.store, app.services.embed, app.services.llm, app.outputs,
                        record_scope=event_scope_of,
                        lifecycle=lifecycle if app.settings.lifecycle.lifecycle_enabled else None,
-                       proactivity=ProactivityPolicy.from_settings(app.settings))
+                       proactivity=ProactivityPolicy.of(app.settings.proactivity))
     within = app.settings.dedup.dedup_batch_within_ms / 1000
 
     async def dedup(stream):  # type: ignore[no-untyped-def]

@@ -122,11 +122,11 @@ class InProcessPipeline:
             [*service_passes(settings.lifecycle, self.services), *passes], outputs)
         self.dedup_stage = DedupStage(self.store, self.services.embed, self.services.llm, outputs,
                                       lifecycle=self.lifecycle if settings.lifecycle.lifecycle_enabled else None,
-                                      proactivity=ProactivityPolicy.from_settings(settings))
+                                      proactivity=ProactivityPolicy.of(settings.proactivity))
         self.commands_stage = CommandsStage(settings, self.store, self.services.embed, outputs)
         self.consumers = Consumers(self.ingest_stage.handle, self.dedup_stage.handle_batch,
                                    self.commands_stage.handle)
-        self.weights = ranking.weights_from_settings(settings)
+        self.weights = ranking.weights_of(settings.read)
         self.policy = load_policy(settings.read.categories_path)
 
     async def send_turn(self, turn: Turn) -> None:
@@ -157,11 +157,11 @@ class InProcessPipeline:
         recorded as the route records it (a `touch` command, applied on the next delivery)."""
         request = QueryRequest(agent=agent, query=text, top_k=top_k, **{"return": "full"})
         clock = self.store.user_clock(user_id)
-        plan = plan_query(request, user_id, self.policy, QueryLimits.from_settings(self.settings),
+        plan = plan_query(request, user_id, self.policy, QueryLimits.of(self.settings.read),
                           clock)
         vector = (await self.services.embed([plan.text]))[0]
         _, hits = execute(self.store.index().user(user_id), vector, plan, self.policy,
-                          self.weights, get_counter(), retrieval=Retrieval.from_settings(self.settings),
+                          self.weights, get_counter(), retrieval=Retrieval.of(self.settings.read),
                           curve=self.services.score_curve())
         if record_access and hits and clock is not None:
             await self.outputs.command(touch(user_id, [h.memory.id for h in hits], clock, agent))
