@@ -46,6 +46,7 @@ from benchmarks.bench_stages import (
     rss_report,
     time_embedding,
 )
+from benchmarks.bench_scale import renamed
 from benchmarks.crossval import QuestionResults, cross_validate
 from benchmarks.crossval import render_rows as crossval_rows
 from benchmarks.live_chat import (
@@ -736,14 +737,6 @@ def _reliability(points: list[Point], plot_path: Path | None, console: Console) 
     if plot_path is not None and points:
         console.print(f"reliability diagram: {plot(report, plot_path, 'memstream scores on the questions')}")
     return report
-
-
-def renamed(conv: LocomoConversation, prefix: str) -> LocomoConversation:
-    """`conv` under the user id `prefix` + its own (its turns too)."""
-    return LocomoConversation(
-        user_id=prefix + conv.user_id, speakers=conv.speakers,
-        turns=[t.model_copy(update={"user_id": prefix + t.user_id}) for t in conv.turns],
-        questions=conv.questions)
 
 
 async def states_per_user(stack: Stack, conversations: list[LocomoConversation],

@@ -52,14 +52,20 @@ def interleaved(assigned: Sequence[Sequence[int]], partitions: int) -> list[int]
     return order + [p for p in range(partitions) if p not in order]
 
 
+def renamed(conv: LocomoConversation, prefix: str) -> LocomoConversation:
+    """`conv` under the user id `prefix` + its own (its turns too)."""
+    return LocomoConversation(
+        user_id=prefix + conv.user_id, speakers=conv.speakers,
+        turns=[t.model_copy(update={"user_id": prefix + t.user_id}) for t in conv.turns],
+        questions=conv.questions)
+
+
 def spread_copies(conversations: Sequence[LocomoConversation], copies: int, partitions: int,
                   stem: str, order: Sequence[int] | None = None,
                   ) -> list[tuple[LocomoConversation, int]]:
     """Each conversation under `copies` user ids (`stem` + a tag + its own id), each copy's tag
     chosen so its user lands on the least loaded partition (ties in `order`, default 0, 1, …).
     Returns (the renamed conversation, its copy number) in conversation order."""
-    from benchmarks.bench import renamed
-
     order = list(order) if order else list(range(partitions))
     rank = {p: i for i, p in enumerate(order)}
     load = dict.fromkeys(range(partitions), 0)
