@@ -20,7 +20,7 @@ from faust.types import TopicT
 
 from streams.api.command_waiter import CommandWaiter
 from streams.api.sse import Hub
-from streams.app.faust_compat import install_transport_fixes
+from streams.app.faust_compat import use_transport_fixes
 from streams.app.kafka_security import faust_credentials
 from streams.app.services import Services
 from streams.app.settings import Settings
@@ -168,10 +168,10 @@ class MemstreamApp:
 
 def create_faust_app(settings: Settings) -> faust.App:
     """A Faust app configured from `settings` (tables on `TABLE_STORE`, web server on, Kafka
-    security from KAFKA_SECURITY_PROTOCOL and the rest: `streams.app.kafka_security`)."""
-    install_transport_fixes(settings.kafka_fetch_max_wait_ms)
+    security from KAFKA_SECURITY_PROTOCOL and the rest: `streams.app.kafka_security`), consuming
+    and producing through `streams.app.faust_compat.MemstreamTransport`."""
     one_record = 1 if settings.kafka_one_record_batches else 16384
-    return faust.App(
+    app = faust.App(
         settings.app_id,
         broker=f"kafka://{settings.broker_url}",
         broker_credentials=faust_credentials(settings),
@@ -197,6 +197,8 @@ def create_faust_app(settings: Settings) -> faust.App:
         web_in_thread=False,
         logging_config=None,
     )
+    use_transport_fixes(app, settings.kafka_fetch_max_wait_ms)
+    return app
 
 
 def create_app(settings: Settings, *, send: Sender | None = None,
