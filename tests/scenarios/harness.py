@@ -1,7 +1,7 @@
 """Replay a scripted conversation (one JSON file in `cases/`) through a worker's own stages, then
 check the final memories, their audit history and the delta header.
 
-The worker's app is built for the case (`streams.app.worker.build_worker`: in-memory tables,
+The worker's app is built for the case (`streams.worker.build_worker`: in-memory tables,
 the real local embedder) and its Faust agents run under `test_context`: every turn and command
 goes in as the raw record a producer would send, and the records the stages send each other
 (`memory.candidates`, `memory.commands`) are routed between the agents by
@@ -68,7 +68,7 @@ import numpy as np
 
 from streams.app.factory import MemstreamApp
 from streams.app.settings import Settings
-from streams.app.worker import build_worker
+from streams.worker import build_worker
 from streams.memory.consent import pending_proposals
 from streams.memory.model import Memory
 from streams.memory.state import MemoryState

@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).parents[2]
 SERVICE_PACKAGES = ("streams", "agents", "sinks", "topics")
-ENTRY_POINTS = {"streams/app/worker.py"}
+ENTRY_POINTS = {"streams/worker.py"}
 
 
 def imported_modules(path: Path) -> set[str]:

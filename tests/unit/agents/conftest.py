@@ -8,7 +8,7 @@ import pytest
 
 from streams.app.factory import MemstreamApp
 from streams.app.settings import Settings
-from streams.app.worker import build_worker
+from streams.worker import build_worker
 from streams.pipeline.inprocess import LocalTopics
 from streams.privacy.crypto import decode_key, encode_key
 from streams.privacy.payloads import open_event, open_record
