@@ -163,7 +163,7 @@ STAGES: tuple[Stage, ...] = (
           warm_up=_warm_up_dates,
           batching=Batching(lambda s: s.ingest_batch_size, lambda s: s.ingest_batch_within_ms,
                             "INGEST_BATCH_SIZE"),
-          also="the thread buffers and turn log; `memory.events` of kind `candidate`"),
+          also="the thread buffers and turn log"),
     Stage("dedup", reads=names.MEMORY_CANDIDATES,
           writes=(names.MEMORY_EVENTS, names.MEMORY_PROACTIVITY, names.MEMORY_PROGRESS),
           dead_letters=names.MEMORY_CANDIDATES_DLQ, build=_dedup, in_process=True,

@@ -4,6 +4,9 @@
 - Dependencies point one way: `agents/` (the Faust stages) use `streams/`; nothing in `streams/`
   imports `agents/` but the worker entry point, and no service code imports the tests' fakes.
 - Importing the service builds nothing: an app exists only once `create_app` is called.
+- The worker's app (`streams/app/`) never imports the web layer (`streams/api/`): the web layer
+  builds its own state (`streams/api/state.py`) and the worker entry point (`streams/worker.py`)
+  puts the two together.
 """
 from __future__ import annotations
 
@@ -42,6 +45,14 @@ def test_only_the_worker_entry_point_imports_the_stages():
         str(path.relative_to(ROOT)) for path in python_files("streams")
         if str(path.relative_to(ROOT)) not in ENTRY_POINTS
         and any(m == "agents" or m.startswith("agents.") for m in imported_modules(path))
+    ]
+    assert offenders == []
+
+
+def test_the_app_never_imports_the_web_layer():
+    offenders = [
+        str(path.relative_to(ROOT)) for path in python_files("streams/app")
+        if any(m == "streams.api" or m.startswith("streams.api.") for m in imported_modules(path))
     ]
     assert offenders == []
 
