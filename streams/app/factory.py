@@ -3,9 +3,9 @@
 Nothing here runs at import. `create_app(settings)` returns a `MemstreamApp`; the worker entry
 point (`streams.worker.build_worker`) then adds the web routes and their state
 (`streams.api.web`), the stages (`agents/`, as `streams.app.topology` declares them) and the
-timers. Tests and tools build their own app with their own
-settings, and may route the stages' output records elsewhere (`send=`, e.g. to in-process
-queues) or bring their own embedder or LLM.
+timers. Tests and tools build their own app with their own settings, and may route the stages'
+output records elsewhere (`send=`, e.g. to in-process queues) or bring their own embedder or
+LLM.
 
 Follow a turn: `chat.turns` → `agents/ingest.py` → `streams/pipeline/ingest.py` (validate,
 trigger, extract, policy) → `memory.candidates` → `agents/dedup.py` →
