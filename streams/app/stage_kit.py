@@ -1,7 +1,7 @@
 """What a worker's stages share, built one way for the worker's app and the in-process runner.
 
 The worker's app (`streams.app.factory`) passes its Faust tables and its producer, the
-in-process runner (`streams.pipeline.inprocess`) dicts and its queues; both get the same sealed
+in-process runner (`streams.app.inprocess`) dicts and its queues; both get the same sealed
 tables, `Outputs`, `MemoryStore` and lifecycle runner from `build_stage_kit`, and build their
 stages from the kit by the declaration (`streams.app.topology.STAGES`).
 """

@@ -5,7 +5,7 @@ and dead-letters, how it batches, and how it is built from what the stages share
 Derived from it: the dead-letter topic of each input (`DLQ_OF`), the topics created on a broker
 (`ALL_TOPICS`, `streams.worker.run_worker`), the worker's Faust topics
 (`streams.app.factory.Topics`), its agents (`agents.register_all`), the in-process runner's
-inputs and stages (`streams.pipeline.inprocess`), and the topics and stages tables of
+inputs and stages (`streams.app.inprocess`), and the topics and stages tables of
 docs/architecture.md (`streams.app.topology_docs`). A new stage is one `Stage` here, its
 `streams/pipeline/` class and its agent in `agents/`; a new topic one name in `topics/names.py`
 and one `Topic` here.
@@ -109,7 +109,7 @@ class Stage:
     batching: Batching | None = None
     letter: type[BaseModel] = DeadLetter
     in_process: bool = False
-    """Run by the in-process runner (`streams.pipeline.inprocess`) as well as by the worker."""
+    """Run by the in-process runner (`streams.app.inprocess`) as well as by the worker."""
     warm_up: Callable[[], None] | None = None
     """Run once as the worker starts, so the first record does not pay it."""
     also: str = ""

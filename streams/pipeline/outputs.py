@@ -1,7 +1,7 @@
 """What the stages send, and where. Every record is keyed by user_id (docs/architecture.md#topics).
 
 A stage never talks to Kafka itself: it sends through `Outputs`, whose `send` is the worker's
-producer (`streams.app.factory`) or, in process, a set of queues (`streams.pipeline.inprocess`);
+producer (`streams.app.factory`) or, in process, a set of queues (`streams.app.inprocess`);
 both build it the same way (`streams.app.stage_kit`).
 """
 from __future__ import annotations

@@ -5,7 +5,7 @@ The worker's app is built for the case (`streams.worker.build_worker`: in-memory
 the real local embedder) and its Faust agents run under `test_context`: every turn and command
 goes in as the raw record a producer would send, and the records the stages send each other
 (`memory.candidates`, `memory.commands`) are routed between the agents by
-`streams.pipeline.inprocess.LocalTopics`, in the order a worker that keeps up sees them: a
+`streams.app.inprocess.LocalTopics`, in the order a worker that keeps up sees them: a
 command after every candidate sent before it. A case with `"commands_first": true` replays the
 other order a worker can see, a candidate backlog that a command overtakes (the two topics are
 consumed independently).
@@ -72,7 +72,7 @@ from streams.worker import build_worker
 from streams.memory.consent import pending_proposals
 from streams.memory.model import Memory
 from streams.memory.state import MemoryState
-from streams.pipeline.inprocess import Consumers, LocalTopics
+from streams.app.inprocess import Consumers, LocalTopics
 from streams.pipeline.records import Record
 from streams.read import ranking
 from streams.read.delta import render_delta

@@ -6,7 +6,8 @@
 - Importing the service builds nothing: an app exists only once `create_app` is called.
 - The worker's app (`streams/app/`) never imports the web layer (`streams/api/`): the web layer
   builds its own state (`streams/api/state.py`) and the worker entry point (`streams/worker.py`)
-  puts the two together.
+  puts the two together. The stages (`streams/pipeline/`) import nothing of the app that builds
+  them (`streams/app/topology.py`) but its settings.
 """
 from __future__ import annotations
 
@@ -53,6 +54,15 @@ def test_the_app_never_imports_the_web_layer():
     offenders = [
         str(path.relative_to(ROOT)) for path in python_files("streams/app")
         if any(m == "streams.api" or m.startswith("streams.api.") for m in imported_modules(path))
+    ]
+    assert offenders == []
+
+
+def test_the_stages_never_import_the_app_that_builds_them():
+    offenders = [
+        f"{path.relative_to(ROOT)}: {module}" for path in python_files("streams/pipeline")
+        for module in imported_modules(path)
+        if module.startswith("streams.app") and module != "streams.app.settings"
     ]
     assert offenders == []
 

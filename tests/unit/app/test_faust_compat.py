@@ -74,7 +74,7 @@ def test_the_worker_consumer_waits_for_records_as_long_as_the_setting_says():
         assert created._fetch_max_wait_ms == 42
 
 
-def test_only_the_app_that_asks_gets_the_transport_fixes(tmp_path):
+async def test_only_the_app_that_asks_gets_the_transport_fixes(tmp_path):
     """A plain Faust app in the same process keeps Faust's consumer and producer; ours gets the
     seek-safe consumer (with its fetch wait) and the draining producer."""
     import faust
@@ -93,8 +93,8 @@ def test_only_the_app_that_asks_gets_the_transport_fixes(tmp_path):
     assert ours.transport.fetch_max_wait_ms == 42
     assert type(plain.transport) is Transport and type(plain.producer_transport) is Transport
     assert plain.transport.Consumer is Consumer and plain.producer_transport.Producer is Producer
-    assert type(plain.producer) is Producer
-    assert type(ours.producer) is DrainingProducer
+    assert type(plain.producer) is Producer and type(plain.consumer) is Consumer
+    assert type(ours.producer) is DrainingProducer and type(ours.consumer) is SeekSafeConsumer
 
 
 class _BlockedChannel:

@@ -8,7 +8,7 @@ import agents
 from streams.app import topology
 from streams.app.settings import Settings
 from streams.app.topology import ALL_TOPICS, DLQ_OF, IN_PROCESS, STAGES, TOPICS
-from streams.pipeline.inprocess import LocalTopics
+from streams.app.inprocess import LocalTopics
 from streams.worker import build_worker
 from topics import names
 
