@@ -100,11 +100,11 @@ async def answer(app: MemstreamApp, request: QueryRequest, user_id: str,
     check_principal(principal, request.agent)
     await app.store.ready()
     settings = app.settings
-    policy = load_policy(settings.categories_path)
+    policy = load_policy(settings.read.categories_path)
     clock = app.store.user_clock(user_id)
     plan = plan_query(request, user_id, policy, QueryLimits.from_settings(settings), clock)
     try:
-        scope = Scope.of(principal, settings.categories_path).narrowed(plan.categories)
+        scope = Scope.of(principal, settings.read.categories_path).narrowed(plan.categories)
     except AccessDenied as exc:
         raise QueryForbidden(str(exc)) from None
     vector = (await app.services.embed([plan.text]))[0]

@@ -133,7 +133,7 @@ class UserOwner(MemstreamView):
     @route_to_owner()
     async def get(self, request: Request, user_id: str) -> Response:
         settings = self.memstream.settings
-        return self.json({"user_id": user_id, "host": settings.web_host, "port": settings.web_port})
+        return self.json({"user_id": user_id, "host": settings.api.web_host, "port": settings.api.web_port})
 
 
 ROUTES = {
@@ -154,11 +154,11 @@ def register(app: MemstreamApp, extra_keys: Sequence[auth.KeyEntry] = ()) -> Web
 
     `extra_keys` are accepted besides the configured keys (`memstream run`'s dev admin key).
     """
-    state = WebState(Hub(app.settings.sse_queue_events), CommandWaiter())
+    state = WebState(Hub(app.settings.api.sse_queue_events), CommandWaiter())
     state.attach(app.faust)
     web_app = app.faust.web.web_app
     auth.install(web_app, auth.KeySource.from_settings(app.settings, extra_keys))
-    categories = app.settings.categories_path or DEFAULT_PATH
+    categories = app.settings.read.categories_path or DEFAULT_PATH
     web_app.middlewares.append(auth.reload_on_change(categories, load_policy.cache_clear))
     hardening.install(app)
     limits.install(web_app, app.settings)

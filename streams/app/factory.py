@@ -22,7 +22,7 @@ from faust.types import TopicT
 from streams.app.faust_compat import event_scope_of, use_transport_fixes
 from streams.app.kafka_security import faust_credentials
 from streams.app.services import Services
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.app.stage_kit import build_stage_kit
 from streams.app.topology import ALL_TOPICS, DLQ_OF
 from streams.privacy.crypto import MasterKeys, master_keys_of, new_key
@@ -157,18 +157,18 @@ def create_faust_app(settings: Settings) -> faust.App:
     """A Faust app configured from `settings` (tables on `TABLE_STORE`, web server on, Kafka
     security from KAFKA_SECURITY_PROTOCOL and the rest: `streams.app.kafka_security`), consuming
     and producing through `streams.app.faust_compat.MemstreamTransport`."""
-    one_record = 1 if settings.kafka_one_record_batches else 16384
+    one_record = 1 if settings.kafka.kafka_one_record_batches else 16384
     app = faust.App(
-        settings.app_id,
-        broker=f"kafka://{settings.broker_url}",
-        broker_credentials=faust_credentials(settings),
-        store=settings.table_store,
-        datadir=str(settings.data_dir),
-        topic_partitions=settings.topic_partitions,
+        settings.kafka.app_id,
+        broker=f"kafka://{settings.kafka.broker_url}",
+        broker_credentials=faust_credentials(settings.kafka),
+        store=settings.kafka.table_store,
+        datadir=str(settings.kafka.data_dir),
+        topic_partitions=settings.kafka.topic_partitions,
         topic_allow_declare=True,
         topic_disable_leader=True,
         producer_max_batch_size=one_record,
-        producer_linger_ms=settings.kafka_producer_linger_ms,
+        producer_linger_ms=settings.kafka.kafka_producer_linger_ms,
         # Tansu holds a JoinGroup for about half the session timeout; keep both short so a
         # worker joins in seconds and a killed worker's partitions move on quickly.
         broker_session_timeout=10,
@@ -177,14 +177,14 @@ def create_faust_app(settings: Settings) -> faust.App:
         broker_commit_every=100,
         broker_commit_interval=1.0,
         web_enabled=True,
-        web_bind=settings.web_host,
-        web_host=settings.web_host,
-        web_port=settings.web_port,
-        canonical_url=f"http://{settings.web_host}:{settings.web_port}",
+        web_bind=settings.api.web_host,
+        web_host=settings.api.web_host,
+        web_port=settings.api.web_port,
+        canonical_url=f"http://{settings.api.web_host}:{settings.api.web_port}",
         web_in_thread=False,
         logging_config=None,
     )
-    use_transport_fixes(app, settings.kafka_fetch_max_wait_ms)
+    use_transport_fixes(app, settings.kafka.kafka_fetch_max_wait_ms)
     return app
 
 
@@ -202,11 +202,11 @@ def create_app(settings: Settings, *, send: Sender | None = None,
     # producers' user_id keys, so `route_to_owner` sends a web request to the worker that holds
     # the user. Code indexes the tables with str keys (encoded as UTF-8); iteration yields bytes.
     tables = Tables(**{
-        name: app.Table(name, partitions=settings.topic_partitions, help=help, key_type=bytes,
+        name: app.Table(name, partitions=settings.kafka.topic_partitions, help=help, key_type=bytes,
                         extra_topic_configs=TABLE_TOPIC_CONFIGS.get(name))
         for name, help in TABLES.items()
     })
-    master_key = master_keys_of(settings)
+    master_key = master_keys_of(settings.privacy)
     if master_key is None:
         log.warning("no MEMSTREAM_MASTER_KEY: users' data keys are wrapped by a key that dies with "
                     "this process (fine for tests; a worker refuses to run so)")

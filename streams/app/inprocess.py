@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streams.app.services import Services
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.app.stage_kit import NO_LISTENERS, build_stage_kit
 from streams.app.topology import DLQ_OF, IN_PROCESS
 from streams.lifecycle.passes import LifecyclePass
@@ -109,7 +109,7 @@ class InProcessPipeline:
         self.raw_tables: dict[str, dict[Any, Any]] = {name: {} for name in TABLE_OWNERS}
         self.lifecycle_table: dict[Any, Any] = {}
         kit = build_stage_kit(settings, self.services, self.raw_tables, {}, self.lifecycle_table,
-                              master_key_of(settings) or new_key(), self.topics.send,
+                              master_key_of(settings.privacy) or new_key(), self.topics.send,
                               dlq_of=DLQ_OF, passes=passes)
         self.sealed, self.outputs, self.store, self.lifecycle = (
             kit.sealed, kit.outputs, kit.store, kit.lifecycle)
@@ -121,7 +121,7 @@ class InProcessPipeline:
         self.consumers = Consumers(self.ingest_stage.handle, self.dedup_stage.handle_batch,
                                    self.commands_stage.handle)
         self.weights = ranking.weights_from_settings(settings)
-        self.policy = load_policy(settings.categories_path)
+        self.policy = load_policy(settings.read.categories_path)
 
     async def send_turn(self, turn: Turn) -> None:
         await self.topics.send(names.CHAT_TURNS, turn.user_id.encode(), turn.model_dump_json().encode())
@@ -135,7 +135,7 @@ class InProcessPipeline:
         await self.deliver()
 
     async def deliver(self, flush: bool = True, commands_first: bool = False) -> None:
-        await self.topics.deliver(self.consumers, batch=self.settings.dedup_batch_size,
+        await self.topics.deliver(self.consumers, batch=self.settings.dedup.dedup_batch_size,
                                   flush=flush, commands_first=commands_first)
 
     def outcomes(self) -> Counter[str]:

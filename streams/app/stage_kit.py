@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from streams.app.services import Services
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.lifecycle.passes import LifecyclePass
 from streams.lifecycle.runner import LifecycleRunner, service_passes
 from streams.memory.store import MemoryStore
@@ -62,8 +62,8 @@ def build_stage_kit(settings: Settings, services: Services, raw_tables: Mapping[
     with `send`, dead letters to the topics of `dlq_of`. The lifecycle runs the service's
     passes (`service_passes`) and `passes`."""
     sealed = stage_tables(raw_tables, user_keys, master_key)
-    outputs = Outputs(send, sealed.sealer, settings.dlq_max_raw_bytes, dlq_of)
+    outputs = Outputs(send, sealed.sealer, settings.input.dlq_max_raw_bytes, dlq_of)
     store = MemoryStore(sealed.memory, services.dedup_config)
-    lifecycle = LifecycleRunner.from_settings(
-        settings, store, lifecycle_table, [*service_passes(settings, services), *passes], outputs)
+    lifecycle = LifecycleRunner.of(settings.lifecycle, store, lifecycle_table,
+                                   [*service_passes(settings.lifecycle, services), *passes], outputs)
     return StageKit(settings, sealed, outputs, store, services, lifecycle, record_scope)

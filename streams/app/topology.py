@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from sinks.routing import configured as sinks_configured
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.errors import MemstreamError
 from streams.app.stage_kit import StageKit, StageListeners
 from streams.pipeline.commands import CommandsStage
@@ -130,7 +130,7 @@ def _ingest(kit: StageKit, listeners: StageListeners) -> IngestStage:
 def _dedup(kit: StageKit, listeners: StageListeners) -> DedupStage:
     return DedupStage(kit.store, kit.services.embed, kit.services.llm, kit.outputs,
                       record_scope=kit.record_scope,
-                      lifecycle=kit.lifecycle if kit.settings.lifecycle_enabled else None,
+                      lifecycle=kit.lifecycle if kit.settings.lifecycle.lifecycle_enabled else None,
                       proactivity=ProactivityPolicy.from_settings(kit.settings))
 
 
@@ -140,7 +140,7 @@ def _commands(kit: StageKit, listeners: StageListeners) -> CommandsStage:
 
 
 def _sse(kit: StageKit, listeners: StageListeners) -> SseStage:
-    return SseStage(RecentEvents(kit.sealed.recent_events, kit.settings.sse_replay_events),
+    return SseStage(RecentEvents(kit.sealed.recent_events, kit.settings.api.sse_replay_events),
                     kit.sealed.sealer, listeners.events, kit.record_scope)
 
 
@@ -161,13 +161,13 @@ STAGES: tuple[Stage, ...] = (
           writes=(names.MEMORY_CANDIDATES, names.MEMORY_EVENTS, names.MEMORY_PROGRESS),
           dead_letters=names.CHAT_TURNS_DLQ, build=_ingest, in_process=True,
           warm_up=_warm_up_dates,
-          batching=Batching(lambda s: s.ingest_batch_size, lambda s: s.ingest_batch_within_ms,
+          batching=Batching(lambda s: s.write.ingest_batch_size, lambda s: s.write.ingest_batch_within_ms,
                             "INGEST_BATCH_SIZE"),
           also="the thread buffers and turn log"),
     Stage("dedup", reads=names.MEMORY_CANDIDATES,
           writes=(names.MEMORY_EVENTS, names.MEMORY_PROACTIVITY, names.MEMORY_PROGRESS),
           dead_letters=names.MEMORY_CANDIDATES_DLQ, build=_dedup, in_process=True,
-          batching=Batching(lambda s: s.dedup_batch_size, lambda s: s.dedup_batch_within_ms,
+          batching=Batching(lambda s: s.dedup.dedup_batch_size, lambda s: s.dedup.dedup_batch_within_ms,
                             "DEDUP_BATCH_SIZE"),
           also="the memory tables; runs the [lifecycle](#lifecycle); a batch is embedded in "
                "one model call"),
@@ -176,7 +176,7 @@ STAGES: tuple[Stage, ...] = (
           dead_letters=names.MEMORY_COMMANDS_DLQ, build=_commands, in_process=True,
           also="the memory tables"),
     Stage("sse", reads=names.MEMORY_EVENTS, writes=(), dead_letters=None, build=_sse,
-          batching=Batching(lambda s: s.sse_batch_size, lambda s: s.sse_batch_within_ms,
+          batching=Batching(lambda s: s.api.sse_batch_size, lambda s: s.api.sse_batch_within_ms,
                             "SSE_BATCH_SIZE"),
           also="the `recent_events` table; this worker's open event streams"),
     Stage("sinks", reads=names.MEMORY_EVENTS, writes=(), dead_letters=names.MEMORY_SINKS_DLQ,

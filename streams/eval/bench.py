@@ -33,7 +33,7 @@ from rich.console import Console
 from rich.table import Table
 
 from streams.api import auth
-from streams.app.settings import get_settings
+from streams.settings import get_settings
 from streams.tools.broker import EmbeddedBroker, free_port
 from streams.app.topic_admin import create_topics
 from streams.tools.client import ApiClient, TurnProducer, kafka_security, make_producer
@@ -83,7 +83,7 @@ class Stack:
     broker_url: str
     api_url: str
     one_record_batches: bool = field(
-        default_factory=lambda: get_settings().kafka_one_record_batches)
+        default_factory=lambda: get_settings().kafka.kafka_one_record_batches)
     """Whether the bench's producers send one record per batch (KAFKA_ONE_RECORD_BATCHES: only
     for a broker whose ListOffsets is wrong after multi-record batches and not corrected)."""
     api_key: str | None = None  # None: the client's default (MEMSTREAM_API_KEY)
@@ -404,7 +404,7 @@ async def read_run_events(stack: Stack, users: set[str]) -> RunEvents:
             sealed.append(MemoryEvent.model_validate(raw))
     proactivity = sum(1 for key, _ in await read_records(stack.broker_url, MEMORY_PROACTIVITY)
                       if (key or b"").decode("utf-8", "replace") in users)
-    master = stack.master_key or master_key_of(get_settings())
+    master = stack.master_key or master_key_of(get_settings().privacy)
     texts = None
     if master is not None:
         unsealer = TopicUnsealer(stack.broker_url, stack.app_id, master)
@@ -532,9 +532,9 @@ def run_offline_bench(files: list[Path], console: Console, cross_validated: bool
     from streams.app.services import settings_embedder
     from streams.app.inprocess import InProcessPipeline
 
-    settings = get_settings().model_copy(update={"lifecycle_enabled": lifecycle})
+    settings = get_settings().with_values(lifecycle_enabled=lifecycle)
     embedder = settings_embedder(settings)  # EMBEDDER picks the kind, as in a worker
-    console.print(f"embedder: {settings.embedder} ({embedder.profile.name})")
+    console.print(f"embedder: {settings.embedding.embedder} ({embedder.profile.name})")
     conversations = [load_conversation(p) for p in files]
     pipeline = InProcessPipeline(settings, embedder)
     retrieval = Retrieval.from_settings(settings)
@@ -556,9 +556,9 @@ def run_offline_bench(files: list[Path], console: Console, cross_validated: bool
                       names, pipeline.store.index().dim)
     live = None
     if live_queries:
-        console.print(f"replaying again, reading memory (top {settings.memory_k}) before every turn ...")
+        console.print(f"replaying again, reading memory (top {settings.read.memory_k}) before every turn ...")
         live = asyncio.run(_offline_live_recall(InProcessPipeline(settings, embedder),
-                                                conversations, turns, settings.memory_k))
+                                                conversations, turns, settings.read.memory_k))
     base_results = QuestionResults()
     base, base_hybrid = baseline_recall(conversations, embedder, retrieval, base_results)
     return {
@@ -736,7 +736,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         per_user = asyncio.run(states_per_user(stack, conversations, names))
         live = None
         if live_queries:
-            live = _broker_live_recall(stack, conversations, run_id, get_settings().memory_k, console)
+            live = _broker_live_recall(stack, conversations, run_id, get_settings().read.memory_k, console)
     finally:
         stack.close()
     elapsed = max(result.finished - result.started, 1e-9)
@@ -769,14 +769,14 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
 
     # The same model as the worker's (EMBEDDER), at its best alone: with ONNX Runtime's spinning
     # threads, which a worker turns off (EMBEDDER_THREAD_SPINNING) to leave its event loop a core.
-    settings = get_settings().model_copy(update={"embedder_thread_spinning": True})
+    settings = get_settings().with_values(embedder_thread_spinning=True)
     embedder = settings_embedder(settings)
     embed_alone: dict[str, Any] = {"embedder": embedder.profile.name, "texts": None,
-                                   "batch": settings.dedup_batch_size, "seconds": None}
+                                   "batch": settings.dedup.dedup_batch_size, "seconds": None}
     if candidate_texts is not None:
         console.print(f"timing the embedder alone on the run's {len(candidate_texts)} candidate summaries ...")
         embed_alone.update(texts=len(candidate_texts), seconds=round(
-            time_embedding(embedder.embed, candidate_texts, settings.dedup_batch_size), 3))
+            time_embedding(embedder.embed, candidate_texts, settings.dedup.dedup_batch_size), 3))
     console.print("raw-turn baselines ...")
     base_results = QuestionResults()
     # The copies of a file (--users-per-file) have the same raw turns: one baseline per file.

@@ -9,7 +9,7 @@ from typing import Any
 from streams.write import policy
 from streams.write.facts import FactPipeline
 from streams.eval.locomo import load_conversation
-from streams.app.settings import Settings
+from streams.settings import Settings
 
 
 def policy_report(corpus: Path, conversations: list[Path], settings: Settings) -> dict[str, Any]:

@@ -45,11 +45,11 @@ class ProactivityPolicy:
 
     @classmethod
     def from_settings(cls, settings: Any) -> ProactivityPolicy:
-        return cls(enabled=settings.proactivity_enabled,
-                   min_weight=settings.proactivity_min_weight,
-                   min_trust=settings.proactivity_min_trust,
-                   max_per_day=settings.proactivity_max_per_day,
-                   min_interval=timedelta(hours=settings.proactivity_min_interval_hours))
+        return cls(enabled=settings.proactivity.proactivity_enabled,
+                   min_weight=settings.proactivity.proactivity_min_weight,
+                   min_trust=settings.proactivity.proactivity_min_trust,
+                   max_per_day=settings.proactivity.proactivity_max_per_day,
+                   min_interval=timedelta(hours=settings.proactivity.proactivity_min_interval_hours))
 
     def consider(self, users: Table, memory: Memory, ts: datetime) -> ProactivityCandidate | None:
         """The candidate `memory` (just created or changed at event time `ts`) makes, or None;

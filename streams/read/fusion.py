@@ -50,9 +50,9 @@ class Retrieval:
 
     @classmethod
     def from_settings(cls, settings: Any) -> "Retrieval":
-        return cls(mode=settings.retrieval_mode, fusion=settings.retrieval_fusion,
-                   dense_weight=settings.retrieval_dense_weight, rrf_k=settings.retrieval_rrf_k,
-                   window_boost=settings.retrieval_window_boost)
+        return cls(mode=settings.read.retrieval_mode, fusion=settings.read.retrieval_fusion,
+                   dense_weight=settings.read.retrieval_dense_weight, rrf_k=settings.read.retrieval_rrf_k,
+                   window_boost=settings.read.retrieval_window_boost)
 
 
 def blend(dense: np.ndarray, lexical: np.ndarray, mask: np.ndarray, dense_weight: float) -> np.ndarray:

@@ -157,13 +157,13 @@ class QueryLimits:
 
     @classmethod
     def from_settings(cls, settings: Any) -> "QueryLimits":
-        return cls(default_top_k=settings.memory_k, max_top_k=settings.query_max_top_k,
-                   max_budget_tokens=settings.query_max_budget_tokens,
-                   candidates=settings.memory_context_topk,
-                   episodic_max=settings.query_episodic_max,
-                   recall_episodic=settings.query_recall_episodic,
-                   cold_tier_similarity=settings.cold_tier_similarity,
-                   bullets_threshold=settings.query_threshold)
+        return cls(default_top_k=settings.read.memory_k, max_top_k=settings.read.query_max_top_k,
+                   max_budget_tokens=settings.read.query_max_budget_tokens,
+                   candidates=settings.read.memory_context_topk,
+                   episodic_max=settings.read.query_episodic_max,
+                   recall_episodic=settings.read.query_recall_episodic,
+                   cold_tier_similarity=settings.read.cold_tier_similarity,
+                   bullets_threshold=settings.read.query_threshold)
 
 
 @dataclass(frozen=True)

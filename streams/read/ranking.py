@@ -107,12 +107,12 @@ def score(
 def weights_from_settings(settings: Any) -> RankWeights:
     """The ranking weights of the settings (RANK_W_*)."""
     return RankWeights(
-        similarity=settings.rank_w_similarity, importance=settings.rank_w_importance,
-        recency=settings.rank_w_recency, pinned=settings.rank_w_pinned,
-        related=settings.rank_w_related,
-        consolidated=settings.rank_w_consolidated, insight=settings.rank_w_insight,
-        archived=settings.rank_w_archived,
-        relevance_norm=settings.rank_relevance_norm,
-        relevance_min_spread=settings.rank_relevance_min_spread,
-        diversity=settings.rank_diversity,
+        similarity=settings.read.rank_w_similarity, importance=settings.read.rank_w_importance,
+        recency=settings.read.rank_w_recency, pinned=settings.read.rank_w_pinned,
+        related=settings.read.rank_w_related,
+        consolidated=settings.read.rank_w_consolidated, insight=settings.read.rank_w_insight,
+        archived=settings.read.rank_w_archived,
+        relevance_norm=settings.read.rank_relevance_norm,
+        relevance_min_spread=settings.read.rank_relevance_min_spread,
+        diversity=settings.read.rank_diversity,
     )

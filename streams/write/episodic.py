@@ -47,9 +47,9 @@ class EpisodeRules:
 def rules_from(settings: Any) -> EpisodeRules:
     """The episode rules of the settings (seed 003 knobs)."""
     return EpisodeRules(
-        cooldown_turns=settings.episodic_cooldown_turns,
-        cooldown_minutes=settings.episodic_cooldown_minutes,
-        max_per_day=settings.episodic_max_per_day, buffer_turns=settings.buffer_turns,
+        cooldown_turns=settings.episodic.episodic_cooldown_turns,
+        cooldown_minutes=settings.episodic.episodic_cooldown_minutes,
+        max_per_day=settings.episodic.episodic_max_per_day, buffer_turns=settings.write.buffer_turns,
     )
 
 

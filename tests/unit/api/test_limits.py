@@ -11,7 +11,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from streams.api import auth, hardening, limits
-from streams.app.settings import Settings
+from streams.settings import Settings
 
 FLOODED, OTHER = auth.new_key(), auth.new_key()
 

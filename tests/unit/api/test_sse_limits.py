@@ -8,7 +8,7 @@ import pytest
 from aiohttp.test_utils import make_mocked_request
 
 from streams.api import auth, sse
-from streams.app.settings import Settings
+from streams.settings import Settings
 
 LIMITS = sse.StreamLimits(total=3, per_user=2)
 
@@ -42,7 +42,7 @@ def test_the_limits_are_settings():
 
 async def test_a_stream_over_the_limit_is_answered_429_before_anything_is_streamed(monkeypatch):
     settings = Settings(sse_max_streams_per_user=1)
-    hub = sse.Hub(settings.sse_queue_events)
+    hub = sse.Hub(settings.api.sse_queue_events)
     hub.subscribe("ana")  # the user's one allowed stream is open
     memstream = SimpleNamespace(settings=settings)
     monkeypatch.setattr(sse, "owner_of", lambda view, user_id: None)  # this worker owns ana

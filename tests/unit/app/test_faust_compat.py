@@ -82,7 +82,7 @@ async def test_only_the_app_that_asks_gets_the_transport_fixes(tmp_path):
 
     from streams.app.factory import create_faust_app
     from streams.app.faust_compat import DrainingProducer, SeekSafeConsumer
-    from streams.app.settings import Settings
+    from streams.settings import Settings
 
     ours = create_faust_app(Settings(table_store="memory://", data_dir=tmp_path,
                                      kafka_fetch_max_wait_ms=42))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import agents
 from streams.app import topology
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.app.topology import ALL_TOPICS, DLQ_OF, IN_PROCESS, STAGES, TOPICS
 from streams.app.inprocess import LocalTopics
 from streams.worker import build_worker

@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.eval.recall import RawTurnBaseline
 from streams.memory.lexical_index import LexicalIndex, tokenize
 from streams.memory.model import Memory

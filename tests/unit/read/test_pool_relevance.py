@@ -4,7 +4,7 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.memory.model import Memory
 from streams.memory.vector_index import UserIndex
 from streams.read.query import rank

@@ -2,7 +2,7 @@
 seed 001 §3)."""
 from __future__ import annotations
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.read.ranking import RankWeights, score, weights_from_settings
 from tests.unit.read.test_query_execute import NOW, ask, ids, index_of, mem, vector
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.app.inprocess import InProcessPipeline
 from streams.read.categories import load_policy
 from streams.read.query import QueryLimits, execute, plan_query

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.write.facts import FactPipeline
 from streams.write.procedural import detect, procedure_fact, settle
 from tests.unit.read.test_query_execute import ask, ids, index_of, mem

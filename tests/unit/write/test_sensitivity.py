@@ -2,7 +2,7 @@ import pytest
 
 from streams.write.facts import FactPipeline
 from streams.write.sensitivity import PATTERNS, sensitive_categories
-from streams.app.settings import Settings
+from streams.settings import Settings
 from topics.turns import Turn
 
 ALL = list(PATTERNS)
