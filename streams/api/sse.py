@@ -36,7 +36,7 @@ from streams.pipeline.recent_events import RecentEvents, after
 from streams.api.routing import FORWARDED, INVALID_USER_ID, is_user_id, owner_of
 from streams.api.scope import Scope
 from streams.api.views import MemstreamView, add_views
-from streams.settings import Settings
+from streams.settings import ApiSettings
 
 if TYPE_CHECKING:
     from streams.app.factory import MemstreamApp
@@ -58,8 +58,8 @@ class StreamLimits:
     per_user: int
 
     @classmethod
-    def of(cls, settings: Settings) -> "StreamLimits":
-        return cls(settings.api.sse_max_streams, settings.api.sse_max_streams_per_user)
+    def of(cls, api: ApiSettings) -> "StreamLimits":
+        return cls(api.sse_max_streams, api.sse_max_streams_per_user)
 
 
 class Subscriber:
@@ -143,7 +143,7 @@ class UserEvents(MemstreamView):
         scope = Scope.of(auth.principal_of(request), settings.read.categories_path)
         last_id = request.headers.get("Last-Event-ID") or request.query.get("last_event_id")
         try:  # subscribed before the buffer is read: nothing falls between
-            subscriber = hub.subscribe(user_id, StreamLimits.of(settings))
+            subscriber = hub.subscribe(user_id, StreamLimits.of(settings.api))
         except TooManyStreams as exc:
             return web.json_response({"error": f"{exc}; retry later"}, status=429,
                                      headers={"Retry-After": str(RETRY_AFTER_S)})

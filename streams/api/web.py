@@ -161,7 +161,7 @@ def register(app: MemstreamApp, extra_keys: Sequence[auth.KeyEntry] = ()) -> Web
     categories = app.settings.read.categories_path or DEFAULT_PATH
     web_app.middlewares.append(auth.reload_on_change(categories, load_policy.cache_clear))
     hardening.install(app)
-    limits.install(web_app, app.settings)
+    limits.install(web_app, app.settings.api)
     add_views(app, ROUTES)
     registry.register(app)
     sse.register(app, state.hub)

@@ -3,7 +3,8 @@
 Topics become FIFO queues (`LocalTopics`) and tables become dicts; the stages are the very
 objects the worker's agents run (`IngestStage`, `DedupStage`, `CommandsStage`: the stages
 `streams.app.topology.IN_PROCESS` declares), built from the same kit as the worker's
-(`streams.app.stage_kit`) and fed the same raw records. `LocalTopics.deliver` decides the order in which queued records reach them:
+(`streams.app.stage_kit`) and fed the same raw records. `LocalTopics.deliver` decides the order
+in which queued records reach them:
 
 - turns are ingested in the order they were sent, each as soon as it is delivered;
 - candidates are applied in batches of `DEDUP_BATCH_SIZE` (embedded in one model call), as the
@@ -120,7 +121,7 @@ class InProcessPipeline:
         self.commands_stage: CommandsStage = stages["commands"]
         self.consumers = Consumers(self.ingest_stage.handle, self.dedup_stage.handle_batch,
                                    self.commands_stage.handle)
-        self.weights = ranking.weights_from_settings(settings)
+        self.weights = ranking.weights_of(settings.read)
         self.policy = load_policy(settings.read.categories_path)
 
     async def send_turn(self, turn: Turn) -> None:
@@ -151,11 +152,11 @@ class InProcessPipeline:
         recorded as the route records it (a `touch` command, applied on the next delivery)."""
         request = QueryRequest(agent=agent, query=text, top_k=top_k, **{"return": "full"})
         clock = self.store.user_clock(user_id)
-        plan = plan_query(request, user_id, self.policy, QueryLimits.from_settings(self.settings),
+        plan = plan_query(request, user_id, self.policy, QueryLimits.of(self.settings.read),
                           clock)
         vector = (await self.services.embed([plan.text]))[0]
         _, hits = execute(self.store.index().user(user_id), vector, plan, self.policy,
-                          self.weights, get_counter(), retrieval=Retrieval.from_settings(self.settings),
+                          self.weights, get_counter(), retrieval=Retrieval.of(self.settings.read),
                           curve=self.services.score_curve())
         if record_access and hits and clock is not None:
             await self.outputs.command(touch(user_id, [h.memory.id for h in hits], clock, agent))

@@ -131,7 +131,7 @@ def _dedup(kit: StageKit, listeners: StageListeners) -> DedupStage:
     return DedupStage(kit.store, kit.services.embed, kit.services.llm, kit.outputs,
                       record_scope=kit.record_scope,
                       lifecycle=kit.lifecycle if kit.settings.lifecycle.lifecycle_enabled else None,
-                      proactivity=ProactivityPolicy.from_settings(kit.settings))
+                      proactivity=ProactivityPolicy.of(kit.settings.proactivity))
 
 
 def _commands(kit: StageKit, listeners: StageListeners) -> CommandsStage:

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from types import FrameType
 
 from streams.errors import MemstreamError
-from streams.settings import Settings
+from streams.settings import WriteSettings
 from streams.pipeline.dead_letters import kept_bytes
 from streams.read.recall_intent import has_recall_intent, time_window
 from streams.write import policy
@@ -101,7 +101,7 @@ _PIPELINE: list[FactPipeline] = []
 
 def _pipeline() -> FactPipeline:
     if not _PIPELINE:
-        _PIPELINE.append(FactPipeline(Settings()))
+        _PIPELINE.append(FactPipeline(WriteSettings()))
     return _PIPELINE[0]
 
 

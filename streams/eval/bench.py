@@ -518,7 +518,7 @@ def baseline_recall(conversations: list[LocomoConversation], embedder: Any = Non
 
 
 def _settings_retrieval() -> Retrieval:
-    return Retrieval.from_settings(get_settings())
+    return Retrieval.of(get_settings().read)
 
 
 def run_offline_bench(files: list[Path], console: Console, cross_validated: bool = False,
@@ -537,7 +537,7 @@ def run_offline_bench(files: list[Path], console: Console, cross_validated: bool
     console.print(f"embedder: {settings.embedding.embedder} ({embedder.profile.name})")
     conversations = [load_conversation(p) for p in files]
     pipeline = InProcessPipeline(settings, embedder)
-    retrieval = Retrieval.from_settings(settings)
+    retrieval = Retrieval.of(settings.read)
     console.print(f"retrieval: {retrieval.mode}" + (
         f" ({retrieval.fusion})" if retrieval.mode == "hybrid" else ""))
     turns = [t for c in conversations for t in c.turns]
@@ -781,7 +781,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
     base_results = QuestionResults()
     # The copies of a file (--users-per-file) have the same raw turns: one baseline per file.
     base, base_hybrid = baseline_recall(conversations if users_per_file == 1 else originals,
-                                        embedder, Retrieval.from_settings(settings), base_results)
+                                        embedder, Retrieval.of(settings.read), base_results)
     dup = duplicates(summaries, embedder)
 
     e2e = latencies_ms(result.produced_at, result.done_at)
@@ -826,7 +826,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         "worker_rss_bytes_per_memory": rss["per_memory"],
         "query_latency_ms": percentiles(query_ms, (50, 95)),
         **report.as_dict(),
-        "retrieval": asdict(Retrieval.from_settings(settings)),
+        "retrieval": asdict(Retrieval.of(settings.read)),
         "baseline_raw_turns": base.as_dict(),
         "baseline_raw_turns_hybrid": base_hybrid.as_dict(),
         **_cross_validation(cross_validated, results, base_results, conversations, names),

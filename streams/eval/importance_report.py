@@ -48,7 +48,7 @@ def importances(pipeline: FactPipeline, text: str, n: int) -> list[int]:
 def importance_report(labels: list[tuple[str, str]], settings: Settings,
                       conversations: list[Path] = ()) -> dict[str, Any]:  # type: ignore[assignment]
     """The figures of the module doc."""
-    pipeline = FactPipeline(settings)
+    pipeline = FactPipeline(settings.write)
     cut = settings.lifecycle.ttl_importance_max
     levels: dict[str, Counter[int]] = {"keep": Counter(), "trivia": Counter()}
     stored: Counter[str] = Counter()

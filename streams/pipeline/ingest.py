@@ -109,8 +109,8 @@ class IngestStage:
         self.tables = tables
         self.llm = llm
         self.outputs = outputs
-        self.facts = FactPipeline(settings)
-        self.episodes = rules_from(settings)
+        self.facts = FactPipeline(settings.write)
+        self.episodes = rules_from(settings.episodic, settings.write)
 
     async def with_vectors(self, plans: Sequence[TurnPlan]) -> None:
         """Give the plans' candidates their vectors, every text embedded once in one model

@@ -579,7 +579,7 @@ def bench_query(
                              cache_dir=settings.kafka.data_dir / "bench-cache",
                              embedder=settings_embedder(settings),  # the worker's (EMBEDDER)
                              embed_max=embed_max, store_max=store_max, console=console,
-                             retrieval=Retrieval.from_settings(settings), after_write=after_write)
+                             retrieval=Retrieval.of(settings.read), after_write=after_write)
     _show(report, as_json, render)
 
 

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from streams.observability.metrics import EPISODIC_SKIPS
+from streams.settings import EpisodicSettings, WriteSettings
 from streams.write.text_rules import STOPWORDS, split_sentences, strip_caption, words
 from topics.candidates import Fact
 from topics.turns import Role, Turn
@@ -38,18 +39,20 @@ _VERBISH = ("ed", "ing", "ly")  # past tenses, gerunds, adverbs: rarely what a t
 
 @dataclass(frozen=True)
 class EpisodeRules:
-    cooldown_turns: int = 3
-    cooldown_minutes: int = 10
-    max_per_day: int = 5
-    buffer_turns: int = 8
+    """When a thread's recent turns become an episode (seed 003 knobs; `rules_from`)."""
+
+    cooldown_turns: int
+    cooldown_minutes: int
+    max_per_day: int
+    buffer_turns: int
 
 
-def rules_from(settings: Any) -> EpisodeRules:
-    """The episode rules of the settings (seed 003 knobs)."""
+def rules_from(episodic: EpisodicSettings, write: WriteSettings) -> EpisodeRules:
+    """The episode rules of the settings; the buffer's length is the write path's."""
     return EpisodeRules(
-        cooldown_turns=settings.episodic.episodic_cooldown_turns,
-        cooldown_minutes=settings.episodic.episodic_cooldown_minutes,
-        max_per_day=settings.episodic.episodic_max_per_day, buffer_turns=settings.write.buffer_turns,
+        cooldown_turns=episodic.episodic_cooldown_turns,
+        cooldown_minutes=episodic.episodic_cooldown_minutes,
+        max_per_day=episodic.episodic_max_per_day, buffer_turns=write.buffer_turns,
     )
 
 

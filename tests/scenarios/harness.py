@@ -155,7 +155,7 @@ class Replay:
         vector = (await self.app.services.embed([text]))[0]
         return rank(self.app.store.user_index(self.user_id), vector, top_k=top_k,
                     candidates=settings.read.memory_context_topk,
-                    weights=ranking.weights_from_settings(settings))
+                    weights=ranking.weights_of(settings.read))
 
 
 def _has_all(text: str, parts: list[str] | str) -> bool:

@@ -57,7 +57,7 @@ def api(config: Settings, clock: Clock, applied: list[str]) -> web.Application:
     auth.install(web_app, auth.KeySource([auth.entry_for(FLOODED, "a", "admin"),
                                           auth.entry_for(OTHER, "b", "admin")]))
     hardening.install(SimpleNamespace(faust=SimpleNamespace(web=SimpleNamespace(web_app=web_app))))
-    limits.install(web_app, config, clock)
+    limits.install(web_app, config.api, clock)
 
     async def write(request: web.Request) -> web.Response:
         applied.append((await request.json())["id"])

@@ -36,7 +36,7 @@ def test_the_hub_refuses_a_stream_past_the_workers_limit():
 
 
 def test_the_limits_are_settings():
-    limits = sse.StreamLimits.of(Settings(sse_max_streams=7, sse_max_streams_per_user=2))
+    limits = sse.StreamLimits.of(Settings(sse_max_streams=7, sse_max_streams_per_user=2).api)
     assert limits == sse.StreamLimits(total=7, per_user=2)
 
 
