@@ -29,7 +29,7 @@ from streams.privacy.crypto import MasterKeys, master_keys_of, new_key
 from streams.privacy.user_keys import CHANGELOG_CONFIGS
 from streams.pipeline.outputs import Sender
 from streams.providers.embedders import Embedder
-from streams.providers.llm import GuardedLLM
+from streams.guarded.llm import GuardedLLM
 
 log = logging.getLogger(__name__)
 

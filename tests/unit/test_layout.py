@@ -5,7 +5,7 @@
   imports `agents/` but the worker entry point, and no service code imports the tests' fakes.
 - Importing the service builds nothing: an app exists only once `create_app` is called.
 - The worker's app (`streams/app/`) never imports the web layer (`streams/api/`): the web layer
-  builds its own state (`streams/api/state.py`) and the worker entry point (`streams/worker.py`)
+  builds its own state (`streams/api/state.py`) and the worker entry point (`streams/worker/`)
   puts the two together. The stages (`streams/pipeline/`) import nothing of the app that builds
   them (`streams/app/topology.py`).
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).parents[2]
 SERVICE_PACKAGES = ("streams", "agents", "sinks", "topics")
-ENTRY_POINTS = {"streams/worker.py"}
+ENTRY_POINTS = {"streams/worker/__init__.py"}
 
 
 def imported_modules(path: Path) -> set[str]:

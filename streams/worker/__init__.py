@@ -1,7 +1,10 @@
 """The worker entry point: the app with every stage, web route and timer, and running it.
 
 The one module of `streams` that imports `agents/` (besides the CLI, which calls it): the
-stages depend on `streams`, never the reverse.
+stages depend on `streams`, never the reverse. It puts together the app (`streams.app`), the
+web layer (`streams.api`) and the stages, so it is a package of its own, above all three: in
+`streams.app` it closed a loop with the web layer, at the root of `streams` one with every
+package that imports `streams.errors`.
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from streams.observability.logs import worker_logging
 from topics.names import CHAT_TURNS
 from streams.pipeline.outputs import Sender
 from streams.providers.embedders import Embedder
-from streams.providers.llm import GuardedLLM
+from streams.guarded.llm import GuardedLLM
 
 log = logging.getLogger(__name__)
 READY_POLL_S = 0.5
