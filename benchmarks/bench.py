@@ -389,7 +389,7 @@ def run_offline_bench(files: list[Path], console: Console, cross_validated: bool
     during the replay; `live_queries` replays once more reading memory before every turn, as a
     chat backend does (`benchmarks.live_chat`), and reports that recall too."""
     from streams.app.services import settings_embedder
-    from streams.pipeline.inprocess import InProcessPipeline
+    from streams.app.inprocess import InProcessPipeline
 
     settings = get_settings().with_values(lifecycle_enabled=lifecycle)
     embedder = settings_embedder(settings)  # EMBEDDER picks the kind, as in a worker

@@ -5,7 +5,7 @@ Works on the same memory tables as dedup (co-partitioned by user_id). Outputs:
 `memory.commands.dlq` for records that are malformed or cannot apply. A `touch` (a query's
 read) refreshes `last_accessed` and `access_count` and announces nothing.
 
-Run by `agents/commands.py` in the worker and by `streams.pipeline.inprocess` without Kafka.
+Run by `agents/commands.py` in the worker and by `streams.app.inprocess` without Kafka.
 """
 from __future__ import annotations
 

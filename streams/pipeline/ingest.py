@@ -5,7 +5,7 @@ the turn said — forget, "don't remember this" — in turn order with the facts
 (kind=candidate), `memory.progress` (what became of the turn) and `chat.turns.dlq` for bad
 records.
 
-Run by `agents/ingest.py` in the worker and by `streams.pipeline.inprocess` without Kafka.
+Run by `agents/ingest.py` in the worker and by `streams.app.inprocess` without Kafka.
 """
 from __future__ import annotations
 

@@ -27,10 +27,11 @@ import aiohttp
 from streams.api import auth
 from streams.settings import get_settings
 from streams.app.topic_admin import create_topics
+from streams.app.topology import ALL_TOPICS
 from streams.errors import BrokerError
 from streams.privacy.crypto import decode_key, encode_key, new_key
 from streams.tools.broker import EmbeddedBroker, free_port
-from topics.names import ALL_TOPICS, CHAT_TURNS
+from topics.names import CHAT_TURNS
 
 TurnKey = tuple[str, str, str]
 BENCH_APP_ID = "memstream-bench"

@@ -6,6 +6,10 @@
 - Importing the service builds nothing: an app exists only once `create_app` is called.
 - The benches (`benchmarks/`) are not in the wheel and the service does not import them: only
   the `memstream bench` commands do, when one runs.
+- The worker's app (`streams/app/`) never imports the web layer (`streams/api/`): the web layer
+  builds its own state (`streams/api/state.py`) and the worker entry point (`streams/worker/`)
+  puts the two together. The stages (`streams/pipeline/`) import nothing of the app that builds
+  them (`streams/app/topology.py`).
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from setuptools import find_namespace_packages
 
 ROOT = Path(__file__).parents[2]
 SERVICE_PACKAGES = ("streams", "agents", "sinks", "topics")
-ENTRY_POINTS = {"streams/app/worker.py"}
+ENTRY_POINTS = {"streams/worker/__init__.py"}
 BENCH_COMMANDS = "streams/cli/bench.py"
 """The one service module that imports the benches: inside each `memstream bench` command."""
 
@@ -50,6 +54,23 @@ def test_only_the_worker_entry_point_imports_the_stages():
         str(path.relative_to(ROOT)) for path in python_files("streams")
         if str(path.relative_to(ROOT)) not in ENTRY_POINTS
         and any(m == "agents" or m.startswith("agents.") for m in imported_modules(path))
+    ]
+    assert offenders == []
+
+
+def test_the_app_never_imports_the_web_layer():
+    offenders = [
+        str(path.relative_to(ROOT)) for path in python_files("streams/app")
+        if any(m == "streams.api" or m.startswith("streams.api.") for m in imported_modules(path))
+    ]
+    assert offenders == []
+
+
+def test_the_stages_never_import_the_app_that_builds_them():
+    offenders = [
+        f"{path.relative_to(ROOT)}: {module}" for path in python_files("streams/pipeline")
+        for module in imported_modules(path)
+        if module == "streams.app" or module.startswith("streams.app.")
     ]
     assert offenders == []
 
@@ -110,7 +131,7 @@ def test_the_help_and_the_worker_never_import_the_benches():
     script = """
 import sys
 from typer.testing import CliRunner
-import streams.app.worker
+import streams.worker
 from streams.cli.main import app
 for args in (["--help"], ["bench", "--help"], ["bench", "locomo", "--help"], ["keys", "--help"]):
     assert CliRunner().invoke(app, args).exit_code == 0, args
