@@ -25,7 +25,7 @@ from streams.errors import MemstreamError
 from streams.app.stage_kit import StageKit, StageListeners
 from streams.pipeline.commands import CommandsStage
 from streams.pipeline.dedup import DedupStage
-from streams.pipeline.ingest import IngestStage
+from streams.pipeline.ingest import IngestSettings, IngestStage
 from streams.pipeline.recent_events import RecentEvents
 from streams.pipeline.sse import SseStage
 from streams.proactivity import ProactivityPolicy
@@ -123,7 +123,7 @@ class Stage:
 
 
 def _ingest(kit: StageKit, listeners: StageListeners) -> IngestStage:
-    return IngestStage(kit.settings, kit.sealed.ingest, kit.services.llm, kit.outputs,
+    return IngestStage(IngestSettings.of(kit.settings), kit.sealed.ingest, kit.services.llm, kit.outputs,
                        embed=kit.services.embed, record_scope=kit.record_scope)
 
 
@@ -135,7 +135,7 @@ def _dedup(kit: StageKit, listeners: StageListeners) -> DedupStage:
 
 
 def _commands(kit: StageKit, listeners: StageListeners) -> CommandsStage:
-    return CommandsStage(kit.settings, kit.store, kit.services.embed, kit.outputs,
+    return CommandsStage(kit.settings.input, kit.store, kit.services.embed, kit.outputs,
                          observer=listeners.commands)
 
 
