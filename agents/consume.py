@@ -2,9 +2,11 @@
 yields once per record (so `test_context().put` can await its processing)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, cast
 
-from faust.types import AgentT
+from faust import Stream
+from faust.types import AgentT, StreamT
 
 from streams.app.faust_compat import record_of
 from streams.app.topology import TopologyError
@@ -22,8 +24,10 @@ def in_batches(app: MemstreamApp, stage: Stage, handler: Any) -> AgentT:
     size = stage.batching.size(app.settings)
     within = stage.batching.within_ms(app.settings) / 1000
 
-    async def consume(stream):  # type: ignore[no-untyped-def]
-        async for events in stream.take_events(size, within=within):
+    async def consume(stream: StreamT[Any]) -> AsyncIterator[Any]:
+        # Faust hands an agent a `Stream`; the agent's type declares only `StreamT`, without
+        # `take_events`
+        async for events in cast(Stream[Any], stream).take_events(size, within=within):
             for result in await handler.handle_batch([record_of(e) for e in events]):
                 yield result
 
@@ -35,7 +39,7 @@ def one_by_one(app: MemstreamApp, stage: Stage, handler: Any) -> AgentT:
     """The agent of `stage` on its input topic, handing `handler.handle` each record; yields
     each result."""
 
-    async def consume(stream):  # type: ignore[no-untyped-def]
+    async def consume(stream: StreamT[Any]) -> AsyncIterator[Any]:
         async for event in stream.events():
             yield await handler.handle(record_of(event))
 

@@ -14,8 +14,10 @@ from __future__ import annotations
 import base64
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any, cast
 
-from faust.types import AgentT, EventT
+from faust import Stream
+from faust.types import AgentT, EventT, StreamT
 
 from sinks.routing import Ack, SinkPlan, Tables, make_plans, parse_event, route
 from streams.app.factory import MemstreamApp
@@ -73,13 +75,14 @@ def register(app: MemstreamApp, stage: Stage, listeners: StageListeners) -> Agen
         await dead_letters.send(key=letter.user_id.encode(),
                                 value=letter.model_dump_json().encode())
 
-    async def sinks(stream):  # type: ignore[no-untyped-def]
+    async def sinks(stream: StreamT[Any]) -> None:
         """Route each event to the destinations, ack it when its records are safe."""
         plans = make_plans(app.settings, send_dead_letter)
         for plan in plans:
             await plan.runner.start()
         log.info("sinks on: %s", ", ".join(p.runner.name for p in plans))
-        events = stream.noack()
+        # Faust hands an agent a `Stream`; the agent's type declares only `StreamT`, without `noack`
+        events = cast(Stream[Any], stream).noack()
         try:
             async for event in events.events():
                 await handle(event, plans, _acker(events, event), app.sealed.memory.audit,
@@ -91,7 +94,7 @@ def register(app: MemstreamApp, stage: Stage, listeners: StageListeners) -> Agen
     return app.faust.agent(app.topics.named(stage.reads), name=stage.name)(sinks)
 
 
-def _acker(stream, event) -> Ack:  # type: ignore[no-untyped-def]
+def _acker(stream: StreamT[Any], event: EventT[Any]) -> Ack:
     async def ack() -> None:
         await stream.ack(event)
     return ack

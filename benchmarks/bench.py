@@ -198,7 +198,8 @@ def workers_summed(snapshot: dict[str, float | None]) -> dict[str, float | None]
     """A CPU snapshot with its `worker-i` entries summed as `worker` (None if any is None)."""
     parts = [v for k, v in snapshot.items() if k.startswith("worker-")]
     rest = {k: v for k, v in snapshot.items() if not k.startswith("worker-")}
-    return {"worker": None if not parts or None in parts else sum(parts), **rest}  # type: ignore[arg-type]
+    known = [v for v in parts if v is not None]
+    return {"worker": sum(known) if parts and len(known) == len(parts) else None, **rest}
 
 
 async def worker_rss(stack: Stack) -> int | None:
@@ -207,7 +208,8 @@ async def worker_rss(stack: Stack) -> int | None:
     neither)."""
     if stack._workers:
         sizes = [process_rss(w.pid) for w in stack._workers]
-        return None if None in sizes else sum(sizes)  # type: ignore[arg-type]
+        known = [size for size in sizes if size is not None]
+        return sum(known) if len(known) == len(sizes) else None
     headers = {"Authorization": f"Bearer {stack.api_key}"} if stack.api_key else {}
     if not headers and os.environ.get("MEMSTREAM_API_KEY"):
         headers = {"Authorization": f"Bearer {os.environ['MEMSTREAM_API_KEY']}"}

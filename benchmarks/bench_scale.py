@@ -168,7 +168,8 @@ def model_cpu(workers: Sequence[WorkerRun], turns: int, worker_ms_per_turn: floa
     """`model_ms_per_turn` (every worker's model CPU over the turns) and `rest_ms_per_turn`
     (the workers' whole CPU per turn less it); None where a figure is missing."""
     used = [w.model_cpu_seconds for w in workers]
-    model = None if not used or None in used else 1000 * sum(used) / max(turns, 1)  # type: ignore[arg-type]
+    known = [seconds for seconds in used if seconds is not None]
+    model = 1000 * sum(known) / max(turns, 1) if used and len(known) == len(used) else None
     return {"model_ms_per_turn": _round(model, 2),
             "rest_ms_per_turn": (None if model is None or worker_ms_per_turn is None
                                  else round(worker_ms_per_turn - model, 2))}

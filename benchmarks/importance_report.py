@@ -21,6 +21,7 @@ import json
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from streams.settings import Settings, get_settings
@@ -46,7 +47,7 @@ def importances(pipeline: FactPipeline, text: str, n: int) -> list[int]:
 
 
 def importance_report(labels: list[tuple[str, str]], settings: Settings,
-                      conversations: list[Path] = ()) -> dict[str, Any]:  # type: ignore[assignment]
+                      conversations: Sequence[Path] = ()) -> dict[str, Any]:
     """The figures of the module doc."""
     pipeline = FactPipeline(settings.write)
     cut = settings.lifecycle.ttl_importance_max

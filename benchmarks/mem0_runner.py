@@ -44,20 +44,21 @@ def _guard_network() -> None:
     original = socket.socket.connect
     original_ex = socket.socket.connect_ex
 
-    def connect(self: socket.socket, address: Any) -> Any:
+    def connect(self: socket.socket, address: Any) -> None:
         if self.family == socket.AF_UNIX:
             return original(self, address)
         _blocked.append(str(self.family))
         raise NetworkAttempt("network disabled in the mem0 baseline")
 
-    def connect_ex(self: socket.socket, address: Any) -> Any:
+    def connect_ex(self: socket.socket, address: Any) -> int:
         if self.family == socket.AF_UNIX:
             return original_ex(self, address)
         _blocked.append(str(self.family))
         raise NetworkAttempt("network disabled in the mem0 baseline")
 
-    socket.socket.connect = connect  # type: ignore[method-assign]
-    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
+    # patched on the class on purpose: every socket of this process, mem0's included, is guarded
+    socket.socket.connect = connect  # type: ignore[method-assign, assignment]  # deliberate patch, see above
+    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign, assignment]  # deliberate patch, see above
 
 
 def _offline_env(home: str) -> None:

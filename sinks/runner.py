@@ -258,7 +258,7 @@ class SinkRunner:
                 async for attempt in self._retrying(Exception):
                     with attempt:
                         await self._dead_letter(letter)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - an unsent dead letter leaves the record unacked
                 metrics.ERRORS.labels(sink=self.name, kind="dead_letter").inc()
                 log.error("sink %s: dead letter could not be sent (%s)", self.name,
                           type(exc).__name__)

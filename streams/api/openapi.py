@@ -55,7 +55,7 @@ class Owner(BaseModel):
 class QueryAnswer(QueryResponse):
     """The answer to memory.query: its items are bullets (`return: bullets`) or full items."""
 
-    items: list[FullItem | BulletItem]  # type: ignore[assignment]
+    items: list[FullItem | BulletItem]  # type: ignore[assignment]  # typed items for the docs; the wire model's are dicts
 
 
 class CommandStatus(BaseModel):

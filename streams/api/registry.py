@@ -34,7 +34,7 @@ from streams.api.views import MemstreamView, add_views, error
 from streams.memory.consent import pending_proposals
 from streams.memory.model import Memory
 from streams.memory.tables import command_key
-from topics.commands import Command
+from topics.commands import Command, CommandKind
 from topics.schema_errors import explain
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ class RegistryView(MemstreamView):
         return outcome_of_applied(applied.get(command_key(user_id, command_id)))
 
     async def send_commands(self, request: Request, user_id: str,
-                            specs: Iterable[tuple[str, dict[str, Any]]]) -> web.Response:
+                            specs: Iterable[tuple[CommandKind, dict[str, Any]]]) -> web.Response:
         """Send one command per (kind, fields); answer as the module docstring says.
 
         The caller names its commands `<key>`, `<key>:1`, …; each is sent under its namespaced id
@@ -160,7 +160,7 @@ class RegistryView(MemstreamView):
             name = base_id if i == 0 else f"{base_id}:{i}"
             command_id = command_ids.command_id(principal, name)
             names[command_id] = name
-            commands.append(Command(command_id=command_id, kind=kind, user_id=user_id, ts=now,  # type: ignore[arg-type]
+            commands.append(Command(command_id=command_id, kind=kind, user_id=user_id, ts=now,
                                     actor=principal.actor[:200], **fields))
         outcomes: dict[str, Outcome | None] = {}
         futures: dict[str, asyncio.Future[Outcome]] = {}
@@ -252,7 +252,7 @@ class UserMemory(RegistryView):
         return await self.send_commands(request, user_id, [("delete", {"memory_id": memory_id})])
 
 
-def _memory_action(kind: str, doc: str) -> type[View]:
+def _memory_action(kind: CommandKind, doc: str) -> type[View]:
     """A POST route that sends one `kind` command for one memory (pin, unpin, restore)."""
 
     class Action(RegistryView):
@@ -390,13 +390,18 @@ class CommandStatus(RegistryView):
                          status=200 if outcome.status == "applied" else 422)
 
 
+_MEMORY_ACTIONS: tuple[tuple[CommandKind, str], ...] = (
+    ("pin", "POST: pin the memory (ranked higher, never TTL-deleted)."),
+    ("unpin", "POST: unpin the memory."),
+    ("restore", "POST: restore a soft-deleted memory."),
+)
+"""The one-command routes of a memory (`_memory_action`): the command's kind, the route's doc."""
+
 ROUTES: dict[str, type[View]] = {
     USER + "/memories": UserMemories,
     USER + "/memories/{memory_id}": UserMemory,
-    **{USER + "/memories/{memory_id}/" + kind: _memory_action(kind, doc) for kind, doc in (
-        ("pin", "POST: pin the memory (ranked higher, never TTL-deleted)."),
-        ("unpin", "POST: unpin the memory."),
-        ("restore", "POST: restore a soft-deleted memory."))},
+    **{USER + "/memories/{memory_id}/" + kind: _memory_action(kind, doc)
+       for kind, doc in _MEMORY_ACTIONS},
     USER + "/memories/{memory_id}/history": MemoryHistory,
     USER + "/export": UserExport,
     USER: User,

@@ -12,6 +12,7 @@ import faust
 
 from streams.api.command_waiter import CommandWaiter
 from streams.api.sse import Hub
+from streams.api.views import WEB_STATE
 from streams.app.stage_kit import StageListeners
 
 
@@ -30,9 +31,9 @@ class WebState:
 
     def attach(self, faust_app: faust.App) -> None:
         """Make this the state the views of `faust_app` find (`WebState.of`)."""
-        faust_app.memstream_web = self  # type: ignore[attr-defined]
+        WEB_STATE.attach(faust_app, self)
 
     @staticmethod
     def of(faust_app: faust.App) -> WebState:
         """The web state of a Faust app (a web view's `self.app`)."""
-        return faust_app.memstream_web  # type: ignore[attr-defined, no-any-return]
+        return WEB_STATE.of(faust_app)

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 from faust.web import View
 
+from streams.app.faust_slots import MEMSTREAM, AppSlot
+
 if TYPE_CHECKING:
     from streams.api.state import WebState
     from streams.app.factory import MemstreamApp
@@ -14,18 +16,21 @@ if TYPE_CHECKING:
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Middleware = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
 
+WEB_STATE: AppSlot[WebState] = AppSlot("memstream_web")
+"""The web layer's state, attached by `WebState.attach` (`streams.api.state`)."""
+
 
 class MemstreamView(View):
     """A Faust view that knows the `MemstreamApp` of its worker, and the web layer's state."""
 
     @property
     def memstream(self) -> MemstreamApp:
-        return self.app.memstream  # type: ignore[attr-defined, no-any-return]
+        return MEMSTREAM.of(self.app)
 
     @property
     def web_state(self) -> WebState:
         """The hub of SSE clients and the command waiter (`streams.api.state`)."""
-        return self.app.memstream_web  # type: ignore[attr-defined, no-any-return]
+        return WEB_STATE.of(self.app)
 
     def not_ready(self) -> web.Response | None:
         """A 503 while the worker's tables are recovering or a rebalance is under way."""

@@ -20,6 +20,7 @@ import faust
 from faust.types import TopicT
 
 from streams.app.faust_compat import event_scope_of, use_transport_fixes
+from streams.app.faust_slots import MEMSTREAM
 from streams.app.kafka_security import faust_credentials
 from streams.app.services import Services
 from streams.settings import Settings
@@ -123,7 +124,7 @@ class MemstreamApp:
         self.sealed = self.kit.sealed
         self.outputs = self.kit.outputs
         self.store = self.kit.store
-        faust_app.memstream = self  # type: ignore[attr-defined]  # views find it from their app
+        MEMSTREAM.attach(faust_app, self)  # views find it from their app
         tables.memories.on_recover(self._memories_recovered)
         tables.user_keys.on_recover(self._keys_recovered)
         faust_app.on_partitions_assigned.connect(self._partitions_assigned)
@@ -131,7 +132,7 @@ class MemstreamApp:
     @staticmethod
     def of(faust_app: faust.App) -> MemstreamApp:
         """The `MemstreamApp` a Faust app (a web view's `self.app`) belongs to."""
-        return faust_app.memstream  # type: ignore[attr-defined, no-any-return]
+        return MEMSTREAM.of(faust_app)
 
     async def _produce(self, topic: str, key: bytes | None, value: bytes) -> None:
         await self.topics.named(topic).send(key=key, value=value)

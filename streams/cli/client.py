@@ -37,10 +37,12 @@ def send(
 
     now = datetime.now(timezone.utc)
     try:
-        turn = Turn(
-            user_id=user, thread_id=thread, turn_id=turn_id or now.strftime("%Y%m%dT%H%M%S%f"),
-            role=role, speaker=speaker, text=text, ts=ts or now.isoformat(),  # type: ignore[arg-type]
-        )
+        # the options are text: pydantic parses `role` and `ts` as it does those of a record
+        turn = Turn.model_validate({
+            "user_id": user, "thread_id": thread,
+            "turn_id": turn_id or now.strftime("%Y%m%dT%H%M%S%f"),
+            "role": role, "speaker": speaker, "text": text, "ts": ts or now.isoformat(),
+        })
     except ValidationError as exc:
         console.print(f"[red]invalid turn:[/] {exc}")
         raise typer.Exit(2)

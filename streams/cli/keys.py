@@ -79,11 +79,13 @@ def keys_new(
     (add it to MEMSTREAM_API_KEYS or API_KEYS_FILE; only its hash is kept)."""
     from streams.api import auth
 
-    if role not in ("agent", "admin", "metrics"):
+    roles: tuple[auth.Role, ...] = ("agent", "admin", "metrics")
+    chosen = next((r for r in roles if r == role), None)
+    if chosen is None:
         console.print("[red]--role must be agent, admin or metrics[/]")
         raise typer.Exit(2)
     key = auth.new_key()
-    entry = auth.entry_for(key, agent, role, user)  # type: ignore[arg-type]
+    entry = auth.entry_for(key, agent, chosen, user)
     print(key)
     console.print("worker entry (add to the JSON list of MEMSTREAM_API_KEYS or API_KEYS_FILE):")
     print(entry.model_dump_json(exclude_none=True))

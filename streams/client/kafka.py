@@ -57,7 +57,7 @@ class InitProducerIdRequest(Request[InitProducerIdRequest_v0 | InitProducerIdReq
 
 def allow_init_producer_id_v3() -> None:
     """Let aiokafka's producers ask for a producer id with v3 when the broker knows it."""
-    sender.InitProducerIdRequest = InitProducerIdRequest  # type: ignore[attr-defined, misc]
+    sender.InitProducerIdRequest = InitProducerIdRequest
 
 
 def idempotent_producer(bootstrap: str, *, linger_ms: int, client_id: str,

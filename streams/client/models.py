@@ -23,7 +23,7 @@ class QueryResult(QueryResponse):
     """A `memory.query` answer with typed items: `FullItem`s when asked with mode `full`,
     else `BulletItem`s. `context` is the text to give a model; `tokens` what it costs."""
 
-    items: list[FullItem | BulletItem]  # type: ignore[assignment]
+    items: list[FullItem | BulletItem]  # type: ignore[assignment]  # parses the wire model's dict items
 
     @model_validator(mode="before")
     @classmethod

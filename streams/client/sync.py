@@ -39,18 +39,19 @@ class _LoopThread:
             raise
 
     def iterate(self, stream: AsyncIterator[T]) -> Iterator[T]:
-        async def step() -> tuple[bool, T | None]:
+        async def step() -> tuple[T, ...]:
+            """The stream's next item, alone; nothing when it is done."""
             try:
-                return True, await stream.__anext__()
+                return (await stream.__anext__(),)
             except StopAsyncIteration:
-                return False, None
+                return ()
 
         try:
             while True:
-                more, item = self.run(step())
-                if not more:
+                got = self.run(step())
+                if not got:
                     return
-                yield item  # type: ignore[misc]
+                yield got[0]
         finally:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None and self.loop.is_running():

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from streams.settings import LifecycleSettings
@@ -41,7 +42,7 @@ from streams.memory.decay import days_unused, decay_weight
 from streams.memory.model import Memory
 from streams.memory.purge import scrub_memory
 from streams.memory.state import MemoryState
-from topics.events import MemoryEvent
+from topics.events import EventKind, MemoryEvent
 
 _CONTENT_CLEARED: dict[str, Any] = {
     "summary": "", "category": "", "tags": [], "entities": [], "entity_key": None, "related_ids": [],
@@ -170,7 +171,7 @@ def is_archive_due(memory: Memory, now: datetime, config: ForgetConfig) -> bool:
 
 
 def over_cap(state: MemoryState, user_id: str, now: datetime, config: ForgetConfig,
-             changed: set[str] = frozenset()) -> list[Memory]:  # type: ignore[assignment]
+             changed: AbstractSet[str] = frozenset()) -> list[Memory]:
     """The active semantic memories past the cap, in eviction order: lowest decay weight, then
     least recently used, then id (deterministic); pinned ones count but are never evicted.
     Memories in `changed` left the active ones in this run already."""
@@ -197,7 +198,7 @@ def soft_delete(state: MemoryState, memory: Memory, now: datetime, config: Forge
                       {"state": "soft_deleted", "purge_at": purge_at})
 
 
-def transition(state: MemoryState, memory: Memory, now: datetime, kind: str, reason: str,
+def transition(state: MemoryState, memory: Memory, now: datetime, kind: EventKind, reason: str,
                update: dict[str, Any], weight: float | None = None) -> MemoryEvent:
     """Store `memory` changed by `update` and announce it as `kind` (with `reason`)."""
     changed = memory.model_copy(update={**update, "version": memory.version + 1, "updated_at": now})

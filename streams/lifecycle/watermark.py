@@ -75,12 +75,7 @@ class PartitionClock:
         """The partition's `now` as of the record at `offset` (the latest when None): the hour
         of the latest mark at or before it (the earliest mark kept when all are later)."""
         marks = self._record(partition).get("marks") or []
-        if not marks:
-            return None
-        at = marks[-1]
-        if offset is not None and offset < at[0]:
-            at = next((m for m in reversed(marks) if m[0] <= offset), marks[0])
-        return hour_floor(datetime.fromisoformat(at[1]))
+        return _hour_at(marks, offset) if marks else None
 
     def advance(self, partition: int, ts: datetime, offset: int) -> datetime:
         """Move the partition's watermark to `ts`, seen in the record at `offset`, if it enters
@@ -88,7 +83,7 @@ class PartitionClock:
         record = self._record(partition)
         marks = list(record.get("marks") or [])
         if marks and offset <= marks[-1][0]:
-            return self.watermark(partition, offset)  # type: ignore[return-value]
+            return _hour_at(marks, offset)
         now = hour_floor(ts)
         if marks and now <= hour_floor(datetime.fromisoformat(marks[-1][1])):
             return hour_floor(datetime.fromisoformat(marks[-1][1]))
@@ -183,3 +178,12 @@ class Outbox:
             self.table.pop(self._key(partition, old), None)
         self.table[self._key(partition, offset)] = entry
         self.table[self._index_key(partition)] = offsets[-OUTBOX_RECORDS:]
+
+
+def _hour_at(marks: list[Any], offset: int | None) -> datetime:
+    """The hour of the latest of `marks` ([offset, ISO time], oldest first, at least one) at or
+    before `offset` (the latest when None; the earliest when all are later)."""
+    at = marks[-1]
+    if offset is not None and offset < at[0]:
+        at = next((m for m in reversed(marks) if m[0] <= offset), marks[0])
+    return hour_floor(datetime.fromisoformat(at[1]))

@@ -24,6 +24,7 @@ import orjson
 
 from streams.memory.tables import MemoryTables, Table
 from topics.events import MemoryEvent
+from topics.progress import Outcome
 
 WRITTEN_TABLES = ("memories", "users", "thread_revs", "audit")
 """The tables a candidate writes (besides its own `applied` record)."""
@@ -33,7 +34,7 @@ WRITTEN_TABLES = ("memories", "users", "thread_revs", "audit")
 class Applied:
     """What a candidate or command did: its outcome, the memory it touched, the events to send."""
 
-    outcome: str  # created | updated | superseded | duplicate (candidates); applied (commands)
+    outcome: Outcome  # created | updated | superseded | duplicate (candidates); applied (commands)
     memory_id: str
     events: list[MemoryEvent] = field(default_factory=list)
     similarity: float | None = None

@@ -23,6 +23,7 @@ from streams.memory.vector_index import UserIndex
 from streams.observability import metrics
 from topics.candidates import Candidate
 from topics.events import MemoryEvent
+from topics.progress import Outcome
 
 
 def apply_candidate(state: MemoryState, candidate: Candidate, vector: np.ndarray,
@@ -80,6 +81,7 @@ def _apply(state: MemoryState, candidate: Candidate, vector: np.ndarray,
             review.held.events[:0] = events
             return review.held
         events += review.events
+    outcome: Outcome
     if decision.action is dedup.Action.update and decision.target is not None:
         target = decision.target
         if set(candidate.refs) <= set(target.source_turn_ids):

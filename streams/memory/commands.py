@@ -23,7 +23,7 @@ from streams.memory.tables import command_key
 from streams.memory.users import record_proactivity_feedback
 from streams.memory.vector_index import encode_vector
 from topics.commands import Command
-from topics.events import MemoryEvent
+from topics.events import EventKind, MemoryEvent
 
 
 RESTORABLE = ("soft_deleted", "archived")
@@ -67,7 +67,7 @@ def _command_events(state: MemoryState, cmd: Command, vector: np.ndarray | None)
     # command_id: a purge of the memory finds this command's `applied` record by it
     meta = {"command": cmd.kind, "actor": cmd.actor, "command_id": cmd.command_id}
 
-    def change(memory: Memory, kind: str, vector: np.ndarray | None = None, **update: Any) -> Memory:
+    def change(memory: Memory, kind: EventKind, vector: np.ndarray | None = None, **update: Any) -> Memory:
         changed = memory.model_copy(
             update={**update, "version": memory.version + 1, "updated_at": cmd.ts})
         state.store(changed, vector)

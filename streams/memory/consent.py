@@ -41,7 +41,7 @@ from streams.memory.vector_index import decode_vector, encode_vector
 from streams.write.statements import first_person_keys
 from topics.candidates import Candidate
 from topics.commands import Command
-from topics.events import MemoryEvent
+from topics.events import EventKind, MemoryEvent
 from topics.turns import Role, Turn
 
 Decision = Literal["proposed", "applied", "rejected", "expired", "replaced", "corroborated"]
@@ -340,7 +340,7 @@ def _announce(state: MemoryState, proposal: dict[str, Any], decision: Decision, 
         created_at=ts, updated_at=ts, last_accessed=ts,
         version=len(state.history(proposal["id"])) + 1,
     )
-    kind = "candidate" if decision == "proposed" else "updated"
+    kind: EventKind = "candidate" if decision == "proposed" else "updated"
     return state.announce(kind, marker, thread_id, ts, {
         "subject": "consent", "reason": f"consent_{decision}", "decision": decision,
         "proposal_id": proposal["id"], "field": proposal["field"],

@@ -27,7 +27,7 @@ from streams.memory.revisions import CHANGE_LOG_SIZE, Revisions
 from streams.memory.tables import MemoryTables, candidate_key
 from streams.memory.vector_index import VectorIndex, encode_vector
 from topics.candidates import Candidate
-from topics.events import MemoryEvent
+from topics.events import EventKind, MemoryEvent
 
 
 class MemoryState:
@@ -101,14 +101,14 @@ class MemoryState:
             if name == "memories":
                 self.index.add(Memory.model_validate(value))
 
-    def announce(self, kind: str, memory: Memory, thread_id: str, ts: datetime,
+    def announce(self, kind: EventKind, memory: Memory, thread_id: str, ts: datetime,
                  meta: dict[str, Any], old: Memory | None = None,
                  actor: str = "system") -> MemoryEvent:
         """Announce a change: the event (next revision of the thread), its audit entry, and its
         line in the thread's change log."""
         rev = self.revisions.next(memory.user_id, thread_id)
         event = MemoryEvent(
-            event_id=ids.event_id(memory.id, kind, memory.version), kind=kind,  # type: ignore[arg-type]
+            event_id=ids.event_id(memory.id, kind, memory.version), kind=kind,
             user_id=memory.user_id, thread_id=thread_id, memory_id=memory.id, rev=rev, ts=ts,
             summary=memory.summary, category=memory.category, meta={"type": memory.type, **meta},
         )

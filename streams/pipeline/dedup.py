@@ -42,7 +42,7 @@ from streams.proactivity import ProactivityPolicy
 from streams.providers.embedders import Embed
 from streams.guarded.llm import GuardedLLM
 from topics.candidates import CANDIDATE_RECORD, Candidate, ChatCommand
-from topics.progress import TurnProgress
+from topics.progress import Outcome, TurnProgress
 
 if TYPE_CHECKING:
     from streams.lifecycle.runner import LifecycleRunner
@@ -221,12 +221,12 @@ def event_time_of(item: Candidate | ChatCommand | InvalidRecord) -> tuple[str | 
     return None, None
 
 
-def progress_of(candidate: Candidate, outcome: str, memory_id: str | None) -> TurnProgress:
+def progress_of(candidate: Candidate, outcome: Outcome, memory_id: str | None) -> TurnProgress:
     """The progress record of one fact of a turn."""
     turn = candidate.turn
     return TurnProgress(
         user_id=turn.user_id, thread_id=turn.thread_id, turn_id=turn.turn_id, stage=STAGE,
-        outcome=outcome, fact_index=candidate.fact_index,  # type: ignore[arg-type]
+        outcome=outcome, fact_index=candidate.fact_index,
         fact_count=candidate.fact_count, memory_id=memory_id,
     )
 

@@ -39,7 +39,7 @@ from streams.write.trigger import CommandKind, ExplicitCommand
 from streams.write.validation import parse_turn
 from topics.candidates import Candidate
 from topics.events import MemoryEvent
-from topics.progress import TurnProgress
+from topics.progress import Outcome, TurnProgress
 from topics.turns import Turn
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ class TurnPlan:
 
     turn: Turn
     clock: StageClock
-    outcome: str = "skipped"
+    outcome: Outcome = "skipped"
     """disabled | command | candidates | skipped"""
     candidates: list[Candidate] = field(default_factory=list)
     command: ExplicitCommand | None = None
@@ -331,10 +331,10 @@ class IngestStage:
         await self.outputs.progress(clock.stamp(self._progress(turn, "command", fact_count=1)))
 
     @staticmethod
-    def _progress(turn: Turn, outcome: str, fact_count: int = 0) -> TurnProgress:
+    def _progress(turn: Turn, outcome: Outcome, fact_count: int = 0) -> TurnProgress:
         return TurnProgress(
             user_id=turn.user_id, thread_id=turn.thread_id, turn_id=turn.turn_id, stage=STAGE,
-            outcome=outcome, fact_count=fact_count,  # type: ignore[arg-type]
+            outcome=outcome, fact_count=fact_count,
         )
 
     async def _dead_letter(self, record: Record, reason: str, detail: str) -> None:

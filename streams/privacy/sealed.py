@@ -144,7 +144,7 @@ class SealedTable(MutableMapping[Any, Any]):
             raise KeyError(key)
         return value
 
-    def items(self) -> Iterator[tuple[Any, Any]]:  # type: ignore[override]
+    def items(self) -> Iterator[tuple[Any, Any]]:  # type: ignore[override]  # skips shredded users: an iterator, not a view
         """The readable entries (those of shredded users are left out)."""
         for key in list(self.table.keys()):
             try:
@@ -152,7 +152,7 @@ class SealedTable(MutableMapping[Any, Any]):
             except KeyError:
                 continue
 
-    def values(self) -> Iterator[Any]:  # type: ignore[override]
+    def values(self) -> Iterator[Any]:  # type: ignore[override]  # skips shredded users: an iterator, not a view
         return (value for _, value in self.items())
 
 

@@ -13,12 +13,22 @@ set: +0.018, +0.016), @10 unchanged (+0.003, +0.002).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import TypeVar
+from dataclasses import Field, replace
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 
-H = TypeVar("H")
+
+class ScoredHit(Protocol):
+    """A hit `diversify` reorders: a dataclass (its `score` is replaced) with a score."""
+
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+
+    @property
+    def score(self) -> float: ...
+
+
+H = TypeVar("H", bound=ScoredHit)
 
 
 def diversified_order(scores: np.ndarray, vectors: np.ndarray,
@@ -50,7 +60,7 @@ def diversify(hits: Sequence[H], vectors: np.ndarray, penalty: float) -> list[H]
     `score` replaced by its marginal score, so sorting by score keeps that order. Unchanged
     (but sorted by score) when `penalty` is 0 or there are fewer than two hits."""
     if penalty <= 0 or len(hits) < 2:
-        return sorted(hits, key=lambda h: -h.score)  # type: ignore[attr-defined]
-    order, marginal = diversified_order(np.array([h.score for h in hits]),  # type: ignore[attr-defined]
+        return sorted(hits, key=lambda h: -h.score)
+    order, marginal = diversified_order(np.array([h.score for h in hits]),
                                         vectors, penalty)
-    return [replace(hits[i], score=value) for i, value in zip(order, marginal)]  # type: ignore[type-var]
+    return [replace(hits[i], score=value) for i, value in zip(order, marginal)]

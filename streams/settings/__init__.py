@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.fields import FieldInfo
 
 from streams.errors import MemstreamError
 from streams.settings.api import ApiSettings
@@ -88,11 +89,11 @@ class Settings(BaseModel):
                 flat.setdefault(section_name_of(name), {})[name.lower()] = value
         for section, values in flat.items():
             given = routed.get(section)
-            model = cls.model_fields[section].annotation
             if isinstance(given, Section):
                 routed[section] = given.model_copy(update=values)
             else:
-                routed[section] = model(**{**(given or {}), **values})  # type: ignore[misc, operator]
+                model = _section_model(cls.model_fields[section])
+                routed[section] = model(**{**(given or {}), **values})
         return routed
 
     def with_values(self, **values: Any) -> Settings:
@@ -109,7 +110,14 @@ class Settings(BaseModel):
 
 def sections() -> dict[str, type[Section]]:
     """Every section's attribute name on `Settings` and its model, in the model's order."""
-    return {name: field.annotation for name, field in Settings.model_fields.items()}  # type: ignore[misc]
+    return {name: _section_model(field) for name, field in Settings.model_fields.items()}
+
+
+def _section_model(field: FieldInfo) -> type[Section]:
+    """The model of one field of `Settings`: every field is a section."""
+    model = field.annotation
+    assert isinstance(model, type) and issubclass(model, Section), f"not a section: {model!r}"
+    return model
 
 
 def section_name_of(name: str) -> str:

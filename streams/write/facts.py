@@ -13,6 +13,7 @@ from streams.settings import WriteSettings
 from streams.write.trigger import CommandKind, ExplicitCommand, TriggerDecision, rules_trigger
 from topics.candidates import Candidate, Fact
 from topics.commands import Command
+from topics.commands import CommandKind as WireKind
 from topics.turns import Turn
 
 
@@ -112,10 +113,17 @@ class FactPipeline:
         return TurnFacts(kept, decision.confidence, blocked, command)
 
 
+WIRE_KINDS: dict[CommandKind, WireKind] = {
+    CommandKind.forget: "forget", CommandKind.dont_remember: "dont_remember", CommandKind.pin: "pin",
+}
+"""The `memory.commands` kind of each trigger kind said in chat that is one (`remember` is
+not: its facts are stored)."""
+
+
 def hot_command(turn: Turn, command: ExplicitCommand) -> Command:
     """The `memory.commands` record of a command said in a chat turn (forget, don't remember)."""
     return Command(
-        command_id=f"{turn.ref}:{command.kind.value}", kind=command.kind.value,  # type: ignore[arg-type]
+        command_id=f"{turn.ref}:{command.kind.value}", kind=WIRE_KINDS[command.kind],
         user_id=turn.user_id, ts=turn.ts, thread_id=turn.thread_id, turn_id=turn.turn_id,
         query=command.payload or None, actor=turn.actor_id or turn.speaker or "user",
     )

@@ -131,7 +131,10 @@ def _keyword_rule(source: re.Pattern[str], group: int) -> _KeywordRule:
         body = re.compile(_rewrite(text, ds_keyword.DENYLIST_REGEX, f"({_KEYWORDS})\\w*+"),
                           source.flags)
         pattern = _first_in_run(body, r"\w", f"(?:{_KEYWORDS})")
-    after_closing = text[_BACKREF.search(text).end():]  # type: ignore[union-attr]
+    backref = _BACKREF.search(text)
+    if backref is None:
+        raise ValueError(f"detect-secrets pattern changed: no closing quote (\\1) in {text!r}")
+    after_closing = text[backref.end():]
     closing = (re.compile(f"(?<=[^\\v,'\"`])`(?={after_closing})", source.flags)
                if after_closing else None)
     return _KeywordRule(pattern, group, closing)
@@ -245,7 +248,8 @@ _TOKEN_TAIL = re.compile(r"[\w+/=-]*")  # letters, digits and "_-+/=": what a ke
 
 
 def _token_extender(text: str, tail: re.Pattern[str] = _TOKEN_TAIL) -> Callable[[int], int]:
-    """`end` → the end of the token it lies in, a run of `tail` (JWT signatures, key suffixes).
+    """`end` → the end of the token it lies in, a run of `tail` (JWT signatures, key suffixes;
+    `tail` matches the empty string: an `end` outside any token stays where it is).
 
     Remembers the last token read: hits come in order, so however many of them fall inside one
     long token, it is read once.
@@ -255,7 +259,9 @@ def _token_extender(text: str, tail: re.Pattern[str] = _TOKEN_TAIL) -> Callable[
     def extend(end: int) -> int:
         nonlocal last
         if not last[0] <= end <= last[1]:
-            last = (end, tail.match(text, end).end())  # type: ignore[union-attr]
+            token = tail.match(text, end)
+            assert token is not None, "a tail pattern matches the empty string, so at any end"
+            last = (end, token.end())
         return last[1]
 
     return extend

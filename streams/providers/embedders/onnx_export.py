@@ -90,9 +90,12 @@ def export_fp32(model_dir: Path, out: Path) -> None:
             super().__init__()
             self.bert = bert
 
-        def forward(self, input_ids, attention_mask, token_type_ids):  # type: ignore[no-untyped-def]
-            return self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                             token_type_ids=token_type_ids).last_hidden_state
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                    token_type_ids: torch.Tensor) -> torch.Tensor:
+            # a BERT model's output: `last_hidden_state` is (batch, sequence, hidden)
+            hidden: torch.Tensor = self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                                             token_type_ids=token_type_ids).last_hidden_state
+            return hidden
 
     from transformers.utils import logging as transformers_logging
 
