@@ -11,7 +11,7 @@ from faust.types import AgentT
 from streams.app.factory import MemstreamApp
 from streams.app.faust_compat import event_scope_of, record_of
 from streams.pipeline.ingest import IngestStage
-from streams.write.extraction import resolve_dates
+from streams.language.dates import resolve_dates
 
 
 def register(app: MemstreamApp) -> AgentT:

@@ -31,7 +31,7 @@ import numpy as np
 
 from streams.memory.vector_index import UserIndex
 from streams.read.filters import window_mask
-from streams.read.recall_intent import DateWindow
+from streams.language.dates import DateWindow
 
 Mode = Literal["dense", "hybrid"]
 Fusion = Literal["blend", "rrf"]

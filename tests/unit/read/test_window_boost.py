@@ -5,7 +5,7 @@ from streams.read.filters import window_mask
 from streams.read.fusion import Retrieval
 from streams.read.query import rank
 from streams.read.ranking import RankWeights
-from streams.read.recall_intent import DateWindow
+from streams.language.dates import DateWindow
 from tests.unit.read.test_query_execute import NOW, Q, ask, ids, index_of, mem
 
 MAY_3 = datetime(2024, 5, 3, 18, tzinfo=timezone.utc)

@@ -5,8 +5,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from streams.write.extraction import RulesExtractor, third_person
-from streams.write.text_rules import (
+from streams.language.rewriting import third_person
+from streams.write.extraction import RulesExtractor
+from streams.language.sentences import (
     clean_sentence,
     fact_sentences,
     is_expletive_it,

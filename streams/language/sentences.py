@@ -1,4 +1,5 @@
-"""Sentence-level text rules shared by the trigger and the rules extractor.
+"""Sentence-level text rules shared by the trigger and the rules extractor (was
+`streams/write/text_rules.py`).
 
 Sentence splitting; greeting, filler, question and reaction detection; cleaning (leading
 fillers, vocatives, hedges, slang, subjectless chat, demonstratives, "here's …" with a photo);
@@ -15,9 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from streams.language.wordlists import word_list
 from topics.turns import Role
 
-_CAPTION = re.compile(r"(?<!\s)\s*+\[shares an image:\s*+(?P<caption>[^\]]*+)\]\s*$")
 _SENTENCE_END = re.compile(  # the third form: a run of spaces that holds a line break
     r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[!?])\s+|(?<!\s)(?=[^\S\n]*\n)\s+|"
     r"(?<=[.!?])\s+-\s+"
@@ -25,19 +26,8 @@ _SENTENCE_END = re.compile(  # the third form: a run of spaces that holds a line
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’]*|\d+")
 _NORMALISE = re.compile(r"[^a-z0-9' ]+")
 
-GREETING_WORDS = frozenset(
-    "hi hello hey heya hiya yo howdy greetings morning evening afternoon good bye goodbye cya night "
-    "goodnight there all everyone guys folks welcome back again".split()
-)
-FILLER_WORDS = frozenset((
-    "ok okay k kk thanks thank thx ty you so much haha hahaha ha lol lmao rofl cool nice "
-    "great awesome sure yes yeah yep yup no nope nah wow oh ah aw aww hmm hm right alright "
-    "true indeed exactly totally agreed sounds good perfect amazing sweet np of course "
-    "definitely absolutely omg wowza neat fine gotcha got it see bye later care take ttyl "
-    "cheers welcome a lot really very too me that's thats is and love to hear glad happy for "
-    "congrats congratulations well done yay woohoo same here mine agree know i the wonderful "
-    "fantastic incredible beautiful just for honestly neither either as well"
-).split())
+GREETING_WORDS = word_list("greetings")
+FILLER_WORDS = word_list("fillers")
 _PLEASANTRY = re.compile(
     r"^(?:(?:it'?s\s+)?(?:so\s+|really\s+)?(?:good|great|nice|lovely)\s+to\s+(?:see|hear from|meet|"
     r"talk to|chat with)\s+you|how\s+(?:are|have)\s+you|what'?s\s+up|talk\s+(?:to you\s+)?soon|"
@@ -83,12 +73,7 @@ _ENTITY = re.compile(r"(?<=[\w,;:] )(?:[A-Z][\w'’&-]*)(?: (?:of |the |de )?[A-
 _LEADING_NAME = re.compile(  # "J.K. Rowling is …", "Harry Potter and …", "Fox Hollow is …"
     r"^[\"'“]?((?:[A-Z][\w'’&.-]*)(?: (?:of |the |de )?[A-Z][\w'’&.-]+)+)"
 )
-_NOT_ENTITIES = frozenset(
-    "I I'm I've I'd I'll Mon Tue Tues Wed Thu Thurs Fri Sat Sun Monday Tuesday Wednesday Thursday "
-    "Friday Saturday Sunday January February March April May June July August September October "
-    "November December Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec OMG LOL Haha Wow OK Ok "
-    "Okay BTW TBH IMO Yay Yeah Thanks Hey Hi".split()
-)
+_NOT_ENTITIES = word_list("not_names")
 _STEPS = re.compile(  # "first … then" from the first "first" of each line only: a later one
     # on the same line finds no "then" the first one did not
     r"(?:\bstep \d|^(?>[^\n]*?\bfirst(?:ly)?,? )[^\n]+?\bthen\b|^[^\S\n]*\d+[.)]\s|"
@@ -143,8 +128,7 @@ _VOCATIVE_HEAD = re.compile(  # "Mel, that sounds …"
     r"congrats|congratulations|what|how|wow|good|great|sounds|love|keep|hope|take)\b)"
 )
 _VOCATIVE_TAIL = re.compile(r",\s+[A-Z][a-z]+\s*([.!]*)$")  # "… too, Mel." / "…, Mel!"
-_BEFORE_VOCATIVE = frozenset("too you it that this much lot so here there again now though anyway "
-                             "agree".split())
+_BEFORE_VOCATIVE = word_list("vocative_followers")
 _HEDGE = re.compile(  # "I think I …" / "Think I'm …" -> "I …"
     r"^(?:[Ii] )?(?:[Tt]hink|[Gg]uess|[Bb]elieve|[Ss]uppose|[Rr]eckon|[Ff]eel like|[Mm]ean)(?: that)?,?\s+"
     r"(?=(?:[Ii]|[Mm]y|[Ww]e)\b)"
@@ -190,33 +174,7 @@ _HABIT = re.compile(r"\b(?:every (?:day|week|morning|night|weekend|month|year)|d
                     r"usually|always|often|regularly|each (?:day|week))\b", re.I)
 _ANAPHORIC = re.compile(r"^(?:it|its|that|this|they|them|their|those|these|he|she|there|his|her)\b",
                         re.I)
-STOPWORDS = frozenset((
-    "about after again also always another because been before being could does doing down "
-    "during each even ever every from going gonna have having here into just kind kinda know "
-    "last like made make many more most much never next only other over really said same "
-    "since some something still such sure than that their them then there these they thing "
-    "things this those though through time today very want wanna were what when where which "
-    "while will with would year years your yours lately pretty super great good awesome "
-    "amazing cool feel felt lots yesterday week month tonight morning weekend i me my mine we "
-    "us our it its them he she him her his you the and but was is are has had did not all too "
-    "named called got get lot one two new way check definitely let stuff soon out agree totally"
-).split())
-
-
-def strip_caption(text: str) -> tuple[str, str | None]:
-    """Split a LoCoMo-style `[shares an image: …]` suffix off the text.
-
-    The caption holds no "]" and ends the text, so it starts after the last "]" but one: the
-    search starts there (a text full of "[shares an image:" and no closing "]" would otherwise
-    be read to its end from each of them).
-    """
-    last = text.rfind("]")
-    if last < 0 or text[last + 1:].strip():
-        return text, None
-    m = _CAPTION.search(text, text.rfind("]", 0, last) + 1)
-    if not m:
-        return text, None
-    return text[: m.start()].rstrip(), m.group("caption").strip() or None
+STOPWORDS = word_list("stopwords_rules")
 
 
 def split_sentences(text: str) -> list[str]:
@@ -318,8 +276,7 @@ def _inside(name: str, other: str) -> bool:
             and re.search(r"\b" + re.escape(name) + r"\b", other) is not None)
 
 
-_NOT_NAME_OPENERS = frozenset("the a an my our this that i i'm i've it it's we he she they so and "
-                              "but oh hey hi thanks happy good great".split())
+_NOT_NAME_OPENERS = word_list("not_name_openers")
 
 
 def memory_type(sentence: str, signals: Signals | None = None) -> str:
@@ -344,13 +301,7 @@ _THAT_ONE_IS = re.compile(  # "That one is Max, my childhood dog." → "Max is m
 _DETERMINER = re.compile(  # "These figurines I bought …" → "The figurines I bought …"
     r"^(?:(?P<sg>this|that)\s+(?P<w1>[a-z]+)|(?P<pl>these|those)\s+(?P<w2>[a-z]+))\b", re.I
 )
-_NOT_NOUN = frozenset((
-    "is was are were has had have will would could can should might must may does did do "
-    "made make makes means meant sounds sound looks look seems seem reminds remind brings bring "
-    "helps help gives give feels feel felt one kind sort really just also all too so totally "
-    "definitely always never still is's gets got went goes came comes took takes shows show "
-    "and but or of in on at for to with that which who what when where why how"
-).split())
+_NOT_NOUN = word_list("not_nouns")
 _SHOWING_IMAGE = re.compile(
     r"^(?:here(?:'|’)?s|here is|this is|these are|check out|take a look at|look at|meet)\s+"
     r"(?!(?:a |an |the |this |that |my |our )?(?:pic|photo|picture|snap|shot|photograph)\b)"
@@ -427,8 +378,7 @@ def _drop_vocative(s: str) -> str:
     return s
 
 
-_COUNT_WORDS = frozenset("one two three four five six seven eight nine ten eleven twelve twenty "
-                         "hundred thousand".split())
+_COUNT_WORDS = word_list("count_words")
 
 
 def content_words(sentence: str) -> int:
