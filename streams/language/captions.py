@@ -20,6 +20,11 @@ _PHOTO_WORD = re.compile(r"^an?\s+(?:photograph|photography|picture|pic)\b", re.
 _PHOTO = re.compile(r"an?\s+(?:photo|image|screenshot)\b", re.I)
 
 
+def with_image_caption(text: str, caption: str) -> str:
+    """`text` with `caption` appended in the caption form (`CAPTION_OPENING`)."""
+    return f"{text} {CAPTION_OPENING} {caption.strip()}]"
+
+
 def split_image_caption(text: str) -> tuple[str, str | None]:
     """`text` without a `[shares an image: …]` suffix, and the caption (None when there is none).
 

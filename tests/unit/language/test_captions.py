@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from streams.language.captions import caption_words, shared_photo, split_image_caption
+from streams.language.captions import caption_words, shared_photo, split_image_caption, with_image_caption
 
 
 def test_a_caption_is_split_off_the_text() -> None:
@@ -24,3 +24,9 @@ def test_what_a_shared_photo_shows(caption: str, shared: str) -> None:
     assert shared_photo(caption) == shared
     assert caption_words(caption) == caption.strip().replace("photography", "photo").replace(
         "picture", "photo")
+
+
+def test_a_caption_written_in_the_form_is_read_back() -> None:
+    text = with_image_caption("A beagle, look at him.", " a photo of a beagle puppy ")
+    assert text == "A beagle, look at him. [shares an image: a photo of a beagle puppy]"
+    assert split_image_caption(text) == ("A beagle, look at him.", "a photo of a beagle puppy")
