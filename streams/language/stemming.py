@@ -10,4 +10,4 @@ from typing import Callable
 import Stemmer
 
 stem_words: Callable[[list[str]], list[str]] = Stemmer.Stemmer("english").stemWords
-"""The Snowball English stems of `words`, in order ("hiking" → "hike")."""
+"""The Snowball English stems of a list of words, in order (["hiking", "dogs"] → ["hike", "dog"])."""
