@@ -2,8 +2,9 @@
 `streams` but `streams.errors`): English chat text in, words, sentences, dates and names out.
 
 - `wordlists`: the word lists, data files under `data/` (one word list a file), read once.
-- `sentences`: splitting, cleaning, greeting/filler/question detection, content signals, the
-  choice of the sentences a turn's facts are written from.
+- `sentences`: splitting, words, greeting/filler/question detection, cleaning.
+- `signals`: the content signals of a sentence and the memory type they point to.
+- `fact_sentences`: the choice of the sentences a turn's facts (or its note) are written from.
 - `dates`: date phrases → intervals of days, for the write side (`resolve_dates`,
   `mentioned_interval`) and the read side (`time_window`).
 - `rewriting`: a sentence as a fact's summary (third person, neutral tone).

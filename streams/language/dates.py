@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 
-from streams.language.sentences import is_past_tense
+from streams.language.signals import is_past_tense
 
 # --- write side: relative phrases rewritten as dates (`resolve_dates`) -----------------------
 

@@ -8,7 +8,8 @@ import re
 
 from streams.language.rewriting import APOS as _APOS
 from streams.language.rewriting import I_ALONE as _I
-from streams.language.sentences import STOPWORDS, Signals, signal_tags, words
+from streams.language.sentences import STOPWORDS, words
+from streams.language.signals import Signals, signal_tags
 
 _PET = r"((?i:dog|cat|puppy|pup|kitten|bird|parrot|rabbit|bunny|hamster|horse|turtle|fish))"
 _KEYS: tuple[tuple[re.Pattern[str], str], ...] = (

@@ -4,7 +4,7 @@ No model: the extractor is a list of named steps (`STEPS`), each a small functio
 order on the turn's `Draft` until one has the answer. The language rules the steps apply live in
 `streams/language/`: sentences are split and cleaned, greetings/filler/questions/reactions
 dropped, the rest scored by cheap signals (first person, preferences, plans, life events, names,
-numbers, dates) and the best ones (`sentences.fact_sentences`) each written as one fact
+numbers, dates) and the best ones (`fact_sentences.fact_sentences`) each written as one fact
 (`rewriting.fact_summary`): relative dates resolved against the turn's time (`dates.resolve_dates`,
 "last Saturday" → "on 6 May 2023"), first person rewritten in the third person naming the
 speaker, a statement without first person attributed ("Ana said the trail is steep."),
@@ -35,6 +35,7 @@ from zoneinfo import ZoneInfo
 
 from streams.language.captions import caption_words, shared_photo, split_image_caption
 from streams.language.dates import mentioned_interval
+from streams.language.fact_sentences import Part, fact_sentences, note_sentence
 from streams.language.mentions import (
     entity_key,
     fact_entities,
@@ -43,16 +44,8 @@ from streams.language.mentions import (
     split_compound,
 )
 from streams.language.rewriting import fact_summary
-from streams.language.sentences import (
-    Part,
-    Signals,
-    clean_sentence,
-    fact_sentences,
-    memory_type,
-    note_sentence,
-    sentence_signals,
-    split_sentences,
-)
+from streams.language.sentences import clean_sentence, split_sentences
+from streams.language.signals import Signals, memory_type, sentence_signals
 from streams.write.categories import categorise
 from streams.write.importance import ImportanceInputs, salience
 from streams.write.importance import level as importance_level

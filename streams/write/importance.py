@@ -21,7 +21,8 @@ import re
 from dataclasses import dataclass
 
 from streams.write.sentiment import affect_words
-from streams.language.sentences import STOPWORDS, Signals, words
+from streams.language.sentences import STOPWORDS, words
+from streams.language.signals import Signals
 from streams.language.wordlists import word_list
 
 BIG_EVENT = re.compile(

@@ -6,16 +6,9 @@ from dataclasses import dataclass
 from enum import Enum
 
 from streams.language.captions import split_image_caption
-from streams.language.sentences import (
-    MIN_SCORE,
-    clean_sentence,
-    content_parts,
-    fact_sentences,
-    memory_type,
-    note_sentence,
-    signal_tags,
-    split_sentences,
-)
+from streams.language.fact_sentences import MIN_SCORE, content_parts, fact_sentences, note_sentence
+from streams.language.sentences import clean_sentence, split_sentences
+from streams.language.signals import memory_type, signal_tags
 from topics.turns import Role, Turn
 
 # --- explicit commands -----------------------------------------------------------------------

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from streams.eval.adversarial_cost import CLASSES
 from streams.pipeline.dead_letters import kept_bytes
-from streams.language import captions, mentions, rewriting, sentences
+from streams.language import captions, mentions, rewriting, sentences, signals
 from streams.write import policy, procedural, trigger, writing
 from tests.fuzzing import fuzz_settings
 from tests.unit.fuzz.adversarial import RULE_PIECES, SECRET_PIECES, mixes, runs
@@ -159,20 +159,20 @@ def test_names_are_compared_pairwise_only_up_to_the_cap(monkeypatch: pytest.Monk
         assert calls <= cap, "names compared with every other name"
         return search(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(sentences.re, "search", counted)
+    monkeypatch.setattr(signals.re, "search", counted)
     names = CLASSES["distinct names"](8000).removeprefix("I met ")
     sentence = "I met Ann, Ann " + names.replace(", ", ", Ann ")  # Ann, Ann Aaaa, Ann Aaab, …
-    entities = sentences.sentence_signals(sentence).entities
-    assert len(entities) == sentences.MAX_ENTITIES - 1 and "Ann" not in entities
+    entities = signals.sentence_signals(sentence).entities
+    assert len(entities) == signals.MAX_ENTITIES - 1 and "Ann" not in entities
     assert 0 < calls  # "Ann" was compared with the others
 
 
 def _entities_compared_with_every_other(sentence: str) -> tuple[str, ...]:
     """The names of a sentence as they were chosen before the cap (a square of comparisons)."""
-    found = [e for e in sentences._ENTITY.findall(sentence) if e not in sentences._NOT_ENTITIES]
-    if m := sentences._LEADING_NAME.match(sentence):
+    found = [e for e in signals._ENTITY.findall(sentence) if e not in signals._NOT_ENTITIES]
+    if m := signals._LEADING_NAME.match(sentence):
         first = m.group(1).split()[0].rstrip(".,")
-        if first not in sentences._NOT_ENTITIES and first.lower() not in sentences._NOT_NAME_OPENERS:
+        if first not in signals._NOT_ENTITIES and first.lower() not in signals._NOT_NAME_OPENERS:
             found.insert(0, m.group(1).rstrip("."))
     return tuple(e for e in dict.fromkeys(found)
                  if not any(e != o and re.search(r"\b" + re.escape(e) + r"\b", o) for o in found))
@@ -184,7 +184,7 @@ def _entities_compared_with_every_other(sentence: str) -> tuple[str, ...]:
                       max_size=30))
 def test_names_are_chosen_as_before(words: list[str]) -> None:
     sentence = "I met " + " ".join(words)
-    assert sentences._entities_of(sentence) == _entities_compared_with_every_other(sentence)
+    assert signals._entities_of(sentence) == _entities_compared_with_every_other(sentence)
 
 
 @lru_cache(maxsize=1)
@@ -199,7 +199,7 @@ def _quadratic_originals() -> dict[str, tuple[re.Pattern[str], re.Pattern[str], 
             "sub"),
         "_TRAILING_LOOK": (sentences._TRAILING_LOOK, re.compile(
             r"\s*[,;–-]\s*(?:take a look|have a look|check it out|look|see)\s*[!.]*$", re.I), "sub"),
-        "_STEPS": (sentences._STEPS, re.compile(
+        "_STEPS": (signals._STEPS, re.compile(
             r"(?:\bstep \d|\bfirst(?:ly)?,? .+\bthen\b|(?:^|\n)\s*\d+[.)]\s|\bto \w+ .{0,40}\byou "
             r"(?:need|have|should)\b)", re.I), "found"),
         "_TRAILING_POLITE": (trigger._TRAILING_POLITE, re.compile(

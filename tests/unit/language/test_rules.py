@@ -7,12 +7,9 @@ import pytest
 
 from streams.language.rewriting import third_person
 from streams.write.extraction import RulesExtractor
-from streams.language.sentences import (
-    clean_sentence,
-    fact_sentences,
-    is_expletive_it,
-    sentence_signals,
-)
+from streams.language.fact_sentences import fact_sentences, is_expletive_it
+from streams.language.sentences import clean_sentence
+from streams.language.signals import sentence_signals
 from streams.write.writing import validate_summary
 from topics.turns import Role, Turn
 
