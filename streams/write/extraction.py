@@ -136,7 +136,7 @@ class RulesExtractor:
         return fact_summary(sentence, turn.speaker_name, _turn_day(turn),
                             assistant=turn.role == Role.assistant, own=own, text=text)
 
-    def _sentence_fact(self, turn: Turn, part: Part, text: str) -> Fact | None:
+    def sentence_fact(self, turn: Turn, part: Part, text: str) -> Fact | None:
         """One sentence written as a fact, or None when the summary fails the writing
         constraints (seed 001 §9) even after `normalise_summary`."""
         self.stats["drafted"] += 1
@@ -181,7 +181,7 @@ class RulesExtractor:
             entities=fact_entities(source, full, name), entity_key=key,
         )
 
-    def _command_facts(self, turn: Turn, kind: CommandKind, payload: str) -> list[Fact]:
+    def command_facts(self, turn: Turn, kind: CommandKind, payload: str) -> list[Fact]:
         """"remember …" / "pin …": the payload as one high-importance fact."""
         if kind not in (CommandKind.remember, CommandKind.pin) or not payload:
             return []
@@ -193,7 +193,7 @@ class RulesExtractor:
         return [self._make(turn, summary, kind_, payload, sig, explicit=True,
                            pinned=kind == CommandKind.pin, extra_tags=("explicit",))]
 
-    def _note_fact(self, turn: Turn, text: str, caption: str | None) -> Fact | None:
+    def note_fact(self, turn: Turn, text: str, caption: str | None) -> Fact | None:
         """What a user said, when no sentence of the turn made a fact (`note_sentence`): its
         most contentful sentence, written as the speaker's ("Jon said …" or, in the first
         person, "Jon …")."""
@@ -214,7 +214,7 @@ class RulesExtractor:
             return None
         return summary
 
-    def _caption_fact(self, turn: Turn, caption: str) -> Fact | None:
+    def caption_fact(self, turn: Turn, caption: str) -> Fact | None:
         """A shared image (its caption, `streams/language/captions.py`) as a low-importance
         fact: "Ana shared a photo of a dog on a sofa."."""
         summary = normalise_summary(f"{turn.speaker_name} shared {shared_photo(caption)}",
@@ -227,7 +227,7 @@ class RulesExtractor:
         return fact.model_copy(update={"category": "Personal", "entity_key": None})
 
     @staticmethod
-    def _dedup(facts: list[Fact]) -> list[Fact]:
+    def without_repeats(facts: list[Fact]) -> list[Fact]:
         """Drop facts whose summary repeats an earlier one."""
         seen: set[str] = set()
         return [f for f in facts if not (f.summary.lower() in seen or seen.add(f.summary.lower()))]
@@ -254,7 +254,7 @@ def _secrets(ex: RulesExtractor, d: Draft) -> None:
 def _commands(ex: RulesExtractor, d: Draft) -> None:
     """"remember …" / "pin …" said by the user: its payload is the turn's one fact."""
     if d.turn.role == Role.user and (cmd := parse_command(d.text)):
-        d.facts, d.done = ex._command_facts(d.turn, cmd.kind, cmd.payload), True
+        d.facts, d.done = ex.command_facts(d.turn, cmd.kind, cmd.payload), True
 
 
 def _sentences(ex: RulesExtractor, d: Draft) -> None:
@@ -271,25 +271,25 @@ def _pick(ex: RulesExtractor, d: Draft) -> None:
 
 def _sentence_facts(ex: RulesExtractor, d: Draft) -> None:
     """Each picked sentence written as a fact (those failing the writing constraints dropped)."""
-    d.facts = [f for part in d.picked if (f := ex._sentence_fact(d.turn, part, d.text))]
+    d.facts = [f for part in d.picked if (f := ex.sentence_fact(d.turn, part, d.text))]
 
 
 def _note(ex: RulesExtractor, d: Draft) -> None:
     """A user turn that made no fact: its most contentful sentence, as a note."""
-    if not d.facts and d.turn.role == Role.user and (note := ex._note_fact(d.turn, d.text, d.caption)):
+    if not d.facts and d.turn.role == Role.user and (note := ex.note_fact(d.turn, d.text, d.caption)):
         d.facts.append(note)
 
 
 def _shared_photo(ex: RulesExtractor, d: Draft) -> None:
     """A photo the user shared, when there is room: "Ana shared a photo of …"."""
     if (d.caption and d.turn.role == Role.user and len(d.facts) < ex.max_facts
-            and (fact := ex._caption_fact(d.turn, d.caption))):
+            and (fact := ex.caption_fact(d.turn, d.caption))):
         d.facts.append(fact)
 
 
 def _repeats(ex: RulesExtractor, d: Draft) -> None:
     """Drop facts whose summary repeats an earlier one."""
-    d.facts = ex._dedup(d.facts)
+    d.facts = ex.without_repeats(d.facts)
 
 
 STEPS: tuple[Step, ...] = tuple(Step(name, run) for name, run in (
