@@ -19,19 +19,19 @@ from streams.proactivity import ProactivityPolicy
 
 def register(app: MemstreamApp, passes: Sequence[LifecyclePass] = ()) -> AgentT:
     """The dedup agent; after each record it runs the lifecycle (`service_passes`, and `passes`)."""
-    lifecycle = LifecycleRunner.from_settings(
-        app.settings, app.store, app.tables.lifecycle,
-        [*service_passes(app.settings, app.services), *passes], app.outputs)
+    lifecycle = LifecycleRunner.of(
+        app.settings.lifecycle, app.store, app.tables.lifecycle,
+        [*service_passes(app.settings.lifecycle, app.services), *passes], app.outputs)
     stage = DedupStage(app.store, app.services.embed, app.services.llm, app.outputs,
                        record_scope=event_scope_of,
-                       lifecycle=lifecycle if app.settings.lifecycle_enabled else None,
-                       proactivity=ProactivityPolicy.from_settings(app.settings))
-    within = app.settings.dedup_batch_within_ms / 1000
+                       lifecycle=lifecycle if app.settings.lifecycle.lifecycle_enabled else None,
+                       proactivity=ProactivityPolicy.of(app.settings.proactivity))
+    within = app.settings.dedup.dedup_batch_within_ms / 1000
 
     async def dedup(stream):  # type: ignore[no-untyped-def]
         """Consume `memory.candidates` in small batches (one embedding call each); yields each
         outcome."""
-        async for events in stream.take_events(app.settings.dedup_batch_size, within=within):
+        async for events in stream.take_events(app.settings.dedup.dedup_batch_size, within=within):
             for outcome in await stage.handle_batch([record_of(e) for e in events]):
                 yield outcome
 

@@ -17,7 +17,7 @@ from streams.language.dates import resolve_dates
 def register(app: MemstreamApp) -> AgentT:
     stage = IngestStage(app.settings, app.ingest_tables, app.services.llm, app.outputs,
                         embed=app.services.embed, record_scope=event_scope_of)
-    within = app.settings.ingest_batch_within_ms / 1000
+    within = app.settings.write.ingest_batch_within_ms / 1000
 
     async def warm_up_dates() -> None:
         """dateparser builds its tables on first use (~0.2 s): pay it as the worker starts, not
@@ -29,7 +29,7 @@ def register(app: MemstreamApp) -> AgentT:
     async def ingest(stream):  # type: ignore[no-untyped-def]
         """Consume `chat.turns` in small batches (one embedding call each); yields the facts
         emitted per record (so `test_context().put` can await its processing)."""
-        async for events in stream.take_events(app.settings.ingest_batch_size, within=within):
+        async for events in stream.take_events(app.settings.write.ingest_batch_size, within=within):
             for emitted in await stage.handle_batch([record_of(e) for e in events]):
                 yield emitted
 

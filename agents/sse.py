@@ -19,9 +19,9 @@ log = logging.getLogger(__name__)
 
 
 def register(app: MemstreamApp) -> AgentT:
-    recent = RecentEvents(app.sealed.recent_events, app.settings.sse_replay_events)
+    recent = RecentEvents(app.sealed.recent_events, app.settings.api.sse_replay_events)
     sealer = app.sealed.sealer
-    within = app.settings.sse_batch_within_ms / 1000
+    within = app.settings.api.sse_batch_within_ms / 1000
 
     def opened(value: bytes) -> MemoryEvent | None:
         try:
@@ -42,7 +42,7 @@ def register(app: MemstreamApp) -> AgentT:
         """Buffer each user's recent events and fan them out to connected clients, in batches
         (a user's buffer is read and written once per batch, not once per event); yields once
         per record (the event id, None for a record skipped)."""
-        async for batch in stream.take_events(app.settings.sse_batch_size, within=within):
+        async for batch in stream.take_events(app.settings.api.sse_batch_size, within=within):
             by_user: dict[str, list[MemoryEvent]] = {}
             last_of: dict[str, EventT] = {}
             ids: list[str | None] = []

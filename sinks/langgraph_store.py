@@ -65,7 +65,7 @@ from sinks.s3vectors_layout import (
     search_item_of,
     vector_key,
 )
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.providers.embedders import TITAN_V2_PROFILE, Embedder
 from streams.providers.embedders.configured import build_embedder, embedder_profile
 from streams.providers.embedders.titan import TitanV2Embedder
@@ -139,15 +139,15 @@ class S3VectorsStore(BaseStore):
         another dimension raises IndexMismatchError (with `ensure`)."""
         profile = embedder_profile(settings)
         if embedder is None:
-            embedder = build_embedder(settings, settings.embedder_cache_dir or settings.data_dir / "models")
+            embedder = build_embedder(settings, settings.embedding.embedder_cache_dir or settings.kafka.data_dir / "models")
         if embedder.profile.dim != profile.dim:
             raise IndexMismatchError(f"the embedder has {embedder.profile.dim} dimensions; "
-                                     f"EMBEDDER={settings.embedder} embeds in {profile.dim}")
+                                     f"EMBEDDER={settings.embedding.embedder} embeds in {profile.dim}")
         if vectors is None:
             vectors = Boto3VectorsClient.create(
-                region=settings.aws_region, bucket=settings.s3vectors_bucket or settings.s3v_bucket,
-                index=settings.s3vectors_index or settings.s3v_index_memory)
-        store = cls(vectors, EmbedderTexts(embedder), distance=settings.s3v_distance)
+                region=settings.sinks.aws_region, bucket=settings.sinks.s3vectors_bucket or settings.sinks.s3v_bucket,
+                index=settings.sinks.s3vectors_index or settings.sinks.s3v_index_memory)
+        store = cls(vectors, EmbedderTexts(embedder), distance=settings.sinks.s3v_distance)
         if ensure:
             store.setup()
         return store

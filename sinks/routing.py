@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from sinks.base import SinkRecord
 from sinks.runner import DeadLetterSender, RunnerConfig, SinkRunner
-from streams.app.settings import Settings
+from streams.settings import Settings
 from topics.events import MemoryEvent
 from topics.schema_errors import location
 
@@ -55,18 +55,18 @@ def memory_records(event: MemoryEvent, audit: Tables, memories: Tables) -> list[
 
 def runner_config(s: Settings) -> RunnerConfig:
     return RunnerConfig(
-        batch_size=s.sink_batch_size, max_age=s.sink_batch_max_age_ms / 1000,
-        buffer_records=max(s.sink_buffer_records, s.sink_batch_size),
-        retry_attempts=s.sink_retry_attempts, retry_initial=s.sink_retry_initial_ms / 1000,
-        retry_max=s.sink_retry_max_ms / 1000,
+        batch_size=s.sinks.sink_batch_size, max_age=s.sinks.sink_batch_max_age_ms / 1000,
+        buffer_records=max(s.sinks.sink_buffer_records, s.sinks.sink_batch_size),
+        retry_attempts=s.sinks.sink_retry_attempts, retry_initial=s.sinks.sink_retry_initial_ms / 1000,
+        retry_max=s.sinks.sink_retry_max_ms / 1000,
     )
 
 
 def opensearch_plan(s: Settings, dead_letter: DeadLetterSender) -> SinkPlan:
     from sinks.opensearch import OpenSearchDestination, records_for_event
 
-    destination = OpenSearchDestination(str(s.opensearch_url), prefix=s.opensearch_index_prefix,
-                                        timeout=s.opensearch_timeout_seconds)
+    destination = OpenSearchDestination(str(s.sinks.opensearch_url), prefix=s.sinks.opensearch_index_prefix,
+                                        timeout=s.sinks.opensearch_timeout_seconds)
     return SinkPlan(SinkRunner(destination, dead_letter, runner_config(s)), records_for_event)
 
 
@@ -75,16 +75,16 @@ def s3vectors_plan(s: Settings, dead_letter: DeadLetterSender) -> SinkPlan:
     configured (it pulls boto3 and the LangGraph layout)."""
     from sinks.s3vectors import S3VectorsDestination
 
-    target = s.model_copy(update={"s3v_bucket": s.s3vectors_bucket,
-                                  "s3v_index_memory": s.s3vectors_index})
+    target = s.with_values(s3v_bucket=s.sinks.s3vectors_bucket,
+                           s3v_index_memory=s.sinks.s3vectors_index)
     return SinkPlan(SinkRunner(S3VectorsDestination(target), dead_letter, runner_config(s)),
                     memory_records)
 
 
 def configured(s: Settings) -> list[str]:
     """The destinations the settings turn on."""
-    on = ["opensearch"] if s.opensearch_url else []
-    return on + (["s3vectors"] if s.s3vectors_bucket and s.s3vectors_index else [])
+    on = ["opensearch"] if s.sinks.opensearch_url else []
+    return on + (["s3vectors"] if s.sinks.s3vectors_bucket and s.sinks.s3vectors_index else [])
 
 
 def make_plans(s: Settings, dead_letter: DeadLetterSender) -> list[SinkPlan]:

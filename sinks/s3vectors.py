@@ -29,7 +29,7 @@ from sinks.s3vectors_client import (
 )
 from sinks.s3vectors_index import IndexMismatchError, ensure_index
 from sinks.s3vectors_layout import LayoutError, memory_delete_keys, memory_vector
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.providers.embedders import EmbedderError
 from streams.providers.embedders.configured import embedder_profile
 
@@ -55,12 +55,12 @@ class S3VectorsDestination:
         self._settings = settings
         self._dimension = index_dimension(settings)
         self._client = client or Boto3VectorsClient.create(
-            region=settings.aws_region, bucket=settings.s3v_bucket, index=settings.s3v_index_memory)
+            region=settings.sinks.aws_region, bucket=settings.sinks.s3v_bucket, index=settings.sinks.s3v_index_memory)
 
     async def start(self) -> None:
         try:
             info = await self._call(lambda: ensure_index(
-                self._client, dimension=self._dimension, distance=self._settings.s3v_distance))
+                self._client, dimension=self._dimension, distance=self._settings.sinks.s3v_distance))
         except IndexMismatchError as exc:
             raise PermanentSinkError(str(exc)) from exc
         log.info("s3vectors sink ready: %s/%s, %d dimensions, %s", self._client.bucket,

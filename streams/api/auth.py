@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from streams.errors import MemstreamError
 from streams.api.views import Handler, Middleware
-from streams.app.settings import Settings
+from streams.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -153,9 +153,9 @@ class KeyRing:
 
 
 def env_entries(settings: Settings) -> list[KeyEntry]:
-    if not settings.memstream_api_keys:
+    if not settings.api.memstream_api_keys:
         return []
-    return parse_entries(settings.memstream_api_keys, "MEMSTREAM_API_KEYS")
+    return parse_entries(settings.api.memstream_api_keys, "MEMSTREAM_API_KEYS")
 
 
 def read_key_file(path: Path) -> list[KeyEntry]:
@@ -213,7 +213,7 @@ class KeySource:
 
     @classmethod
     def from_settings(cls, settings: Settings, extra: Iterable[KeyEntry] = ()) -> "KeySource":
-        return cls([*env_entries(settings), *extra], settings.api_keys_file)
+        return cls([*env_entries(settings), *extra], settings.api.api_keys_file)
 
     def _load(self) -> KeyRing:
         entries = list(self._fixed)
@@ -339,13 +339,13 @@ def install(web_app: web.Application, keys: KeySource) -> None:
 
 def dev_key_path(settings: Settings) -> Path:
     """Where `memstream run` keeps its generated admin key (mode 0600), for the local CLI."""
-    return Path(settings.data_dir) / "admin-api-key"
+    return Path(settings.kafka.data_dir) / "admin-api-key"
 
 
 def client_key(settings: Settings) -> str | None:
     """The key a local client sends: MEMSTREAM_API_KEY, else the one `memstream run` wrote."""
-    if settings.memstream_api_key is not None:
-        return settings.memstream_api_key.get_secret_value()
+    if settings.api.memstream_api_key is not None:
+        return settings.api.memstream_api_key.get_secret_value()
     try:
         return read_private(dev_key_path(settings))
     except OSError:

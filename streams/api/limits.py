@@ -20,7 +20,7 @@ from aiohttp import web
 
 from streams.api import auth
 from streams.api.views import Handler, Middleware, error
-from streams.app.settings import Settings
+from streams.settings import ApiSettings
 
 Clock = Callable[[], float]
 
@@ -104,11 +104,11 @@ def body_limit(max_bytes: int) -> Middleware:
     return limit
 
 
-def install(web_app: web.Application, settings: Settings, clock: Clock = time.monotonic) -> None:
+def install(web_app: web.Application, api: ApiSettings, clock: Clock = time.monotonic) -> None:
     """Add the rate limit (when API_RATE_PER_SECOND > 0), then the body limit, at the end of
     the middlewares: after auth, so a request without a valid key is a 401 whatever its rate
     or size."""
-    if settings.api_rate_per_second > 0:
-        limiter = RateLimiter(settings.api_rate_per_second, settings.api_rate_burst, clock)
+    if api.api_rate_per_second > 0:
+        limiter = RateLimiter(api.api_rate_per_second, api.api_rate_burst, clock)
         web_app.middlewares.append(rate_limit(limiter))
-    web_app.middlewares.append(body_limit(settings.api_max_body_bytes))
+    web_app.middlewares.append(body_limit(api.api_max_body_bytes))

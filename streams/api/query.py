@@ -100,11 +100,11 @@ async def answer(app: MemstreamApp, request: QueryRequest, user_id: str,
     check_principal(principal, request.agent)
     await app.store.ready()
     settings = app.settings
-    policy = load_policy(settings.categories_path)
+    policy = load_policy(settings.read.categories_path)
     clock = app.store.user_clock(user_id)
-    plan = plan_query(request, user_id, policy, QueryLimits.from_settings(settings), clock)
+    plan = plan_query(request, user_id, policy, QueryLimits.of(settings.read), clock)
     try:
-        scope = Scope.of(principal, settings.categories_path).narrowed(plan.categories)
+        scope = Scope.of(principal, settings.read.categories_path).narrowed(plan.categories)
     except AccessDenied as exc:
         raise QueryForbidden(str(exc)) from None
     vector = (await app.services.embed([plan.text]))[0]
@@ -112,8 +112,8 @@ async def answer(app: MemstreamApp, request: QueryRequest, user_id: str,
     delta = None
     if request.since_rev is not None and request.thread_id is not None:
         delta = delta_of(app.store.state(), user_id, request.thread_id, request.since_rev, scope)
-    response, hits = execute(index, vector, plan, policy, ranking.weights_from_settings(settings),
-                             get_counter(), delta, Retrieval.from_settings(settings),
+    response, hits = execute(index, vector, plan, policy, ranking.weights_of(settings.read),
+                             get_counter(), delta, Retrieval.of(settings.read),
                              app.services.score_curve())
     response.items = scoped_items(response.items, scope)
     # The read time is the query's "now", but never later than the user's clock: a request

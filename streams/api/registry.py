@@ -103,7 +103,7 @@ class RegistryView(MemstreamView):
             return error(400, str(exc))
 
     def scope(self, request: Request) -> Scope:
-        return Scope.of(auth.principal_of(request), self.memstream.settings.categories_path)
+        return Scope.of(auth.principal_of(request), self.memstream.settings.read.categories_path)
 
     def user_memories(self, user_id: str) -> list[Memory]:
         return self.memstream.store.user_memories(user_id)
@@ -116,7 +116,7 @@ class RegistryView(MemstreamView):
         return memory
 
     def wait_seconds(self, request: Request) -> float:
-        limit = self.memstream.settings.command_wait_max_seconds
+        limit = self.memstream.settings.api.command_wait_max_seconds
         raw = request.query.get("wait")
         if raw in (None, "", "0", "false"):
             return 0.0

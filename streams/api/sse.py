@@ -36,7 +36,7 @@ from streams.api.recent_events import RecentEvents, after
 from streams.api.routing import FORWARDED, INVALID_USER_ID, is_user_id, owner_of
 from streams.api.scope import Scope
 from streams.api.views import MemstreamView, add_views
-from streams.app.settings import Settings
+from streams.settings import ApiSettings
 
 if TYPE_CHECKING:
     from streams.app.factory import MemstreamApp
@@ -58,8 +58,8 @@ class StreamLimits:
     per_user: int
 
     @classmethod
-    def of(cls, settings: Settings) -> "StreamLimits":
-        return cls(settings.sse_max_streams, settings.sse_max_streams_per_user)
+    def of(cls, api: ApiSettings) -> "StreamLimits":
+        return cls(api.sse_max_streams, api.sse_max_streams_per_user)
 
 
 class Subscriber:
@@ -140,21 +140,21 @@ class UserEvents(MemstreamView):
             return await self._proxy(request, dest)
         app = self.memstream
         settings = app.settings
-        scope = Scope.of(auth.principal_of(request), settings.categories_path)
+        scope = Scope.of(auth.principal_of(request), settings.read.categories_path)
         last_id = request.headers.get("Last-Event-ID") or request.query.get("last_event_id")
         try:  # subscribed before the buffer is read: nothing falls between
-            subscriber = app.hub.subscribe(user_id, StreamLimits.of(settings))
+            subscriber = app.hub.subscribe(user_id, StreamLimits.of(settings.api))
         except TooManyStreams as exc:
             return web.json_response({"error": f"{exc}; retry later"}, status=429,
                                      headers={"Retry-After": str(RETRY_AFTER_S)})
         response: web.StreamResponse = web.Response()
         try:
-            async with sse_response(request, ping_interval=settings.sse_ping_seconds) as response:
-                buffer = RecentEvents(app.sealed.recent_events, settings.sse_replay_events)
+            async with sse_response(request, ping_interval=settings.api.sse_ping_seconds) as response:
+                buffer = RecentEvents(app.sealed.recent_events, settings.api.sse_replay_events)
                 backlog, found = after(buffer.events(user_id), last_id)
                 if not found:
                     await response.send(json.dumps({"last_event_id": last_id}), event="reset")
-                sent: deque[str] = deque(maxlen=settings.sse_replay_events + settings.sse_queue_events)
+                sent: deque[str] = deque(maxlen=settings.api.sse_replay_events + settings.api.sse_queue_events)
                 for event in backlog:
                     await self._send(response, event, scope, sent)
                 closed = asyncio.ensure_future(response.wait())

@@ -130,7 +130,7 @@ class UserOwner(MemstreamView):
     @route_to_owner()
     async def get(self, request: Request, user_id: str) -> Response:
         settings = self.memstream.settings
-        return self.json({"user_id": user_id, "host": settings.web_host, "port": settings.web_port})
+        return self.json({"user_id": user_id, "host": settings.api.web_host, "port": settings.api.web_port})
 
 
 ROUTES = {
@@ -151,10 +151,10 @@ def register(app: MemstreamApp, extra_keys: Sequence[auth.KeyEntry] = ()) -> Non
     """
     web_app = app.faust.web.web_app
     auth.install(web_app, auth.KeySource.from_settings(app.settings, extra_keys))
-    categories = app.settings.categories_path or DEFAULT_PATH
+    categories = app.settings.read.categories_path or DEFAULT_PATH
     web_app.middlewares.append(auth.reload_on_change(categories, load_policy.cache_clear))
     hardening.install(app)
-    limits.install(web_app, app.settings)
+    limits.install(web_app, app.settings.api)
     add_views(app, ROUTES)
     registry.register(app)
     sse.register(app)

@@ -23,7 +23,7 @@ from streams.api.sse import Hub
 from streams.app.faust_compat import install_transport_fixes
 from streams.app.kafka_security import faust_credentials
 from streams.app.services import Services
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.memory.store import MemoryStore
 from streams.pipeline.tables import stage_tables
 from streams.privacy.crypto import MasterKeys, master_keys_of, new_key
@@ -131,10 +131,10 @@ class MemstreamApp:
         self.services = services
         raw = {name: getattr(tables, name) for name in TABLES if name not in UNSEALED}
         self.sealed = stage_tables(raw, tables.user_keys, master_key)
-        self.outputs = Outputs(send or self._produce, self.sealed.sealer, settings.dlq_max_raw_bytes)
+        self.outputs = Outputs(send or self._produce, self.sealed.sealer, settings.input.dlq_max_raw_bytes)
         self.store = MemoryStore(self.sealed.memory, services.dedup_config)
         self.ingest_tables = self.sealed.ingest
-        self.hub = Hub(settings.sse_queue_events)
+        self.hub = Hub(settings.api.sse_queue_events)
         self.command_waiter = CommandWaiter()
         faust_app.memstream = self  # type: ignore[attr-defined]  # views find it from their app
         tables.memories.on_recover(self._memories_recovered)
@@ -169,19 +169,19 @@ class MemstreamApp:
 def create_faust_app(settings: Settings) -> faust.App:
     """A Faust app configured from `settings` (tables on `TABLE_STORE`, web server on, Kafka
     security from KAFKA_SECURITY_PROTOCOL and the rest: `streams.app.kafka_security`)."""
-    install_transport_fixes(settings.kafka_fetch_max_wait_ms)
-    one_record = 1 if settings.kafka_one_record_batches else 16384
+    install_transport_fixes(settings.kafka.kafka_fetch_max_wait_ms)
+    one_record = 1 if settings.kafka.kafka_one_record_batches else 16384
     return faust.App(
-        settings.app_id,
-        broker=f"kafka://{settings.broker_url}",
-        broker_credentials=faust_credentials(settings),
-        store=settings.table_store,
-        datadir=str(settings.data_dir),
-        topic_partitions=settings.topic_partitions,
+        settings.kafka.app_id,
+        broker=f"kafka://{settings.kafka.broker_url}",
+        broker_credentials=faust_credentials(settings.kafka),
+        store=settings.kafka.table_store,
+        datadir=str(settings.kafka.data_dir),
+        topic_partitions=settings.kafka.topic_partitions,
         topic_allow_declare=True,
         topic_disable_leader=True,
         producer_max_batch_size=one_record,
-        producer_linger_ms=settings.kafka_producer_linger_ms,
+        producer_linger_ms=settings.kafka.kafka_producer_linger_ms,
         # Tansu holds a JoinGroup for about half the session timeout; keep both short so a
         # worker joins in seconds and a killed worker's partitions move on quickly.
         broker_session_timeout=10,
@@ -190,10 +190,10 @@ def create_faust_app(settings: Settings) -> faust.App:
         broker_commit_every=100,
         broker_commit_interval=1.0,
         web_enabled=True,
-        web_bind=settings.web_host,
-        web_host=settings.web_host,
-        web_port=settings.web_port,
-        canonical_url=f"http://{settings.web_host}:{settings.web_port}",
+        web_bind=settings.api.web_host,
+        web_host=settings.api.web_host,
+        web_port=settings.api.web_port,
+        canonical_url=f"http://{settings.api.web_host}:{settings.api.web_port}",
         web_in_thread=False,
         logging_config=None,
     )
@@ -220,11 +220,11 @@ def create_app(settings: Settings, *, send: Sender | None = None,
     # producers' user_id keys, so `route_to_owner` sends a web request to the worker that holds
     # the user. Code indexes the tables with str keys (encoded as UTF-8); iteration yields bytes.
     tables = Tables(**{
-        name: app.Table(name, partitions=settings.topic_partitions, help=help, key_type=bytes,
+        name: app.Table(name, partitions=settings.kafka.topic_partitions, help=help, key_type=bytes,
                         extra_topic_configs=TABLE_TOPIC_CONFIGS.get(name))
         for name, help in TABLES.items()
     })
-    master_key = master_keys_of(settings)
+    master_key = master_keys_of(settings.privacy)
     if master_key is None:
         log.warning("no MEMSTREAM_MASTER_KEY: users' data keys are wrapped by a key that dies with "
                     "this process (fine for tests; a worker refuses to run so)")

@@ -1,10 +1,10 @@
 """How memstream's Kafka clients connect: the KAFKA_SECURITY_PROTOCOL, KAFKA_SASL_* and
 KAFKA_SSL_* settings turned into what each kind of client takes, in one place.
 
-- `client_kwargs(settings)`: keyword arguments of aiokafka's producers and consumers (the CLI,
+- `client_kwargs(kafka)`: keyword arguments of aiokafka's producers and consumers (the CLI,
   the tools, the bench, the client library: `AsyncMemstreamClient.from_settings`).
-- `admin_kwargs(settings)`: those of `AIOKafkaAdminClient` (topic creation, `topic_admin`).
-- `faust_credentials(settings)`: the worker's Faust `broker_credentials`.
+- `admin_kwargs(kafka)`: those of `AIOKafkaAdminClient` (topic creation, `topic_admin`).
+- `faust_credentials(kafka)`: the worker's Faust `broker_credentials`.
 - `check_connection(bootstrap, kwargs, timeout)`: one connection with those kwargs (TCP, TLS
   handshake, ApiVersions, SASL login, Metadata), each step bounded by `timeout`; a failure is a
   `BrokerConnectionError` saying which step failed, instead of aiokafka's "Unable to bootstrap"
@@ -30,7 +30,7 @@ from streams.errors import BrokerError
 if TYPE_CHECKING:
     from faust.types.auth import CredentialsT
 
-    from streams.app.settings import Settings
+    from streams.settings import KafkaSettings
 
 TLS_PROTOCOLS = ("SSL", "SASL_SSL")
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
@@ -51,22 +51,22 @@ class BrokerConnectionError(BrokerError):
     message says which and what to check."""
 
 
-def ssl_context(settings: Settings) -> ssl.SSLContext | None:
+def ssl_context(kafka: KafkaSettings) -> ssl.SSLContext | None:
     """The TLS context of SSL and SASL_SSL (None otherwise): the brokers' certificates are
     checked against KAFKA_SSL_CAFILE (else the system's CAs) and their host names; with
     KAFKA_SSL_CERTFILE the client shows its own certificate."""
-    if settings.kafka_security_protocol not in TLS_PROTOCOLS:
+    if kafka.kafka_security_protocol not in TLS_PROTOCOLS:
         return None
-    if settings.kafka_ssl_keyfile and not settings.kafka_ssl_certfile:
+    if kafka.kafka_ssl_keyfile and not kafka.kafka_ssl_certfile:
         raise KafkaSettingsError("KAFKA_SSL_KEYFILE is set without KAFKA_SSL_CERTFILE")
-    cafile = settings.kafka_ssl_cafile
+    cafile = kafka.kafka_ssl_cafile
     context = _load(ssl.create_default_context, "KAFKA_SSL_CAFILE", cafile,
                     cafile=str(cafile) if cafile else None)
-    if settings.kafka_ssl_certfile:
-        password = settings.kafka_ssl_key_password
-        _load(context.load_cert_chain, "KAFKA_SSL_CERTFILE", settings.kafka_ssl_certfile,
-              certfile=str(settings.kafka_ssl_certfile),
-              keyfile=str(settings.kafka_ssl_keyfile) if settings.kafka_ssl_keyfile else None,
+    if kafka.kafka_ssl_certfile:
+        password = kafka.kafka_ssl_key_password
+        _load(context.load_cert_chain, "KAFKA_SSL_CERTFILE", kafka.kafka_ssl_certfile,
+              certfile=str(kafka.kafka_ssl_certfile),
+              keyfile=str(kafka.kafka_ssl_keyfile) if kafka.kafka_ssl_keyfile else None,
               password=password.get_secret_value() if password else None)
     return context
 
@@ -78,38 +78,38 @@ def _load(load: Any, name: str, path: object, **kwargs: Any) -> Any:
         raise KafkaSettingsError(f"{name} {path}: cannot be loaded: {exc}") from exc
 
 
-def client_kwargs(settings: Settings) -> dict[str, Any]:
+def client_kwargs(kafka: KafkaSettings) -> dict[str, Any]:
     """aiokafka's connection keyword arguments for a producer or a consumer."""
-    _check_unused(settings)
-    protocol = settings.kafka_security_protocol
+    _check_unused(kafka)
+    protocol = kafka.kafka_security_protocol
     kwargs: dict[str, Any] = {"security_protocol": protocol}
     if protocol in TLS_PROTOCOLS:
-        kwargs["ssl_context"] = ssl_context(settings)
+        kwargs["ssl_context"] = ssl_context(kafka)
     if protocol in SASL_PROTOCOLS:
-        mechanism = settings.kafka_sasl_mechanism
+        mechanism = kafka.kafka_sasl_mechanism
         kwargs["sasl_mechanism"] = mechanism
         if mechanism == "OAUTHBEARER":
-            kwargs["sasl_oauth_token_provider"] = oauth_token_provider(settings)
+            kwargs["sasl_oauth_token_provider"] = oauth_token_provider(kafka)
         else:
-            if not settings.kafka_sasl_username or settings.kafka_sasl_password is None:
+            if not kafka.kafka_sasl_username or kafka.kafka_sasl_password is None:
                 raise KafkaSettingsError(f"KAFKA_SASL_MECHANISM={mechanism} needs "
                                          "KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD")
-            kwargs["sasl_plain_username"] = settings.kafka_sasl_username
-            kwargs["sasl_plain_password"] = settings.kafka_sasl_password.get_secret_value()
+            kwargs["sasl_plain_username"] = kafka.kafka_sasl_username
+            kwargs["sasl_plain_password"] = kafka.kafka_sasl_password.get_secret_value()
     return kwargs
 
 
-def admin_kwargs(settings: Settings) -> dict[str, Any]:
+def admin_kwargs(kafka: KafkaSettings) -> dict[str, Any]:
     """`AIOKafkaAdminClient`'s connection keyword arguments (the same as a producer's)."""
-    return client_kwargs(settings)
+    return client_kwargs(kafka)
 
 
-def faust_credentials(settings: Settings) -> CredentialsT | None:
+def faust_credentials(kafka: KafkaSettings) -> CredentialsT | None:
     """The worker's Faust `broker_credentials` (None: PLAINTEXT). Faust turns them back into
     `client_kwargs`' arguments for its consumer and producer."""
     from faust.auth import OAuthCredentials, SASLCredentials, SSLCredentials
 
-    kwargs = client_kwargs(settings)
+    kwargs = client_kwargs(kafka)
     protocol, context = kwargs["security_protocol"], kwargs.get("ssl_context")
     if protocol == "PLAINTEXT":
         return None
@@ -122,10 +122,10 @@ def faust_credentials(settings: Settings) -> CredentialsT | None:
                            mechanism=kwargs["sasl_mechanism"])
 
 
-def oauth_token_provider(settings: Settings) -> AbstractTokenProvider:
+def oauth_token_provider(kafka: KafkaSettings) -> AbstractTokenProvider:
     """The OAUTHBEARER token provider KAFKA_SASL_OAUTH_TOKEN_PROVIDER names (`module:attribute`:
     an `AbstractTokenProvider` instance, or a class or factory called without arguments)."""
-    spec = settings.kafka_sasl_oauth_token_provider
+    spec = kafka.kafka_sasl_oauth_token_provider
     if not spec or ":" not in spec:
         raise KafkaSettingsError("KAFKA_SASL_MECHANISM=OAUTHBEARER needs "
                                  "KAFKA_SASL_OAUTH_TOKEN_PROVIDER=module:attribute")
@@ -141,17 +141,17 @@ def oauth_token_provider(settings: Settings) -> AbstractTokenProvider:
     return provider
 
 
-def _check_unused(settings: Settings) -> None:
+def _check_unused(kafka: KafkaSettings) -> None:
     """A TLS or SASL setting the protocol would ignore is a mistake (a CA file given while the
     protocol is still PLAINTEXT would otherwise connect in the clear)."""
-    protocol = settings.kafka_security_protocol
+    protocol = kafka.kafka_security_protocol
     unused = []
     if protocol not in TLS_PROTOCOLS:
         unused += [name for name in ("kafka_ssl_cafile", "kafka_ssl_certfile", "kafka_ssl_keyfile",
-                                     "kafka_ssl_key_password") if getattr(settings, name)]
+                                     "kafka_ssl_key_password") if getattr(kafka, name)]
     if protocol not in SASL_PROTOCOLS:
         unused += [name for name in ("kafka_sasl_username", "kafka_sasl_password",
-                                     "kafka_sasl_oauth_token_provider") if getattr(settings, name)]
+                                     "kafka_sasl_oauth_token_provider") if getattr(kafka, name)]
     if unused:
         raise KafkaSettingsError(f"{', '.join(n.upper() for n in unused)} set, but "
                                  f"KAFKA_SECURITY_PROTOCOL={protocol} does not use it")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.memory.consent import ConsentConfig
 from streams.memory.dedup import DedupConfig
 from streams.observability import metrics
@@ -46,7 +46,7 @@ def shared_embedder(kind: str, batch_size: int, cache_dir: Path | None = None) -
 
 def models_dir(settings: Settings) -> Path:
     """Where the ONNX embedders keep their model files: EMBEDDER_CACHE_DIR, else DATA_DIR/models."""
-    return settings.embedder_cache_dir or settings.data_dir / "models"
+    return settings.embedding.embedder_cache_dir or settings.kafka.data_dir / "models"
 
 
 def settings_embedder(settings: Settings) -> Embedder:
@@ -86,7 +86,7 @@ class Services:
     def score_curve(self) -> ScoreCurve:
         """How a query item's relevance becomes its score, for this embedder and the settings'
         retrieval mode (`streams.read.calibration`)."""
-        return curve_for(self.embedder().profile.name, self.settings.retrieval_mode)
+        return curve_for(self.embedder().profile.name, self.settings.read.retrieval_mode)
 
     async def warm_up(self) -> None:
         """Load the embedder off the event loop (a worker does it as it starts)."""
@@ -108,21 +108,21 @@ class Services:
         s = self.settings
         return EmbedderProfile(
             base.name, base.dim,
-            s.semantic_auto_update or base.semantic_auto,
-            s.semantic_check_low or base.semantic_check_low,
-            s.episodic_auto_update or base.episodic_auto,
-            s.episodic_check_low or base.episodic_check_low,
+            s.dedup.semantic_auto_update or base.semantic_auto,
+            s.dedup.semantic_check_low or base.semantic_check_low,
+            s.dedup.episodic_auto_update or base.episodic_auto,
+            s.dedup.episodic_check_low or base.episodic_check_low,
         )
 
     def dedup_config(self) -> DedupConfig:
         s = self.settings
         return DedupConfig(
-            profile=self.profile(), neighbours_k=s.memory_neighbors_k, link_min=s.link_min,
-            episodic_merge_window=timedelta(hours=s.episodic_merge_window_hours),
-            use_heuristics=s.memory_enable_entity_heuristics,
-            write_rate_limit_per_hour=s.memory_write_rate_limit_per_hour,
+            profile=self.profile(), neighbours_k=s.dedup.memory_neighbors_k, link_min=s.dedup.link_min,
+            episodic_merge_window=timedelta(hours=s.dedup.episodic_merge_window_hours),
+            use_heuristics=s.dedup.memory_enable_entity_heuristics,
+            write_rate_limit_per_hour=s.dedup.memory_write_rate_limit_per_hour,
             consent=ConsentConfig(
-                enabled=s.consent_enabled, proposal_ttl=timedelta(days=s.consent_proposal_days),
-                ack_window=timedelta(minutes=s.consent_ack_window_minutes),
-                trusted_confidence=s.consent_trusted_confidence),
+                enabled=s.consent.consent_enabled, proposal_ttl=timedelta(days=s.consent.consent_proposal_days),
+                ack_window=timedelta(minutes=s.consent.consent_ack_window_minutes),
+                trusted_confidence=s.consent.consent_trusted_confidence),
         )

@@ -15,17 +15,17 @@ from aiokafka.errors import TopicAlreadyExistsError
 from streams.app.kafka_security import admin_kwargs, check_connection
 
 if TYPE_CHECKING:
-    from streams.app.settings import Settings
+    from streams.settings import Settings
 
 
 async def started_admin(bootstrap: str, settings: Settings | None = None) -> AIOKafkaAdminClient:
     """A started admin client of `bootstrap`, connected as `settings` (default: the process's)
     say; raises `BrokerConnectionError` when the broker cannot be reached or refuses it."""
-    from streams.app.settings import get_settings
+    from streams.settings import get_settings
 
     settings = settings or get_settings()
-    kwargs = admin_kwargs(settings)
-    await check_connection(bootstrap, kwargs, settings.kafka_connect_timeout_seconds)
+    kwargs = admin_kwargs(settings.kafka)
+    await check_connection(bootstrap, kwargs, settings.kafka.kafka_connect_timeout_seconds)
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id="memstream-admin", **kwargs)
     await admin.start()
     return admin

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from streams.api.auth import KeyEntry
 from streams.app.factory import MemstreamApp, create_app
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.observability.logs import worker_logging
 from topics.names import CHAT_TURNS
 from streams.pipeline.outputs import Sender
@@ -56,21 +56,21 @@ def run_worker(settings: Settings, extra_keys: Sequence[KeyEntry] = ()) -> None:
 
     pin_cpu_backends()
 
-    if master_key_of(settings) is None:
+    if master_key_of(settings.privacy) is None:
         raise MasterKeyError("a worker needs the master key: set MEMSTREAM_MASTER_KEY (or "
                              "MASTER_KEY_FILE) to the same value on every worker; "
                              "`memstream keys master` makes one")
     from streams.app.topic_admin import ensure_topics
     from topics.names import ALL_TOPICS
 
-    created = ensure_topics(settings.broker_url, ALL_TOPICS, settings.topic_partitions, settings)
+    created = ensure_topics(settings.kafka.broker_url, ALL_TOPICS, settings.kafka.topic_partitions, settings)
     if created:
         log.info("created topics: %s", ", ".join(created))
     app = build_worker(settings, extra_keys=extra_keys)
     app.faust.task(_announce_ready(app))
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    worker = faust.Worker(app.faust, loglevel=settings.log_level.upper(), quiet=True,
-                          logging_config=worker_logging(settings.log_level))
+    settings.kafka.data_dir.mkdir(parents=True, exist_ok=True)
+    worker = faust.Worker(app.faust, loglevel=settings.observability.log_level.upper(), quiet=True,
+                          logging_config=worker_logging(settings.observability.log_level))
     worker.execute_from_commandline()
 
 

@@ -37,7 +37,7 @@ from topics.proactivity import ProactivityCandidate
 from topics.turns import Turn
 
 if TYPE_CHECKING:
-    from streams.app.settings import Settings
+    from streams.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -92,11 +92,11 @@ class AsyncMemstreamClient:
         MEMSTREAM_API_KEY or the key `memstream run` keeps in DATA_DIR): what the CLI uses."""
         from streams.api.auth import client_key
         from streams.app.kafka_security import client_kwargs
-        from streams.app.settings import get_settings
+        from streams.settings import get_settings
 
         settings = settings or get_settings()
-        values = {"broker": settings.broker_url, "api_url": f"http://{settings.web_host}:{settings.web_port}",
-                  "api_key": client_key(settings), "kafka_security": client_kwargs(settings)}
+        values = {"broker": settings.kafka.broker_url, "api_url": f"http://{settings.api.web_host}:{settings.api.web_port}",
+                  "api_key": client_key(settings), "kafka_security": client_kwargs(settings.kafka)}
         return cls(**{**values, **options})
 
     async def __aenter__(self) -> "AsyncMemstreamClient":

@@ -16,7 +16,7 @@ from topics.proactivity import ProactivityCandidate
 from topics.turns import Turn
 
 if TYPE_CHECKING:
-    from streams.app.settings import Settings
+    from streams.settings import Settings
 
 T = TypeVar("T")
 

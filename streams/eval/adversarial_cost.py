@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from types import FrameType
 
 from streams.errors import MemstreamError
-from streams.app.settings import Settings
+from streams.settings import WriteSettings
 from streams.pipeline.dead_letters import kept_bytes
 from streams.language.dates import time_window
 from streams.read.recall_intent import has_recall_intent
@@ -102,7 +102,7 @@ _PIPELINE: list[FactPipeline] = []
 
 def _pipeline() -> FactPipeline:
     if not _PIPELINE:
-        _PIPELINE.append(FactPipeline(Settings()))
+        _PIPELINE.append(FactPipeline(WriteSettings()))
     return _PIPELINE[0]
 
 

@@ -33,7 +33,7 @@ from rich.console import Console
 from rich.table import Table
 
 from streams.api import auth
-from streams.app.settings import get_settings
+from streams.settings import get_settings
 from streams.tools.broker import EmbeddedBroker, free_port
 from streams.app.topic_admin import create_topics
 from streams.tools.client import ApiClient, TurnProducer, kafka_security, make_producer
@@ -82,7 +82,7 @@ class Stack:
     broker_url: str
     api_url: str
     one_record_batches: bool = field(
-        default_factory=lambda: get_settings().kafka_one_record_batches)
+        default_factory=lambda: get_settings().kafka.kafka_one_record_batches)
     """Whether the bench's producers send one record per batch (KAFKA_ONE_RECORD_BATCHES: only
     for a broker whose ListOffsets is wrong after multi-record batches and not corrected)."""
     api_key: str | None = None  # None: the client's default (MEMSTREAM_API_KEY)
@@ -403,7 +403,7 @@ async def read_run_events(stack: Stack, users: set[str]) -> RunEvents:
             sealed.append(MemoryEvent.model_validate(raw))
     proactivity = sum(1 for key, _ in await read_records(stack.broker_url, MEMORY_PROACTIVITY)
                       if (key or b"").decode("utf-8", "replace") in users)
-    master = stack.master_key or master_key_of(get_settings())
+    master = stack.master_key or master_key_of(get_settings().privacy)
     texts = None
     if master is not None:
         unsealer = TopicUnsealer(stack.broker_url, stack.app_id, master)
@@ -517,7 +517,7 @@ def baseline_recall(conversations: list[LocomoConversation], embedder: Any = Non
 
 
 def _settings_retrieval() -> Retrieval:
-    return Retrieval.from_settings(get_settings())
+    return Retrieval.of(get_settings().read)
 
 
 def run_offline_bench(files: list[Path], console: Console, cross_validated: bool = False,
@@ -531,12 +531,12 @@ def run_offline_bench(files: list[Path], console: Console, cross_validated: bool
     from streams.app.services import settings_embedder
     from streams.pipeline.inprocess import InProcessPipeline
 
-    settings = get_settings().model_copy(update={"lifecycle_enabled": lifecycle})
+    settings = get_settings().with_values(lifecycle_enabled=lifecycle)
     embedder = settings_embedder(settings)  # EMBEDDER picks the kind, as in a worker
-    console.print(f"embedder: {settings.embedder} ({embedder.profile.name})")
+    console.print(f"embedder: {settings.embedding.embedder} ({embedder.profile.name})")
     conversations = [load_conversation(p) for p in files]
     pipeline = InProcessPipeline(settings, embedder)
-    retrieval = Retrieval.from_settings(settings)
+    retrieval = Retrieval.of(settings.read)
     console.print(f"retrieval: {retrieval.mode}" + (
         f" ({retrieval.fusion})" if retrieval.mode == "hybrid" else ""))
     turns = [t for c in conversations for t in c.turns]
@@ -555,9 +555,9 @@ def run_offline_bench(files: list[Path], console: Console, cross_validated: bool
                       names, pipeline.store.index().dim)
     live = None
     if live_queries:
-        console.print(f"replaying again, reading memory (top {settings.memory_k}) before every turn ...")
+        console.print(f"replaying again, reading memory (top {settings.read.memory_k}) before every turn ...")
         live = asyncio.run(_offline_live_recall(InProcessPipeline(settings, embedder),
-                                                conversations, turns, settings.memory_k))
+                                                conversations, turns, settings.read.memory_k))
     base_results = QuestionResults()
     base, base_hybrid = baseline_recall(conversations, embedder, retrieval, base_results)
     return {
@@ -735,7 +735,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         per_user = asyncio.run(states_per_user(stack, conversations, names))
         live = None
         if live_queries:
-            live = _broker_live_recall(stack, conversations, run_id, get_settings().memory_k, console)
+            live = _broker_live_recall(stack, conversations, run_id, get_settings().read.memory_k, console)
     finally:
         stack.close()
     elapsed = max(result.finished - result.started, 1e-9)
@@ -768,19 +768,19 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
 
     # The same model as the worker's (EMBEDDER), at its best alone: with ONNX Runtime's spinning
     # threads, which a worker turns off (EMBEDDER_THREAD_SPINNING) to leave its event loop a core.
-    settings = get_settings().model_copy(update={"embedder_thread_spinning": True})
+    settings = get_settings().with_values(embedder_thread_spinning=True)
     embedder = settings_embedder(settings)
     embed_alone: dict[str, Any] = {"embedder": embedder.profile.name, "texts": None,
-                                   "batch": settings.dedup_batch_size, "seconds": None}
+                                   "batch": settings.dedup.dedup_batch_size, "seconds": None}
     if candidate_texts is not None:
         console.print(f"timing the embedder alone on the run's {len(candidate_texts)} candidate summaries ...")
         embed_alone.update(texts=len(candidate_texts), seconds=round(
-            time_embedding(embedder.embed, candidate_texts, settings.dedup_batch_size), 3))
+            time_embedding(embedder.embed, candidate_texts, settings.dedup.dedup_batch_size), 3))
     console.print("raw-turn baselines ...")
     base_results = QuestionResults()
     # The copies of a file (--users-per-file) have the same raw turns: one baseline per file.
     base, base_hybrid = baseline_recall(conversations if users_per_file == 1 else originals,
-                                        embedder, Retrieval.from_settings(settings), base_results)
+                                        embedder, Retrieval.of(settings.read), base_results)
     dup = duplicates(summaries, embedder)
 
     e2e = latencies_ms(result.produced_at, result.done_at)
@@ -825,7 +825,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         "worker_rss_bytes_per_memory": rss["per_memory"],
         "query_latency_ms": percentiles(query_ms, (50, 95)),
         **report.as_dict(),
-        "retrieval": asdict(Retrieval.from_settings(settings)),
+        "retrieval": asdict(Retrieval.of(settings.read)),
         "baseline_raw_turns": base.as_dict(),
         "baseline_raw_turns_hybrid": base_hybrid.as_dict(),
         **_cross_validation(cross_validated, results, base_results, conversations, names),

@@ -127,14 +127,14 @@ def memstream_embedder_alone(texts: Sequence[str], kind: str | None = None) -> d
     DEDUP_BATCH_SIZE: its time, and the turns/s it would allow if embedding each turn's text
     were all the work."""
     from streams.app.services import models_dir, shared_embedder
-    from streams.app.settings import get_settings
+    from streams.settings import get_settings
 
     settings = get_settings()
-    kind = kind or settings.embedder
-    embedder = shared_embedder(kind, settings.embed_batch_size, models_dir(settings))
-    seconds = time_embedding(embedder.embed, texts, settings.dedup_batch_size)
+    kind = kind or settings.embedding.embedder
+    embedder = shared_embedder(kind, settings.embedding.embed_batch_size, models_dir(settings))
+    seconds = time_embedding(embedder.embed, texts, settings.dedup.dedup_batch_size)
     return {"embedder": kind, "model": embedder.profile.name, "texts": len(texts),
-            "batch": settings.dedup_batch_size, "seconds": round(seconds, 3),
+            "batch": settings.dedup.dedup_batch_size, "seconds": round(seconds, 3),
             "turns_per_s": embedder_limit(len(texts), seconds)}
 
 

@@ -38,7 +38,7 @@ import hashlib
 import random
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
@@ -46,11 +46,12 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from streams.read.categories import CategoryPolicy, load_policy
-from streams.read.fusion import Retrieval
+from streams.read.fusion import COSINE_ONLY, Retrieval
 from streams.providers.embedders import Embedder
 from streams.memory.model import Memory
 from streams.read.query import QueryLimits, execute, plan_query
-from streams.read.ranking import RankWeights
+from streams.read.ranking import weights_of
+from streams.settings import ReadSettings
 from streams.read.token_budget import TokenCounter, get_counter
 from streams.memory.vector_index import UserIndex
 from topics.query import QueryRequest
@@ -211,7 +212,7 @@ class Contenders:
 def build(memories: Sequence[Memory], vectors: np.ndarray, embedder: Embedder, *, top_k: int,
           budget_tokens: int, policy: CategoryPolicy | None = None,
           counter: TokenCounter | None = None, with_store: bool = True,
-          advance: Advance = _nothing, retrieval: Retrieval = Retrieval(),
+          advance: Advance = _nothing, retrieval: Retrieval = COSINE_ONLY,
           after_write: bool = True) -> Contenders:
     """The paths over `memories`, seeded in bulk: the index row by row as the worker's
     `VectorIndex.rebuild` does; `advance(k)` as k memories are in (once more with the store).
@@ -224,7 +225,7 @@ def build(memories: Sequence[Memory], vectors: np.ndarray, embedder: Embedder, *
         index.upsert(memory, vector)
         if i % 1000 == 0 or i == len(memories):
             advance(1000 if i % 1000 == 0 else i % 1000)
-    limits, weights = QueryLimits(), RankWeights()
+    limits, weights = QueryLimits.of(ReadSettings()), weights_of(ReadSettings())
     header = "Memory updates since rev 40:\n- +created: [Goals] Ana wants to learn to sail (imp=3)"
 
     # The worker embeds off the event loop, in the default executor's threads
@@ -245,7 +246,7 @@ def build(memories: Sequence[Memory], vectors: np.ndarray, embedder: Embedder, *
         return search(text, embed_query(text))
 
     def ours_dense(text: str) -> Any:
-        return search(text, embed_query(text), Retrieval(mode="dense"))
+        return search(text, embed_query(text), replace(Retrieval.of(ReadSettings()), mode="dense"))
 
     rebuild_ms: dict[str, float] | None = None
     if retrieval.mode == "hybrid" and len(memories):
@@ -340,7 +341,7 @@ def run_query_bench(sizes: Sequence[int], *, rounds: int, top_k: int, budget_tok
                     cache_dir: Path, embedder: Embedder | None = None,
                     queries: Sequence[str] = QUERIES, embed_max: int = 2000,
                     store_max: int = 10000, console: Any = None,
-                    retrieval: Retrieval = Retrieval(), after_write: bool = True) -> dict[str, Any]:
+                    retrieval: Retrieval = COSINE_ONLY, after_write: bool = True) -> dict[str, Any]:
     """The report: per size, p50/p95 (ms) of ours (and, with `after_write`, ours after one
     write), InMemoryStore (up to `store_max` memories) and the query embedding alone, with the
     p95 ratios; a progress bar of the seeding on `console` (when given)."""

@@ -275,11 +275,11 @@ def main(path: str | Path = DEFAULT_PAIRS, embed: Embed | None = None,
     `path`, with both entity modes: none declared (dedup's fallback) and extractor-like entities."""
     if embed is None or profile is None:
         from streams.app.services import settings_embedder
-        from streams.app.settings import get_settings
+        from streams.settings import get_settings
 
         embedder = settings_embedder(get_settings())
         embed, profile = embed or embedder.embed, profile or embedder.profile
-        print(f"embedder: {get_settings().embedder} ({profile.name}); its profile's bands: "
+        print(f"embedder: {get_settings().embedding.embedder} ({profile.name}); its profile's bands: "
               f"auto={profile.semantic_auto:.2f} check_low={profile.semantic_check_low:.2f}")
     pairs = load_pairs(path)
     results = {}

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from streams.app.settings import Settings, get_settings
+from streams.settings import Settings, get_settings
 from streams.eval.locomo import load_conversation
 from streams.write.facts import FactPipeline
 from topics.turns import Role, Turn
@@ -48,8 +48,8 @@ def importances(pipeline: FactPipeline, text: str, n: int) -> list[int]:
 def importance_report(labels: list[tuple[str, str]], settings: Settings,
                       conversations: list[Path] = ()) -> dict[str, Any]:  # type: ignore[assignment]
     """The figures of the module doc."""
-    pipeline = FactPipeline(settings)
-    cut = settings.ttl_importance_max
+    pipeline = FactPipeline(settings.write)
+    cut = settings.lifecycle.ttl_importance_max
     levels: dict[str, Counter[int]] = {"keep": Counter(), "trivia": Counter()}
     stored: Counter[str] = Counter()
     turns: Counter[str] = Counter()

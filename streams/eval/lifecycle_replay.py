@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from streams.app.services import settings_embedder
-from streams.app.settings import Settings, get_settings
+from streams.settings import Settings, get_settings
 from streams.eval.locomo import LocomoConversation, load_conversation
 from streams.eval.recall import KS, RecallReport
 from streams.pipeline.inprocess import InProcessPipeline
@@ -63,7 +63,7 @@ async def figures(files: list[Path]) -> dict[str, Any]:
     settings = get_settings()
     embedder = settings_embedder(settings)
     out: dict[str, Any] = {"embedder": embedder.profile.name,
-                           "llm": settings.llm_provider, "conversations": {}}
+                           "llm": settings.llm.llm_provider, "conversations": {}}
     for path in files:
         conv = load_conversation(path)
         before = await replay(conv, settings, embedder, lifecycle=False)

@@ -9,7 +9,7 @@ from typing import Any
 from streams.write import policy
 from streams.write.facts import FactPipeline
 from streams.eval.locomo import load_conversation
-from streams.app.settings import Settings
+from streams.settings import Settings
 
 
 def policy_report(corpus: Path, conversations: list[Path], settings: Settings) -> dict[str, Any]:
@@ -20,7 +20,7 @@ def policy_report(corpus: Path, conversations: list[Path], settings: Settings) -
     missed_kinds = Counter(r.get("kind", "?") for r in rows if policy.is_storable(r["text"])[0])
     turns = [t for path in conversations for t in load_conversation(path).turns]
     false_positives = [t for t in turns if not policy.is_storable(t.text)[0]]
-    pipeline = FactPipeline(settings)
+    pipeline = FactPipeline(settings.write)
     held_back: Counter[str] = Counter()
     for turn in turns:
         held_back.update(r for r in pipeline.facts(turn).blocked if r.startswith("sensitive_"))

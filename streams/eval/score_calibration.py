@@ -108,7 +108,7 @@ async def _points(files: Sequence[Path]) -> tuple[list[Point], str, str]:
     """Every item served to every scored question of `files`, replayed in process with the
     settings' defaults (top 20, full mode)."""
     from streams.app.services import settings_embedder
-    from streams.app.settings import get_settings
+    from streams.settings import get_settings
     from streams.eval.locomo import load_conversation
     from streams.pipeline.inprocess import InProcessPipeline
 
@@ -126,7 +126,7 @@ async def _points(files: Sequence[Path]) -> tuple[list[Point], str, str]:
                                     hit.calibrated,
                                     answered(question.evidence, hit.memory.source_turn_ids),
                                     int(n >= half)))
-    return points, embedder.profile.name, settings.retrieval_mode
+    return points, embedder.profile.name, settings.read.retrieval_mode
 
 
 def main() -> None:

@@ -24,10 +24,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 import numpy as np
 
+from streams.settings import LifecycleSettings
 from streams.lifecycle.pass_kit import (
     is_episode,
     ACTOR,
@@ -56,26 +56,28 @@ MAX_TAGS = 8
 
 @dataclass(frozen=True)
 class ConsolidationConfig:
-    window: timedelta = timedelta(days=7)
-    lookback: timedelta = timedelta(days=90)
-    min_similarity: float = 0.6
-    max_candidates: int = 200
-    max_pairs: int = 50
-    max_clusters: int = 10
-    max_cluster_size: int = 8
-    fingerprint_ttl: timedelta = timedelta(days=14)
+    """Which memories are merged into one, and how much a run does (`of` the settings)."""
+
+    window: timedelta
+    lookback: timedelta
+    min_similarity: float
+    max_candidates: int
+    max_pairs: int
+    max_clusters: int
+    max_cluster_size: int
+    fingerprint_ttl: timedelta
 
     @classmethod
-    def from_settings(cls, settings: Any) -> ConsolidationConfig:
+    def of(cls, lifecycle: LifecycleSettings) -> ConsolidationConfig:
         return cls(
-            window=timedelta(days=settings.consolidation_window_days),
-            lookback=timedelta(days=settings.consolidation_lookback_days),
-            min_similarity=settings.consolidation_min_similarity,
-            max_candidates=settings.consolidation_max_candidates,
-            max_pairs=settings.consolidation_max_pairs,
-            max_clusters=settings.consolidation_max_clusters,
-            max_cluster_size=settings.consolidation_max_cluster_size,
-            fingerprint_ttl=timedelta(days=settings.consolidation_fingerprint_days),
+            window=timedelta(days=lifecycle.consolidation_window_days),
+            lookback=timedelta(days=lifecycle.consolidation_lookback_days),
+            min_similarity=lifecycle.consolidation_min_similarity,
+            max_candidates=lifecycle.consolidation_max_candidates,
+            max_pairs=lifecycle.consolidation_max_pairs,
+            max_clusters=lifecycle.consolidation_max_clusters,
+            max_cluster_size=lifecycle.consolidation_max_cluster_size,
+            fingerprint_ttl=timedelta(days=lifecycle.consolidation_fingerprint_days),
         )
 
 
@@ -176,9 +178,9 @@ class ConsolidationPass:
 
     name = "consolidation"
 
-    def __init__(self, config: ConsolidationConfig = ConsolidationConfig(),
+    def __init__(self, config: ConsolidationConfig | None = None,
                  llm: GuardedLLM | None = None, embed: Embed | None = None) -> None:
-        self.config = config
+        self.config = config or ConsolidationConfig.of(LifecycleSettings())
         self.llm = llm
         self.embed = embed
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from streams.settings import LifecycleSettings
 from streams.lifecycle.passes import ACTOR, LIFECYCLE_THREAD, thread_of
 from streams.memory.decay import days_unused, decay_weight
 from streams.memory.model import Memory
@@ -52,24 +53,26 @@ _CONTENT_CLEARED: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class ForgetConfig:
-    ttl_days: int = 60
-    ttl_importance_max: int = 1
-    purge_after_days: int = 30
-    archive_weight_min: float = 0.05
-    archive_unused_days: int = 30
-    archive_retention_days: int | None = None
-    memory_cap: int = 200
-    max_changes: int = 100
+    """What forgetting keeps and for how long; the defaults are the settings' (`of`)."""
+
+    ttl_days: int
+    ttl_importance_max: int
+    purge_after_days: int
+    archive_weight_min: float
+    archive_unused_days: int
+    archive_retention_days: int | None
+    memory_cap: int
+    max_changes: int
 
     @classmethod
-    def from_settings(cls, settings: Any) -> ForgetConfig:
+    def of(cls, lifecycle: LifecycleSettings) -> ForgetConfig:
         return cls(
-            ttl_days=settings.ttl_days, ttl_importance_max=settings.ttl_importance_max,
-            purge_after_days=settings.purge_after_days,
-            archive_weight_min=settings.archive_weight_min,
-            archive_unused_days=settings.archive_unused_days,
-            archive_retention_days=settings.archive_retention_days, memory_cap=settings.memory_cap,
-            max_changes=settings.lifecycle_max_changes,
+            ttl_days=lifecycle.ttl_days, ttl_importance_max=lifecycle.ttl_importance_max,
+            purge_after_days=lifecycle.purge_after_days,
+            archive_weight_min=lifecycle.archive_weight_min,
+            archive_unused_days=lifecycle.archive_unused_days,
+            archive_retention_days=lifecycle.archive_retention_days, memory_cap=lifecycle.memory_cap,
+            max_changes=lifecycle.lifecycle_max_changes,
         )
 
 
@@ -78,8 +81,8 @@ class ForgettingPass:
 
     name = "forgetting"
 
-    def __init__(self, config: ForgetConfig = ForgetConfig()) -> None:
-        self.config = config
+    def __init__(self, config: ForgetConfig | None = None) -> None:
+        self.config = config or ForgetConfig.of(LifecycleSettings())
 
     async def __call__(self, state: MemoryState, user_id: str, now: datetime) -> list[MemoryEvent]:
         return forget(state, user_id, now, self.config)

@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 import numpy as np
 
+from streams.settings import LifecycleSettings
 from streams.lifecycle.pass_kit import (
     ACTOR,
     Embed,
@@ -49,15 +49,17 @@ MAX_REFS = 20
 
 @dataclass(frozen=True)
 class InsightConfig:
-    interval: timedelta = timedelta(hours=24)
-    activity_items: int = 5
-    semantic_items: int = 3
+    """How often an insight is sought and from how much (`of` the settings)."""
+
+    interval: timedelta
+    activity_items: int
+    semantic_items: int
 
     @classmethod
-    def from_settings(cls, settings: Any) -> InsightConfig:
-        return cls(interval=timedelta(hours=settings.insight_interval_hours),
-                   activity_items=settings.insight_activity_items,
-                   semantic_items=settings.insight_semantic_items)
+    def of(cls, lifecycle: LifecycleSettings) -> InsightConfig:
+        return cls(interval=timedelta(hours=lifecycle.insight_interval_hours),
+                   activity_items=lifecycle.insight_activity_items,
+                   semantic_items=lifecycle.insight_semantic_items)
 
 
 def _item(memory: Memory) -> dict[str, str]:
@@ -79,10 +81,10 @@ class InsightPass:
 
     name = "insights"
 
-    def __init__(self, llm: GuardedLLM | None, config: InsightConfig = InsightConfig(),
+    def __init__(self, llm: GuardedLLM | None, config: InsightConfig | None = None,
                  embed: Embed | None = None) -> None:
         self.llm = llm
-        self.config = config
+        self.config = config or InsightConfig.of(LifecycleSettings())
         self.embed = embed
 
     async def __call__(self, state: MemoryState, user_id: str, now: datetime) -> list[MemoryEvent]:

@@ -30,10 +30,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 import numpy as np
 
+from streams.settings import LifecycleSettings
 from streams.lifecycle.pass_kit import (
     is_episode,
     ACTOR,
@@ -64,28 +64,31 @@ USER_SET_TAG = "explicit"
 
 @dataclass(frozen=True)
 class PromotionConfig:
-    min_repeats: int = 3
-    window: timedelta = timedelta(days=60)
-    min_similarity: float = 0.85
-    canonical_similarity: float = 0.75
-    min_trust: float = 0.7
-    review_below: float = 0.9
-    max_per_run: int = 5
-    pattern_lift: float = 0.22
+    """When repeated episodes become a fact; the settings' values come from `of`."""
+
+    min_repeats: int
+    window: timedelta
+    min_similarity: float
+    canonical_similarity: float
+    min_trust: float
+    review_below: float
+    max_per_run: int
+    pattern_lift: float
     pattern_min_days: int = 2
+    """Distinct days a pattern's episodes must span (not a setting)."""
     max_candidates: int = 200
     """Most recent episodic facts one run reads (grouping is quadratic in them)."""
 
     @classmethod
-    def from_settings(cls, settings: Any) -> PromotionConfig:
-        return cls(min_repeats=settings.promotion_min_repeats,
-                   window=timedelta(days=settings.promotion_window_days),
-                   min_similarity=settings.promotion_min_similarity,
-                   canonical_similarity=settings.promotion_canonical_similarity,
-                   min_trust=settings.promotion_min_trust,
-                   review_below=settings.promotion_review_below,
-                   pattern_lift=settings.promotion_pattern_lift,
-                   max_per_run=settings.promotion_max_per_run)
+    def of(cls, lifecycle: LifecycleSettings) -> PromotionConfig:
+        return cls(min_repeats=lifecycle.promotion_min_repeats,
+                   window=timedelta(days=lifecycle.promotion_window_days),
+                   min_similarity=lifecycle.promotion_min_similarity,
+                   canonical_similarity=lifecycle.promotion_canonical_similarity,
+                   min_trust=lifecycle.promotion_min_trust,
+                   review_below=lifecycle.promotion_review_below,
+                   pattern_lift=lifecycle.promotion_pattern_lift,
+                   max_per_run=lifecycle.promotion_max_per_run)
 
 
 def is_canonical(memory: Memory) -> bool:
@@ -182,8 +185,8 @@ class PromotionPass:
 
     name = "promotion"
 
-    def __init__(self, config: PromotionConfig = PromotionConfig(), embed: Embed | None = None) -> None:
-        self.config = config
+    def __init__(self, config: PromotionConfig | None = None, embed: Embed | None = None) -> None:
+        self.config = config or PromotionConfig.of(LifecycleSettings())
         self.embed = embed
 
     async def __call__(self, state: MemoryState, user_id: str, now: datetime) -> list[MemoryEvent]:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from streams.settings import LifecycleSettings
 from streams.lifecycle.consent_expiry import ConsentExpiryPass
 from streams.lifecycle.forgetting import ForgetConfig, ForgettingPass
 from streams.lifecycle.passes import LifecyclePass, ordered
@@ -85,11 +86,11 @@ class LifecycleRunner:
         self.idle_users_per_record = idle_users_per_record
 
     @classmethod
-    def from_settings(cls, settings: Any, store: MemoryStore, schedule: Table,
-                      passes: Sequence[LifecyclePass], outputs: Outputs) -> LifecycleRunner:
+    def of(cls, lifecycle: LifecycleSettings, store: MemoryStore, schedule: Table,
+           passes: Sequence[LifecyclePass], outputs: Outputs) -> LifecycleRunner:
         return cls(store, schedule, passes, outputs,
-                   period=timedelta(hours=settings.lifecycle_period_hours),
-                   idle_users_per_record=settings.lifecycle_users_per_record)
+                   period=timedelta(hours=lifecycle.lifecycle_period_hours),
+                   idle_users_per_record=lifecycle.lifecycle_users_per_record)
 
     async def after_record(self, partition: int, user_id: str | None, ts: datetime | None,
                            offset: int) -> list[MemoryEvent]:
@@ -203,7 +204,7 @@ class LifecycleRunner:
         return events
 
 
-def service_passes(settings: Any, services: Any) -> list[LifecyclePass]:
+def service_passes(lifecycle: LifecycleSettings, services: Any) -> list[LifecyclePass]:
     """The lifecycle passes the worker and the in-process pipeline run (in `PASS_ORDER` by the
     runner). `services` (`streams.app.services.Services`) gives a pass its embedder or LLM."""
     from streams.lifecycle.consolidation import ConsolidationConfig, ConsolidationPass
@@ -211,8 +212,8 @@ def service_passes(settings: Any, services: Any) -> list[LifecyclePass]:
     from streams.lifecycle.promotion import PromotionConfig, PromotionPass
 
     embed, llm = services.embed, services.llm
-    return [ForgettingPass(ForgetConfig.from_settings(settings)),
-            PromotionPass(PromotionConfig.from_settings(settings), embed=embed),
-            ConsolidationPass(ConsolidationConfig.from_settings(settings), llm=llm, embed=embed),
-            InsightPass(llm, InsightConfig.from_settings(settings), embed=embed),
+    return [ForgettingPass(ForgetConfig.of(lifecycle)),
+            PromotionPass(PromotionConfig.of(lifecycle), embed=embed),
+            ConsolidationPass(ConsolidationConfig.of(lifecycle), llm=llm, embed=embed),
+            InsightPass(llm, InsightConfig.of(lifecycle), embed=embed),
             ConsentExpiryPass()]

@@ -76,5 +76,5 @@ def register(app: MemstreamApp) -> None:
         except Exception as exc:  # noqa: BLE001 - a metric must never take the worker down
             log.warning("consumer lag not updated: %s", type(exc).__name__)
 
-    app.faust.timer(interval=app.settings.metrics_lag_interval_seconds,
+    app.faust.timer(interval=app.settings.observability.metrics_lag_interval_seconds,
                     name="consumer_lag")(update_consumer_lag)

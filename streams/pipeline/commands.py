@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from streams.errors import MemstreamError
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.memory.access import record_reads
 from streams.memory.applied import Applied
 from streams.memory.commands import CommandError
@@ -90,7 +90,7 @@ class CommandsStage:
         metrics.STAGE_RECORDS.labels(stage=STAGE).inc()
         command: Command | None = None
         try:
-            command = parse_command_record(record.value, record.key, self.settings.max_record_bytes)
+            command = parse_command_record(record.value, record.key, self.settings.input.max_record_bytes)
             command = open_command(self.outputs.sealer, command)
             await self.store.ready()
             applied = await apply_command(self.store, self.embed, self.outputs, command,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Literal, TypeVar
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.errors import InvalidRecord
 from streams.memory import applied, consent, ids
 from streams.memory.tables import Table, thread_key, turn_key, user_day_key
@@ -109,8 +109,8 @@ class IngestStage:
         self.tables = tables
         self.llm = llm
         self.outputs = outputs
-        self.facts = FactPipeline(settings)
-        self.episodes = rules_from(settings)
+        self.facts = FactPipeline(settings.write)
+        self.episodes = rules_from(settings.episodic, settings.write)
 
     async def with_vectors(self, plans: Sequence[TurnPlan]) -> None:
         """Give the plans' candidates their vectors, every text embedded once in one model
@@ -191,12 +191,12 @@ class IngestStage:
     def parse(self, record: Record) -> Turn:
         """The record's turn; raises `InvalidRecord` (a turn dated too far ahead included)."""
         settings = self.settings
-        turn = parse_turn(record.value, record.key, max_bytes=settings.max_record_bytes,
-                          max_chars=settings.max_turn_chars)
+        turn = parse_turn(record.value, record.key, max_bytes=settings.input.max_record_bytes,
+                          max_chars=settings.input.max_turn_chars)
         ahead = (turn.ts - self.now()).total_seconds()
-        if ahead > settings.max_future_skew_seconds:
+        if ahead > settings.input.max_future_skew_seconds:
             raise InvalidRecord("future_event_time",
-                                f"ts is {ahead:.0f} s ahead (limit {settings.max_future_skew_seconds} s)")
+                                f"ts is {ahead:.0f} s ahead (limit {settings.input.max_future_skew_seconds} s)")
         check_routed(turn.user_id)  # a turn on another partition would split the user's key
         if self.tables.keys.predates_purge(turn.user_id, turn.ts, record.timestamp):
             # A replay of what the user had memstream forget, or a turn still in flight when the
@@ -215,7 +215,7 @@ class IngestStage:
         """What one valid turn gives (trigger, extraction, policy), its thread's buffer
         updated; nothing is sent yet."""
         plan = TurnPlan(turn, clock)
-        if not self.settings.memory_enabled:
+        if not self.settings.write.memory_enabled:
             plan.outcome = "disabled"
             return plan
         topics = blocked_topics(self.tables.users, turn.user_id)
@@ -232,7 +232,7 @@ class IngestStage:
         if result.command is not None and result.command.kind in HOT_COMMANDS:
             plan.outcome, plan.command = "command", result.command
             return plan
-        episode = observed.episode if self.settings.episodic_enabled else None
+        episode = observed.episode if self.settings.write.episodic_enabled else None
         if episode is not None and mentions_topic(episode.summary, topics):
             metrics.EPISODIC_SKIPS.labels(reason="blocked_topic").inc()
             episode = None
@@ -277,7 +277,7 @@ class IngestStage:
     def consent_ack(self, turn: Turn) -> Literal["accept", "reject"] | None:
         """A short answer to a consent proposal said in chat (`streams.memory.consent`); the
         dedup stage applies it to the thread's proposal, if one was just made."""
-        return consent.acknowledgement(turn) if self.settings.consent_enabled else None
+        return consent.acknowledgement(turn) if self.settings.consent.consent_enabled else None
 
     def observe_turn(self, turn: Turn) -> Observed:
         """Add the turn to its thread's buffer (secrets redacted) and see if it closes an episode."""
@@ -287,7 +287,7 @@ class IngestStage:
         seen = self.tables.turn_log.get(logged)
         buffer = self.tables.buffers.get(key)
         user_day = self.tables.buffers.get(day_key) or {}
-        observed = observe(buffer, turn, self.episodes, self.settings.episodic_window_n,
+        observed = observe(buffer, turn, self.episodes, self.settings.episodic.episodic_window_n,
                            policy.redact, seen, user_day)
         if seen is None:
             # The turn's record lists the buffer writes, and is made first: a replay makes the

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streams.app.services import Services
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.lifecycle.passes import LifecyclePass
 from streams.lifecycle.runner import LifecycleRunner, service_passes
 from streams.memory.access import touch
@@ -109,25 +109,25 @@ class InProcessPipeline:
         self.topics = LocalTopics()
         self.services = Services(settings, embedder=embedder)
         self.raw_tables: dict[str, dict[Any, Any]] = {name: {} for name in TABLE_OWNERS}
-        self.sealed = stage_tables(self.raw_tables, {}, master_key_of(settings) or new_key())
+        self.sealed = stage_tables(self.raw_tables, {}, master_key_of(settings.privacy) or new_key())
         self.outputs = outputs = Outputs(self.topics.send, self.sealed.sealer,
-                                         settings.dlq_max_raw_bytes)
+                                         settings.input.dlq_max_raw_bytes)
         self.tables = self.sealed.memory
         self.store = MemoryStore(self.tables, self.services.dedup_config)
         self.ingest_stage = IngestStage(settings, self.sealed.ingest, self.services.llm, outputs,
                                         embed=self.services.embed)
         self.lifecycle_table: dict[Any, Any] = {}
-        self.lifecycle = LifecycleRunner.from_settings(
-            settings, self.store, self.lifecycle_table,
-            [*service_passes(settings, self.services), *passes], outputs)
+        self.lifecycle = LifecycleRunner.of(
+            settings.lifecycle, self.store, self.lifecycle_table,
+            [*service_passes(settings.lifecycle, self.services), *passes], outputs)
         self.dedup_stage = DedupStage(self.store, self.services.embed, self.services.llm, outputs,
-                                      lifecycle=self.lifecycle if settings.lifecycle_enabled else None,
-                                      proactivity=ProactivityPolicy.from_settings(settings))
+                                      lifecycle=self.lifecycle if settings.lifecycle.lifecycle_enabled else None,
+                                      proactivity=ProactivityPolicy.of(settings.proactivity))
         self.commands_stage = CommandsStage(settings, self.store, self.services.embed, outputs)
         self.consumers = Consumers(self.ingest_stage.handle, self.dedup_stage.handle_batch,
                                    self.commands_stage.handle)
-        self.weights = ranking.weights_from_settings(settings)
-        self.policy = load_policy(settings.categories_path)
+        self.weights = ranking.weights_of(settings.read)
+        self.policy = load_policy(settings.read.categories_path)
 
     async def send_turn(self, turn: Turn) -> None:
         await self.topics.send(names.CHAT_TURNS, turn.user_id.encode(), turn.model_dump_json().encode())
@@ -141,7 +141,7 @@ class InProcessPipeline:
         await self.deliver()
 
     async def deliver(self, flush: bool = True, commands_first: bool = False) -> None:
-        await self.topics.deliver(self.consumers, batch=self.settings.dedup_batch_size,
+        await self.topics.deliver(self.consumers, batch=self.settings.dedup.dedup_batch_size,
                                   flush=flush, commands_first=commands_first)
 
     def outcomes(self) -> Counter[str]:
@@ -157,11 +157,11 @@ class InProcessPipeline:
         recorded as the route records it (a `touch` command, applied on the next delivery)."""
         request = QueryRequest(agent=agent, query=text, top_k=top_k, **{"return": "full"})
         clock = self.store.user_clock(user_id)
-        plan = plan_query(request, user_id, self.policy, QueryLimits.from_settings(self.settings),
+        plan = plan_query(request, user_id, self.policy, QueryLimits.of(self.settings.read),
                           clock)
         vector = (await self.services.embed([plan.text]))[0]
         _, hits = execute(self.store.index().user(user_id), vector, plan, self.policy,
-                          self.weights, get_counter(), retrieval=Retrieval.from_settings(self.settings),
+                          self.weights, get_counter(), retrieval=Retrieval.of(self.settings.read),
                           curve=self.services.score_curve())
         if record_access and hits and clock is not None:
             await self.outputs.command(touch(user_id, [h.memory.id for h in hits], clock, agent))

@@ -15,12 +15,12 @@ import binascii
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from streams.errors import MemstreamError
+from streams.settings import PrivacySettings
 
 _VERSION = b"\x01"
 _NONCE = 12
@@ -105,23 +105,23 @@ def decode_keys(text: str) -> MasterKeys:
     return MasterKeys(keys[0], tuple(keys[1:]))
 
 
-def master_keys_of(settings: Any) -> MasterKeys | None:
+def master_keys_of(privacy: PrivacySettings) -> MasterKeys | None:
     """The configured master keys (`MEMSTREAM_MASTER_KEY`, else `MASTER_KEY_FILE`), or None.
 
     Raises `MasterKeyError` when one is configured but unusable.
     """
-    if settings.memstream_master_key is not None:
-        return decode_keys(settings.memstream_master_key.get_secret_value())
-    if settings.master_key_file is not None:
+    if privacy.memstream_master_key is not None:
+        return decode_keys(privacy.memstream_master_key.get_secret_value())
+    if privacy.master_key_file is not None:
         try:
-            text = Path(settings.master_key_file).read_text(encoding="utf-8")
+            text = Path(privacy.master_key_file).read_text(encoding="utf-8")
         except OSError as exc:
-            raise MasterKeyError(f"{settings.master_key_file}: cannot read ({exc.strerror})") from None
+            raise MasterKeyError(f"{privacy.master_key_file}: cannot read ({exc.strerror})") from None
         return decode_keys(text)
     return None
 
 
-def master_key_of(settings: Any) -> bytes | None:
+def master_key_of(privacy: PrivacySettings) -> bytes | None:
     """The configured master key that wraps (the first of `master_keys_of`), or None."""
-    keys = master_keys_of(settings)
+    keys = master_keys_of(privacy)
     return keys.current if keys is not None else None

@@ -97,9 +97,9 @@ async def rotate_changelog(bootstrap: str, topic: str, masters: MasterKeys, grou
 def _security() -> dict[str, Any]:
     """The Kafka connection arguments of the settings (TLS, SASL: streams.app.kafka_security)."""
     from streams.app.kafka_security import client_kwargs
-    from streams.app.settings import get_settings
+    from streams.settings import get_settings
 
-    return client_kwargs(get_settings())
+    return client_kwargs(get_settings().kafka)
 
 
 async def group_members(bootstrap: str, group: str) -> int:

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from streams.memory import ids
+from streams.settings import ProactivitySettings
 from streams.memory.decay import importance_norm
 from streams.memory.model import Memory
 from streams.write.sentiment import Sentiment, intensity_norm
@@ -36,20 +37,21 @@ GOAL_CATEGORIES = frozenset({"goals"})
 class ProactivityPolicy:
     """Thresholds and rate limit of proactivity candidates (settings `PROACTIVITY_*`)."""
 
-    enabled: bool = True
-    min_weight: float = 0.55
-    min_trust: float = 0.6
-    max_per_day: int = 2
-    min_interval: timedelta = timedelta(hours=6)
+    enabled: bool
+    min_weight: float
+    min_trust: float
+    max_per_day: int
+    min_interval: timedelta
     max_interval: timedelta = timedelta(days=30)
+    """Longest gap the rate limit remembers (not a setting)."""
 
     @classmethod
-    def from_settings(cls, settings: Any) -> ProactivityPolicy:
-        return cls(enabled=settings.proactivity_enabled,
-                   min_weight=settings.proactivity_min_weight,
-                   min_trust=settings.proactivity_min_trust,
-                   max_per_day=settings.proactivity_max_per_day,
-                   min_interval=timedelta(hours=settings.proactivity_min_interval_hours))
+    def of(cls, proactivity: ProactivitySettings) -> ProactivityPolicy:
+        return cls(enabled=proactivity.proactivity_enabled,
+                   min_weight=proactivity.proactivity_min_weight,
+                   min_trust=proactivity.proactivity_min_trust,
+                   max_per_day=proactivity.proactivity_max_per_day,
+                   min_interval=timedelta(hours=proactivity.proactivity_min_interval_hours))
 
     def consider(self, users: Table, memory: Memory, ts: datetime) -> ProactivityCandidate | None:
         """The candidate `memory` (just created or changed at event time `ts`) makes, or None;

@@ -25,11 +25,12 @@ filter only ever narrowed the episodes, never lifted the facts of those days.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
 from streams.memory.vector_index import UserIndex
+from streams.settings import ReadSettings
 from streams.read.filters import window_mask
 from streams.language.dates import DateWindow
 
@@ -41,18 +42,23 @@ Fusion = Literal["blend", "rrf"]
 class Retrieval:
     """How a query's relevance is computed (settings `RETRIEVAL_*`)."""
 
-    mode: Mode = "dense"
-    fusion: Fusion = "blend"
-    dense_weight: float = 0.7
-    rrf_k: int = 60
-    window_boost: float = 0.1
+    mode: Mode
+    fusion: Fusion
+    dense_weight: float
+    rrf_k: int
+    window_boost: float
     """Added to the relevance of the memories in the query's time window (module doc)."""
 
     @classmethod
-    def from_settings(cls, settings: Any) -> "Retrieval":
-        return cls(mode=settings.retrieval_mode, fusion=settings.retrieval_fusion,
-                   dense_weight=settings.retrieval_dense_weight, rrf_k=settings.retrieval_rrf_k,
-                   window_boost=settings.retrieval_window_boost)
+    def of(cls, read: ReadSettings) -> "Retrieval":
+        return cls(mode=read.retrieval_mode, fusion=read.retrieval_fusion,
+                   dense_weight=read.retrieval_dense_weight, rrf_k=read.retrieval_rrf_k,
+                   window_boost=read.retrieval_window_boost)
+
+
+COSINE_ONLY = Retrieval(mode="dense", fusion="blend", dense_weight=1.0, rrf_k=60, window_boost=0.0)
+"""Relevance as the cosine alone (no BM25, no time-window boost): what ranking uses when it
+is given no retrieval settings."""
 
 
 def blend(dense: np.ndarray, lexical: np.ndarray, mask: np.ndarray, dense_weight: float) -> np.ndarray:

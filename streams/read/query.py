@@ -18,10 +18,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from streams.read import cold_tier, ranking
+from streams.settings import ReadSettings
 from streams.read.calibration import FALLBACK, ScoreCurve
 from streams.read.consolidated import lift, originals_mask
 from streams.read.diversity import diversify
-from streams.read.fusion import Retrieval, relevance
+from streams.read.fusion import COSINE_ONLY, Retrieval, relevance
 from streams.read.categories import CategoryPolicy
 from streams.memory.consent import pending_note
 from streams.memory.model import Memory
@@ -123,7 +124,7 @@ def _scored(pool: Sequence[tuple[Memory, float]], cosines: np.ndarray, index: Us
 def rank(
     index: UserIndex, query_vector: np.ndarray, *, top_k: int, candidates: int,
     weights: ranking.RankWeights, now: datetime | None = None, text: str = "",
-    retrieval: Retrieval = Retrieval(), curve: ScoreCurve = FALLBACK,
+    retrieval: Retrieval = COSINE_ONLY, curve: ScoreCurve = FALLBACK,
 ) -> list[QueryHit]:
     """Top-k active memories by the ranking formula, over the best `candidates` by relevance
     (no policy, filters or budget: the offline pipeline and the scenario tests use it).
@@ -145,26 +146,27 @@ def rank(
 
 @dataclass(frozen=True)
 class QueryLimits:
-    default_top_k: int = 3
-    max_top_k: int = 100
-    max_budget_tokens: int = 32768
-    candidates: int = 24
-    episodic_max: int = 3
-    recall_episodic: int = 3
-    cold_tier_similarity: float = 0.6
+    """What a query may ask for and how far it looks; made from the read settings (`of`)."""
+
+    default_top_k: int
+    max_top_k: int
+    max_budget_tokens: int
+    candidates: int
+    episodic_max: int
+    recall_episodic: int
+    cold_tier_similarity: float
     """Below this cosine an active memory does not count as an answer (`streams.read.cold_tier`)."""
-    bullets_threshold: float | None = 0.02
+    bullets_threshold: float | None
     """The `threshold` of a bullets answer that sets none (`QUERY_THRESHOLD`)."""
 
     @classmethod
-    def from_settings(cls, settings: Any) -> "QueryLimits":
-        return cls(default_top_k=settings.memory_k, max_top_k=settings.query_max_top_k,
-                   max_budget_tokens=settings.query_max_budget_tokens,
-                   candidates=settings.memory_context_topk,
-                   episodic_max=settings.query_episodic_max,
-                   recall_episodic=settings.query_recall_episodic,
-                   cold_tier_similarity=settings.cold_tier_similarity,
-                   bullets_threshold=settings.query_threshold)
+    def of(cls, read: ReadSettings) -> "QueryLimits":
+        return cls(default_top_k=read.memory_k, max_top_k=read.query_max_top_k,
+                   max_budget_tokens=read.query_max_budget_tokens,
+                   candidates=read.memory_context_topk, episodic_max=read.query_episodic_max,
+                   recall_episodic=read.query_recall_episodic,
+                   cold_tier_similarity=read.cold_tier_similarity,
+                   bullets_threshold=read.query_threshold)
 
 
 @dataclass(frozen=True)
@@ -311,7 +313,7 @@ def _fit_header(header: str, budget: int | None, counter: TokenCounter) -> tuple
 
 def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: CategoryPolicy,
             weights: ranking.RankWeights, counter: TokenCounter,
-            delta: tuple[int, int, str] | None = None, retrieval: Retrieval = Retrieval(),
+            delta: tuple[int, int, str] | None = None, retrieval: Retrieval = COSINE_ONLY,
             curve: ScoreCurve = FALLBACK) -> tuple[QueryResponse, list[QueryHit]]:
     """Answer a planned query from one user's index.
 

@@ -18,38 +18,41 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
 from streams.memory.decay import decay_factor, importance_norm
 from streams.memory.model import Memory
+from streams.settings import ReadSettings
 
-__all__ = ["RankWeights", "importance_norm", "pool_relevance", "score", "weights_from_settings"]
+__all__ = ["RankWeights", "importance_norm", "pool_relevance", "score", "weights_of"]
 
 RelevanceNorm = Literal["raw", "pool"]
 
 
 @dataclass(frozen=True)
 class RankWeights:
-    similarity: float = 0.55
-    importance: float = 0.10
-    recency: float = 0.05
-    pinned: float = 0.10
-    related: float = 0.05
-    consolidated: float = 0.05
+    """The terms of a memory's score (`score`); made from the read settings (`weights_of`)."""
+
+    similarity: float
+    importance: float
+    recency: float
+    pinned: float
+    related: float
+    consolidated: float
     """Bonus of a `consolidated` memory: queries prefer it to the episodes it replaced."""
-    insight: float = 0.10
+    insight: float
     """Penalty of an `insight`: surfaced with low weight (seed 001 §3)."""
-    archived: float = 0.02
+    archived: float
     """Penalty of an archived memory (the cold tier, docs/decisions.md): it ranks below an active one
     that matches as well."""
-    relevance_norm: RelevanceNorm = "pool"
+    relevance_norm: RelevanceNorm
     """How the similarity term is scaled: `raw` is the relevance as retrieved, `pool` spreads
     it over [0, 1] across the candidate pool (`pool_relevance`)."""
-    relevance_min_spread: float = 0.3
+    relevance_min_spread: float
     """The smallest relevance spread `pool` stretches to [0, 1] (see `pool_relevance`)."""
-    diversity: float = 0.2
+    diversity: float
     """Maximal marginal relevance penalty: a candidate's score minus this times its highest
     cosine to the items ranked above it (`streams.read.diversity`); 0 ranks by score alone."""
 
@@ -104,15 +107,12 @@ def score(
     )
 
 
-def weights_from_settings(settings: Any) -> RankWeights:
-    """The ranking weights of the settings (RANK_W_*)."""
+def weights_of(read: ReadSettings) -> RankWeights:
+    """The ranking weights of the read settings (RANK_W_*)."""
     return RankWeights(
-        similarity=settings.rank_w_similarity, importance=settings.rank_w_importance,
-        recency=settings.rank_w_recency, pinned=settings.rank_w_pinned,
-        related=settings.rank_w_related,
-        consolidated=settings.rank_w_consolidated, insight=settings.rank_w_insight,
-        archived=settings.rank_w_archived,
-        relevance_norm=settings.rank_relevance_norm,
-        relevance_min_spread=settings.rank_relevance_min_spread,
-        diversity=settings.rank_diversity,
+        similarity=read.rank_w_similarity, importance=read.rank_w_importance,
+        recency=read.rank_w_recency, pinned=read.rank_w_pinned, related=read.rank_w_related,
+        consolidated=read.rank_w_consolidated, insight=read.rank_w_insight,
+        archived=read.rank_w_archived, relevance_norm=read.rank_relevance_norm,
+        relevance_min_spread=read.rank_relevance_min_spread, diversity=read.rank_diversity,
     )

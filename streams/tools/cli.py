@@ -19,7 +19,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from streams.app.settings import Settings, get_settings
+from streams.settings import Settings, get_settings
 
 if TYPE_CHECKING:
     from streams.api.auth import KeyEntry
@@ -51,18 +51,18 @@ Mem0ThreadsOpt = Annotated[int, typer.Option(
 
 
 def _broker(broker: str | None) -> str:
-    return broker or get_settings().broker_url
+    return broker or get_settings().kafka.broker_url
 
 
 def _api(api: str | None) -> str:
     settings = get_settings()
-    return api or f"http://{settings.web_host}:{settings.web_port}"
+    return api or f"http://{settings.api.web_host}:{settings.api.web_port}"
 
 
 def _setup_logging() -> None:
     from streams.observability.logs import configure
 
-    configure(get_settings().log_level)
+    configure(get_settings().observability.log_level)
 
 
 @app.command()
@@ -74,21 +74,21 @@ def run() -> None:
     _setup_logging()
     settings = get_settings()
     broker = None
-    if settings.broker_is_embedded:
+    if settings.kafka.broker_is_embedded:
         from streams.tools.broker import EmbeddedBroker
 
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        broker = EmbeddedBroker(settings.embedded_broker_port, settings.data_dir / "broker.log").start()
+        settings.kafka.data_dir.mkdir(parents=True, exist_ok=True)
+        broker = EmbeddedBroker(settings.kafka.embedded_broker_port, settings.kafka.data_dir / "broker.log").start()
         # The embedded broker keeps nothing on disk, so local table state from an earlier run
         # would describe topics that no longer exist.
-        _reset_tables(settings.data_dir)
+        _reset_tables(settings.kafka.data_dir)
         console.print(f"[green]embedded broker[/] on {broker.url} (memory storage)")
     try:
         from streams.app.worker import run_worker
 
         extra_keys = _dev_admin_key(settings)
         settings = _with_kept_master_key(settings, make=True)
-        console.print(f"[green]worker[/] web API on http://{settings.web_host}:{settings.web_port}")
+        console.print(f"[green]worker[/] web API on http://{settings.api.web_host}:{settings.api.web_port}")
         run_worker(settings, extra_keys)
     finally:
         if broker is not None:
@@ -109,7 +109,7 @@ def _dev_admin_key(settings: Settings) -> list[KeyEntry]:
     path = auth.dev_key_path(settings)
     key = auth.dev_admin_key(settings)
     console.print(f"[yellow]no API keys configured[/]: an admin key ({auth.masked(key)}) is in "
-                  f"{path}; the admin page is http://{settings.web_host}:{settings.web_port}/admin")
+                  f"{path}; the admin page is http://{settings.api.web_host}:{settings.api.web_port}/admin")
     return [auth.entry_for(key, "admin", "admin")]
 
 
@@ -117,18 +117,18 @@ def _with_kept_master_key(settings: Settings, make: bool = False) -> Settings:
     """With no master key configured, the one `memstream run` keeps in DATA_DIR/master-key
     (mode 0600; made first when `make`). `memstream worker` never makes one: every worker of a
     deployment needs the same key."""
-    if settings.memstream_master_key is not None or settings.master_key_file is not None:
+    if settings.privacy.memstream_master_key is not None or settings.privacy.master_key_file is not None:
         return settings
-    path = Path(settings.data_dir) / "master-key"
+    path = Path(settings.kafka.data_dir) / "master-key"
     if make and not path.exists():
         _write_private(path, _new_master_key())
-    return settings.model_copy(update={"master_key_file": path}) if path.exists() else settings
+    return settings.with_values(master_key_file=path) if path.exists() else settings
 
 
 def _master_key(settings: Settings) -> bytes | None:
     from streams.privacy.crypto import master_key_of
 
-    return master_key_of(settings)
+    return master_key_of(settings.privacy)
 
 
 def _new_master_key() -> str:
@@ -177,7 +177,7 @@ def broker(port: Annotated[int, typer.Option(help="Port to listen on.")] = 9092)
     from topics.names import ALL_TOPICS
 
     with EmbeddedBroker(port) as b:
-        ensure_topics(b.url, ALL_TOPICS, get_settings().topic_partitions)
+        ensure_topics(b.url, ALL_TOPICS, get_settings().kafka.topic_partitions)
         console.print(f"embedded broker on {b.url}; topics created. Ctrl-C to stop.")
         try:
             signal.sigwait({signal.SIGINT, signal.SIGTERM})
@@ -215,7 +215,7 @@ def send(
         raise typer.Exit(2)
 
     async def go() -> dict:
-        async with AsyncMemstreamClient(_broker(broker), kafka_security=client_kwargs(get_settings())) as client:
+        async with AsyncMemstreamClient(_broker(broker), kafka_security=client_kwargs(get_settings().kafka)) as client:
             sent = await client.send_turn(turn)
         return {"topic": sent.topic, "partition": sent.partition, "offset": sent.offset,
                 "user_id": turn.user_id, "thread_id": turn.thread_id, "turn_id": turn.turn_id}
@@ -252,7 +252,7 @@ def replay(
     async def go() -> None:
         from streams.tools.client import TurnProducer
 
-        async with TurnProducer(_broker(broker), get_settings().kafka_one_record_batches) as producer:
+        async with TurnProducer(_broker(broker), get_settings().kafka.kafka_one_record_batches) as producer:
             with _progress() as bar:
                 task = bar.add_task("replaying turns", total=len(turns))
                 pending = []
@@ -317,7 +317,7 @@ def watch(
     async def from_topic() -> None:
         settings = _with_kept_master_key(get_settings())
         master = _master_key(settings)
-        unsealer = TopicUnsealer(_broker(broker), settings.app_id, master) if master else None
+        unsealer = TopicUnsealer(_broker(broker), settings.kafka.app_id, master) if master else None
         async for _key, raw in read_topic(_broker(broker), MEMORY_EVENTS, from_beginning=from_beginning):
             try:
                 parsed = MemoryEvent.model_validate(raw)
@@ -399,18 +399,20 @@ def settings(
     """Show the effective settings (from the environment; secrets masked)."""
     from pydantic import SecretStr
 
-    from streams.app.settings import Settings
+    from streams.settings import Settings
 
     if markdown:
-        from streams.app.settings_docs import markdown as configuration_page
+        from streams.settings.docs import markdown as configuration_page
 
         sys.stdout.write(configuration_page())
         return
     current = get_settings()
-    for name in Settings.model_fields:
-        value = getattr(current, name)
-        shown = "****" if isinstance(value, SecretStr) and value.get_secret_value() else value
-        print(f"{name.upper()}={'' if shown is None else shown}")
+    for section in Settings.model_fields:
+        values = getattr(current, section)
+        for name in type(values).model_fields:
+            value = getattr(values, name)
+            shown = "****" if isinstance(value, SecretStr) and value.get_secret_value() else value
+            print(f"{name.upper()}={'' if shown is None else shown}")
 
 
 @keys_app.command("new")
@@ -457,16 +459,16 @@ def keys_rotate(
     from streams.tools.unseal import changelog_topic
 
     settings = get_settings()
-    old = master_keys_of(settings)
+    old = master_keys_of(settings.privacy)
     if old is None:
         console.print("[red]no master key configured: set MEMSTREAM_MASTER_KEY or MASTER_KEY_FILE "
                       "to the current one[/]")
         raise typer.Exit(2)
     new = decode_key(new_key_file.read_text(encoding="utf-8"))
     masters = MasterKeys(new, tuple(k for k in old.accepted if k != new))
-    topic = changelog_topic(settings.app_id, "user_keys")
+    topic = changelog_topic(settings.kafka.app_id, "user_keys")
     try:
-        report = asyncio.run(rotate_changelog(_broker(broker), topic, masters, settings.app_id,
+        report = asyncio.run(rotate_changelog(_broker(broker), topic, masters, settings.kafka.app_id,
                                               check_group=not workers_stopped))
     except (WorkersRunning, UnwrappableKeys) as exc:
         console.print(f"[red]{exc}[/]; nothing was changed")
@@ -574,10 +576,10 @@ def bench_query(
 
     settings = get_settings()
     report = run_query_bench(memories, rounds=rounds, top_k=top_k, budget_tokens=budget_tokens,
-                             cache_dir=settings.data_dir / "bench-cache",
+                             cache_dir=settings.kafka.data_dir / "bench-cache",
                              embedder=settings_embedder(settings),  # the worker's (EMBEDDER)
                              embed_max=embed_max, store_max=store_max, console=console,
-                             retrieval=Retrieval.from_settings(settings), after_write=after_write)
+                             retrieval=Retrieval.of(settings.read), after_write=after_write)
     _show(report, as_json, render)
 
 
@@ -612,7 +614,7 @@ def bench_embedder(
 
     s = get_settings()
     report = run_embedder_bench(files, kinds, texts=texts, single=single, rounds=rounds,
-                                batch_size=s.embed_batch_size, cache_dir=models_dir(s),
+                                batch_size=s.embedding.embed_batch_size, cache_dir=models_dir(s),
                                 console=console)
     _show(report, as_json, render)
 

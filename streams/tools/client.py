@@ -24,9 +24,9 @@ def kafka_security(security: Mapping[str, Any] | None = None) -> dict[str, Any]:
     if security is not None:
         return dict(security)
     from streams.app.kafka_security import client_kwargs
-    from streams.app.settings import get_settings
+    from streams.settings import get_settings
 
-    return client_kwargs(get_settings())
+    return client_kwargs(get_settings().kafka)
 
 
 def make_producer(bootstrap: str, one_record_batches: bool = False,
@@ -91,7 +91,7 @@ class ApiClient:
     def __init__(self, base_url: str, timeout: float = 30.0, api_key: str | None = None) -> None:
         """`api_key` defaults to MEMSTREAM_API_KEY, else the key `memstream run` wrote."""
         from streams.api.auth import client_key
-        from streams.app.settings import get_settings
+        from streams.settings import get_settings
 
         key = api_key or client_key(get_settings())
         self.base_url = base_url.rstrip("/")

@@ -20,6 +20,7 @@ from streams.observability.metrics import EPISODIC_SKIPS
 from streams.language.captions import split_image_caption
 from streams.language.sentences import STOPWORDS, split_sentences, words
 from streams.language.wordlists import word_list
+from streams.settings import EpisodicSettings, WriteSettings
 from topics.candidates import Fact
 from topics.turns import Role, Turn
 
@@ -37,18 +38,20 @@ _VERBISH = ("ed", "ing", "ly")  # past tenses, gerunds, adverbs: rarely what a t
 
 @dataclass(frozen=True)
 class EpisodeRules:
-    cooldown_turns: int = 3
-    cooldown_minutes: int = 10
-    max_per_day: int = 5
-    buffer_turns: int = 8
+    """When a thread's recent turns become an episode (seed 003 knobs; `rules_from`)."""
+
+    cooldown_turns: int
+    cooldown_minutes: int
+    max_per_day: int
+    buffer_turns: int
 
 
-def rules_from(settings: Any) -> EpisodeRules:
-    """The episode rules of the settings (seed 003 knobs)."""
+def rules_from(episodic: EpisodicSettings, write: WriteSettings) -> EpisodeRules:
+    """The episode rules of the settings; the buffer's length is the write path's."""
     return EpisodeRules(
-        cooldown_turns=settings.episodic_cooldown_turns,
-        cooldown_minutes=settings.episodic_cooldown_minutes,
-        max_per_day=settings.episodic_max_per_day, buffer_turns=settings.buffer_turns,
+        cooldown_turns=episodic.episodic_cooldown_turns,
+        cooldown_minutes=episodic.episodic_cooldown_minutes,
+        max_per_day=episodic.episodic_max_per_day, buffer_turns=write.buffer_turns,
     )
 
 

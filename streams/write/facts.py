@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from streams.write import policy, procedural
 from streams.write.extraction import RulesExtractor
 from streams.language.sensitive import sensitive_categories
-from streams.app.settings import Settings
+from streams.settings import WriteSettings
 from streams.write.trigger import CommandKind, ExplicitCommand, TriggerDecision, rules_trigger
 from topics.candidates import Candidate, Fact
 from topics.commands import Command
@@ -38,21 +38,21 @@ def mentions_topic(text: str, topics: Iterable[str]) -> bool:
 class FactPipeline:
     """Trigger → extractor → policy filter → type toggles (seed 004), for one turn at a time."""
 
-    def __init__(self, settings: Settings, extractor: RulesExtractor | None = None) -> None:
-        self.settings = settings
+    def __init__(self, write: WriteSettings, extractor: RulesExtractor | None = None) -> None:
+        self.write = write
         self.extractor = extractor or RulesExtractor(
-            max_facts=settings.max_facts_per_turn, max_chars=settings.summary_max_chars
+            max_facts=write.max_facts_per_turn, max_chars=write.summary_max_chars
         )
-        self.sensitive = [c.strip() for c in settings.sensitive_categories.split(",") if c.strip()]
+        self.sensitive = [c.strip() for c in write.sensitive_categories.split(",") if c.strip()]
         self.allowed_types = {"procedural"}
-        if settings.semantic_enabled:
+        if write.semantic_enabled:
             self.allowed_types.add("semantic")
-        if settings.episodic_enabled:
+        if write.episodic_enabled:
             self.allowed_types.add("episodic")
 
     def facts(self, turn: Turn, blocked_topics: Sequence[str] = ()) -> TurnFacts:
         """What to store from `turn`, by rules; facts about a blocked topic are dropped."""
-        procedure = procedural.procedure_fact(turn, self.settings.summary_max_chars)
+        procedure = procedural.procedure_fact(turn, self.write.summary_max_chars)
         decision = procedural.decision_for(rules_trigger(turn), procedure)
         early = self._gate(turn, decision)
         if early is not None:
@@ -63,7 +63,7 @@ class FactPipeline:
     async def afacts(self, turn: Turn, blocked_topics: Sequence[str], llm: GuardedLLM,
                      context: Sequence[Turn] = ()) -> TurnFacts:
         """The same, with the LLM trigger and classifier (each falls back to the rules)."""
-        procedure = procedural.procedure_fact(turn, self.settings.summary_max_chars)
+        procedure = procedural.procedure_fact(turn, self.write.summary_max_chars)
         decision = procedural.decision_for(await llm.trigger(turn, context), procedure)
         early = self._gate(turn, decision)
         if early is not None:
@@ -76,7 +76,7 @@ class FactPipeline:
         command = decision.command
         if command is not None and command.kind in (CommandKind.forget, CommandKind.dont_remember):
             return TurnFacts([], decision.confidence, command=command)
-        if not decision.should_create or decision.confidence < self.settings.trigger_confidence_min:
+        if not decision.should_create or decision.confidence < self.write.trigger_confidence_min:
             return TurnFacts([], decision.confidence)
         storable, reason = policy.is_storable(turn.text)
         if not storable:

@@ -91,7 +91,7 @@ async def call(base: str, method: str, path: str, body: Any = None, key: str = A
 
 def registered_routes() -> list[tuple[str, str]]:
     """(method, path template) of every route the worker serves, Faust's own views included."""
-    from streams.app.settings import Settings
+    from streams.settings import Settings
     from streams.app.worker import build_worker
 
     app = build_worker(Settings(table_store="memory://")).faust

@@ -24,7 +24,7 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.partitioner import DefaultPartitioner
 
 from streams.app.services import settings_embedder
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.api.registry_models import MemoryView
 from streams.eval.bench import Completion
 from streams.eval.locomo import load_conversation

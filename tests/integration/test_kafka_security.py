@@ -30,7 +30,7 @@ from aiokafka.abc import AbstractTokenProvider
 from typer.testing import CliRunner
 
 from streams.app.kafka_security import BrokerConnectionError, client_kwargs
-from streams.app.settings import Settings, get_settings
+from streams.settings import Settings, get_settings
 from streams.app.topic_admin import create_topics, started_admin
 from streams.client import AsyncMemstreamClient, MemoryEvent, ProduceError, ProactivityCandidate
 from streams.eval.bench import start_worker
@@ -131,7 +131,7 @@ def test_the_pipeline_runs_over_tls(tls):
     worker = Worker(tls.url, workdir / "data", f"memstream-tls-{uuid.uuid4().hex[:6]}",
                     tls.directory / "worker.log", env=tls.env()).start()
     user = unique_user("tls")
-    security = client_kwargs(tls.settings())
+    security = client_kwargs(tls.settings().kafka)
     try:
         sent = run_cli(["send", PET, "--user", user, "--turn-id", "1", "--json"],
                        {"KAFKA_BROKER_URL": tls.url, **tls.env()})
@@ -173,7 +173,7 @@ def test_a_certificate_of_another_ca_fails_fast_with_a_named_error(tls):
         asyncio.run(create_topics(tls.url, ["x"], 1, untrusted))
 
     async def send() -> None:
-        async with AsyncMemstreamClient(tls.url, kafka_security=client_kwargs(untrusted),
+        async with AsyncMemstreamClient(tls.url, kafka_security=client_kwargs(untrusted.kafka),
                                         timeout=GUARD_S) as client:
             await client.send_turn(make_turn(unique_user(), "1", PET))
 

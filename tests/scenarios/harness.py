@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 
 from streams.app.factory import MemstreamApp
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.app.worker import build_worker
 from streams.memory.consent import pending_proposals
 from streams.memory.model import Memory
@@ -154,8 +154,8 @@ class Replay:
         settings = self.app.settings
         vector = (await self.app.services.embed([text]))[0]
         return rank(self.app.store.user_index(self.user_id), vector, top_k=top_k,
-                    candidates=settings.memory_context_topk,
-                    weights=ranking.weights_from_settings(settings))
+                    candidates=settings.read.memory_context_topk,
+                    weights=ranking.weights_of(settings.read))
 
 
 def _has_all(text: str, parts: list[str] | str) -> bool:
@@ -195,7 +195,7 @@ async def _run_steps(case: dict[str, Any], run: Replay, consumers: Consumers) ->
     holding = False
 
     async def deliver() -> None:
-        await topics.deliver(consumers, batch=run.app.settings.dedup_batch_size,
+        await topics.deliver(consumers, batch=run.app.settings.dedup.dedup_batch_size,
                              commands_first=bool(case.get("commands_first")))
 
     async def send(topic: str, value: str) -> None:

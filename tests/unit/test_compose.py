@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 import yaml
 
-from streams.app.settings import Settings
+from streams.settings import Settings, sections
 
 ROOT = Path(__file__).parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES: dict[str, Any] = COMPOSE["services"]
 WORKER = SERVICES["worker"]
-SETTINGS = {name.upper() for name in Settings.model_fields}
+SETTINGS = {name.upper() for model in sections().values() for name in model.model_fields}
 # A fixed tag: not latest, not a bare name; a digest pin is fine too.
 PINNED = re.compile(r"^[\w./-]+(:(?!latest$)[\w][\w.-]*|@sha256:[0-9a-f]{64})$")
 INTERPOLATION = re.compile(r"\$\{(\w+)(?::?[-?+][^}]*)?\}")
@@ -74,12 +74,12 @@ def test_kafka_runs_in_kraft_mode_and_the_workers_reach_it():
 
 def test_worker_environment_names_real_settings():
     unknown = set(env(WORKER)) - SETTINGS
-    assert not unknown, f"not settings of streams/app/settings.py: {sorted(unknown)}"
+    assert not unknown, f"not settings of streams/settings/: {sorted(unknown)}"
     worker = env(WORKER)
     assert worker["KAFKA_ONE_RECORD_BATCHES"] == "false", "Apache Kafka takes multi-record batches"
     # Values that are not interpolated parse as the settings they are meant for.
     literal = {k: v for k, v in worker.items() if "$" not in v}
-    Settings.model_validate({k.lower(): v for k, v in literal.items()})
+    Settings(**{k.lower(): v for k, v in literal.items()})
 
 
 def test_every_worker_advertises_its_own_address():

@@ -10,7 +10,7 @@ from collections.abc import Hashable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.providers.embedders import BEDROCK, Embedder, EmbedderProfile, create_embedder, profile_of
 
 if TYPE_CHECKING:  # imported with the bedrock kind only: botocore is slow to import, and large
@@ -22,40 +22,40 @@ def titan_options(settings: Settings) -> TitanOptions:
     from streams.providers.embedders.titan import TitanOptions
 
     return TitanOptions(
-        region=settings.aws_region, model_id=settings.bedrock_embed_model_id,
-        dimensions=settings.bedrock_embed_dimensions, concurrency=settings.bedrock_embed_concurrency,
-        connect_timeout_s=settings.bedrock_embed_connect_timeout_seconds,
-        read_timeout_s=settings.bedrock_embed_read_timeout_seconds,
-        attempts=settings.bedrock_embed_attempts,
-        backoff_initial_s=settings.bedrock_embed_backoff_initial_ms / 1000,
-        backoff_max_s=settings.bedrock_embed_backoff_max_ms / 1000,
+        region=settings.sinks.aws_region, model_id=settings.embedding.bedrock_embed_model_id,
+        dimensions=settings.embedding.bedrock_embed_dimensions, concurrency=settings.embedding.bedrock_embed_concurrency,
+        connect_timeout_s=settings.embedding.bedrock_embed_connect_timeout_seconds,
+        read_timeout_s=settings.embedding.bedrock_embed_read_timeout_seconds,
+        attempts=settings.embedding.bedrock_embed_attempts,
+        backoff_initial_s=settings.embedding.bedrock_embed_backoff_initial_ms / 1000,
+        backoff_max_s=settings.embedding.bedrock_embed_backoff_max_ms / 1000,
     )
 
 
 def embedder_profile(settings: Settings) -> EmbedderProfile:
     """The profile (name, dimension, dedup bands) of the EMBEDDER setting, without loading it;
     raises `EmbedderError` for an unknown kind."""
-    if settings.embedder == BEDROCK:
-        return profile_of(BEDROCK, dimensions=settings.bedrock_embed_dimensions)
-    return profile_of(settings.embedder)
+    if settings.embedding.embedder == BEDROCK:
+        return profile_of(BEDROCK, dimensions=settings.embedding.bedrock_embed_dimensions)
+    return profile_of(settings.embedding.embedder)
 
 
 def embedder_key(settings: Settings, cache_dir: Path | None) -> Hashable:
     """What identifies one loaded embedder: two settings with the same key share it."""
-    if settings.embedder == BEDROCK:
+    if settings.embedding.embedder == BEDROCK:
         return (BEDROCK, titan_options(settings))
-    return (settings.embedder, settings.embed_batch_size, cache_dir,
-            settings.embedder_thread_spinning, settings.embedder_threads)
+    return (settings.embedding.embedder, settings.embedding.embed_batch_size, cache_dir,
+            settings.embedding.embedder_thread_spinning, settings.embedding.embedder_threads)
 
 
 def build_embedder(settings: Settings, cache_dir: Path | None = None, *,
                    bedrock_client: Any | None = None) -> Embedder:
     """The embedder of the settings (loaded now). `bedrock_client`: the `bedrock-runtime` client
     of the `bedrock` kind (default: one from the AWS credential chain with BEDROCK_EMBED_* timeouts)."""
-    if settings.embedder == BEDROCK:
+    if settings.embedding.embedder == BEDROCK:
         from streams.providers.embedders.titan import TitanV2Embedder
 
         return TitanV2Embedder.create(titan_options(settings), client=bedrock_client)
-    return create_embedder(settings.embedder, settings.embed_batch_size, cache_dir,
-                           spinning=settings.embedder_thread_spinning,
-                           threads=settings.embedder_threads)
+    return create_embedder(settings.embedding.embedder, settings.embedding.embed_batch_size, cache_dir,
+                           spinning=settings.embedding.embedder_thread_spinning,
+                           threads=settings.embedding.embedder_threads)

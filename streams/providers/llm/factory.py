@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from streams.providers.llm.base import LLMProvider
 from streams.providers.llm.errors import LLMConfigError
-from streams.app.settings import Settings
+from streams.settings import Settings
 
 if TYPE_CHECKING:  # imported when asked for: their SDKs are slow to import (see __init__)
     from streams.providers.llm.anthropic_provider import AnthropicProvider
@@ -19,7 +19,7 @@ NO_LLM_MESSAGE = "no LLM configured: using rules for trigger, extraction and sam
 
 def _anthropic_key(settings: Settings) -> str:
     """The API key, "" when unset (the value never leaves the SDK client and this function)."""
-    return settings.anthropic_api_key.get_secret_value().strip() if settings.anthropic_api_key else ""
+    return settings.llm.anthropic_api_key.get_secret_value().strip() if settings.llm.anthropic_api_key else ""
 
 
 def _anthropic(settings: Settings) -> AnthropicProvider:
@@ -29,8 +29,8 @@ def _anthropic(settings: Settings) -> AnthropicProvider:
     if not key:
         raise LLMConfigError("LLM_PROVIDER=anthropic needs ANTHROPIC_API_KEY")
     return AnthropicProvider.build(
-        api_key=key, model=settings.memory_tiny_llm_model_id or settings.anthropic_model,
-        base_url=settings.anthropic_base_url, max_retries=settings.llm_max_retries,
+        api_key=key, model=settings.llm.memory_tiny_llm_model_id or settings.llm.anthropic_model,
+        base_url=settings.llm.anthropic_base_url, max_retries=settings.llm.llm_max_retries,
     )
 
 
@@ -38,10 +38,10 @@ def _bedrock(settings: Settings) -> BedrockProvider:
     from streams.providers.llm.bedrock_provider import BedrockProvider
 
     return BedrockProvider.build(
-        model=settings.memory_tiny_llm_model_id or settings.bedrock_model_id,
-        region=settings.aws_region, trigger_timeout_s=settings.trigger_budget_ms / 1000,
-        timeout_s=max(settings.llm_extract_budget_ms, settings.llm_same_fact_budget_ms) / 1000,
-        max_retries=settings.llm_max_retries,
+        model=settings.llm.memory_tiny_llm_model_id or settings.llm.bedrock_model_id,
+        region=settings.sinks.aws_region, trigger_timeout_s=settings.write.trigger_budget_ms / 1000,
+        timeout_s=max(settings.llm.llm_extract_budget_ms, settings.llm.llm_same_fact_budget_ms) / 1000,
+        max_retries=settings.llm.llm_max_retries,
     )
 
 
@@ -52,7 +52,7 @@ def create_provider(settings: Settings) -> LLMProvider | None:
     `anthropic`, `bedrock` and `none` choose explicitly. `MEMORY_TINY_LLM_MODEL_ID` (seed 002),
     when set, overrides the provider's model. Raises `LLMConfigError` for `anthropic` without a key.
     """
-    choice = settings.llm_provider
+    choice = settings.llm.llm_provider
     if choice == "auto":
         choice = "anthropic" if _anthropic_key(settings) else "none"
     if choice == "none":

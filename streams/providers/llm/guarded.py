@@ -36,7 +36,7 @@ from streams.providers.llm.metrics import LLM_CALLS, LLM_FALLBACKS, LLM_SECONDS
 from streams.providers.llm.parsing import parse_output
 from streams.providers.llm.prompts import system_prompt
 from streams.providers.llm.schemas import ExtractionOutput, SameFactOutput, TriggerOutput
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.write.trigger import TriggerDecision, parse_command, rules_trigger
 from topics.candidates import Fact
 from topics.turns import Role, Turn
@@ -87,14 +87,14 @@ class GuardedLLM:
         self.settings = settings
         self.deadline = deadline
         self.extractor = extractor or RulesExtractor(
-            max_facts=settings.max_facts_per_turn, max_chars=settings.summary_max_chars
+            max_facts=settings.write.max_facts_per_turn, max_chars=settings.write.summary_max_chars
         )
         self.budgets_s = {
-            Task.trigger: settings.trigger_budget_ms / 1000,
-            Task.extract: settings.llm_extract_budget_ms / 1000,
-            Task.same_fact: settings.llm_same_fact_budget_ms / 1000,
-            Task.consolidate: settings.llm_lifecycle_budget_ms / 1000,
-            Task.insight: settings.llm_lifecycle_budget_ms / 1000,
+            Task.trigger: settings.write.trigger_budget_ms / 1000,
+            Task.extract: settings.llm.llm_extract_budget_ms / 1000,
+            Task.same_fact: settings.llm.llm_same_fact_budget_ms / 1000,
+            Task.consolidate: settings.llm.llm_lifecycle_budget_ms / 1000,
+            Task.insight: settings.llm.llm_lifecycle_budget_ms / 1000,
         }
 
     @classmethod
@@ -123,7 +123,7 @@ class GuardedLLM:
                         b_entities: Sequence[str] = ()) -> bool:
         """Do summaries `a` and `b` state the same fact? (dedup's check band)."""
         def rules() -> bool:
-            if not self.settings.memory_enable_entity_heuristics:
+            if not self.settings.dedup.memory_enable_entity_heuristics:
                 return False  # no check available: keep both (create), never merge blindly
             return same_fact_heuristic(a, a_entities, b, b_entities)
 
@@ -158,7 +158,7 @@ class GuardedLLM:
         name, day = turn.speaker_name, turn_day(turn)
         facts: list[Fact] = []
         seen: set[str] = set()
-        for item in out.facts[: self.settings.max_facts_per_turn]:
+        for item in out.facts[: self.settings.write.max_facts_per_turn]:
             summary = fit(resolve_dates(item.summary, day), self.extractor.max_chars)
             if name.lower() not in summary.lower():
                 raise LLMInvalidOutput("summary does not name the speaker")

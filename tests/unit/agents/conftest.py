@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from streams.app.factory import MemstreamApp
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.app.worker import build_worker
 from streams.pipeline.inprocess import LocalTopics
 from streams.privacy.crypto import decode_key, encode_key

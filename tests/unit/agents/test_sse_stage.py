@@ -28,7 +28,7 @@ async def put(worker, *events: MemoryEvent) -> None:
 
 
 def buffered(worker, user: str = "u1") -> list[str]:
-    ring = RecentEvents(worker.sealed.recent_events, worker.settings.sse_replay_events)
+    ring = RecentEvents(worker.sealed.recent_events, worker.settings.api.sse_replay_events)
     return [e["event_id"] for e in ring.events(user)]
 
 

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import pytest
 
 from streams.api import auth
-from streams.app.settings import Settings
+from streams.settings import Settings
 from topics.events import MemoryEvent
 
 

@@ -8,7 +8,7 @@ import stat
 import pytest
 
 from streams.api import auth
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.tools import cli
 
 

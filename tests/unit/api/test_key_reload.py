@@ -15,7 +15,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from streams.api import auth
 from streams.api.scope import Scope
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.read.categories import load_policy
 
 KEPT, REVOKED = auth.new_key(), auth.new_key()

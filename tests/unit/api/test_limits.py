@@ -11,7 +11,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from streams.api import auth, hardening, limits
-from streams.app.settings import Settings
+from streams.settings import Settings
 
 FLOODED, OTHER = auth.new_key(), auth.new_key()
 
@@ -57,7 +57,7 @@ def api(config: Settings, clock: Clock, applied: list[str]) -> web.Application:
     auth.install(web_app, auth.KeySource([auth.entry_for(FLOODED, "a", "admin"),
                                           auth.entry_for(OTHER, "b", "admin")]))
     hardening.install(SimpleNamespace(faust=SimpleNamespace(web=SimpleNamespace(web_app=web_app))))
-    limits.install(web_app, config, clock)
+    limits.install(web_app, config.api, clock)
 
     async def write(request: web.Request) -> web.Response:
         applied.append((await request.json())["id"])

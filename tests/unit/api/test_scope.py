@@ -22,11 +22,11 @@ from streams.privacy.crypto import new_key
 from streams.privacy.sealed import TABLE_OWNERS
 from streams.providers.embedders import EmbedderProfile
 from streams.read.categories import load_policy
-from streams.read.query import QueryLimits, execute, plan_query
-from streams.read.ranking import RankWeights
+from streams.read.query import execute, plan_query
 from streams.read.token_budget import get_counter
 from topics.commands import Command
 from topics.query import QueryRequest
+from tests import defaults
 
 NOW = datetime(2024, 5, 1, 10, tzinfo=timezone.utc)
 PLANNER = Principal("planner", "agent")  # Goals, Budget, Finance, Conversation_Summary, Procedural
@@ -104,9 +104,9 @@ def test_related_memories_of_another_category_are_left_out_of_a_full_answer():
     request = QueryRequest.model_validate_json(json.dumps(
         {"agent": "planner", "query": "saxophone", "return": "full"}))
     policy = load_policy()
-    plan = plan_query(request, "ana", policy, QueryLimits(), NOW)
+    plan = plan_query(request, "ana", policy, defaults.limits(), NOW)
     response, _ = execute(index, np.asarray([1.0, 0.0], dtype=np.float32), plan, policy,
-                          RankWeights(), get_counter())
+                          defaults.weights(), get_counter())
     [item] = response.items
     assert [r["id"] for r in item["related"]] == ["p"], "the link itself crosses categories"
     scope = planner().narrowed(plan.categories)

@@ -8,7 +8,7 @@ import pytest
 from aiohttp.test_utils import make_mocked_request
 
 from streams.api import auth, sse
-from streams.app.settings import Settings
+from streams.settings import Settings
 
 LIMITS = sse.StreamLimits(total=3, per_user=2)
 
@@ -36,13 +36,13 @@ def test_the_hub_refuses_a_stream_past_the_workers_limit():
 
 
 def test_the_limits_are_settings():
-    limits = sse.StreamLimits.of(Settings(sse_max_streams=7, sse_max_streams_per_user=2))
+    limits = sse.StreamLimits.of(Settings(sse_max_streams=7, sse_max_streams_per_user=2).api)
     assert limits == sse.StreamLimits(total=7, per_user=2)
 
 
 async def test_a_stream_over_the_limit_is_answered_429_before_anything_is_streamed(monkeypatch):
     settings = Settings(sse_max_streams_per_user=1)
-    hub = sse.Hub(settings.sse_queue_events)
+    hub = sse.Hub(settings.api.sse_queue_events)
     hub.subscribe("ana")  # the user's one allowed stream is open
     memstream = SimpleNamespace(settings=settings, hub=hub)
     monkeypatch.setattr(sse, "owner_of", lambda view, user_id: None)  # this worker owns ana

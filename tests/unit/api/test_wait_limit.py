@@ -8,7 +8,7 @@ import pytest
 from aiohttp.test_utils import make_mocked_request
 
 from streams.api.registry import BadRequest, RegistryView
-from streams.app.settings import Settings
+from streams.settings import Settings
 
 VIEW = SimpleNamespace(memstream=SimpleNamespace(settings=Settings(command_wait_max_seconds=10)))
 

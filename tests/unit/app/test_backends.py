@@ -30,7 +30,7 @@ def test_a_worker_on_the_defaults_imports_no_llm_nor_aws_sdk():
     """The anthropic SDK took half a worker's import time, botocore is 17 MB: each is imported
     when configured (an LLM provider, the bedrock embedder, a sink)."""
     code = ("import sys, agents, streams.app.worker\n"
-            "from streams.app.settings import Settings\n"
+            "from streams.settings import Settings\n"
             "streams.app.worker.build_worker(Settings())\n"
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'anthropic', 'boto3', 'botocore'}))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -28,7 +28,7 @@ from streams.app.kafka_security import (
     client_kwargs,
     faust_credentials,
 )
-from streams.app.settings import Settings, get_settings
+from streams.settings import Settings, get_settings
 from streams.client import AsyncMemstreamClient
 from streams.client.kafka import idempotent_producer, topic_consumer
 from streams.tools import cli
@@ -74,8 +74,8 @@ def without_context(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 def test_plaintext_is_the_default_and_changes_nothing(tmp_path: Path) -> None:
     plain = settings(data_dir=tmp_path)
-    assert client_kwargs(plain) == admin_kwargs(plain) == {"security_protocol": "PLAINTEXT"}
-    assert faust_credentials(plain) is None
+    assert client_kwargs(plain.kafka) == admin_kwargs(plain.kafka) == {"security_protocol": "PLAINTEXT"}
+    assert faust_credentials(plain.kafka) is None
     assert create_faust_app(plain).conf.broker_credentials is None
 
 
@@ -83,7 +83,7 @@ def test_ssl_checks_the_brokers_against_the_ca_and_shows_a_client_certificate(ce
     tls = settings(kafka_security_protocol="SSL", kafka_ssl_cafile=certs.ca,
                    kafka_ssl_certfile=certs.client, kafka_ssl_keyfile=certs.client_key,
                    kafka_ssl_key_password=certs.client_key_password, data_dir=tmp_path)
-    kwargs = client_kwargs(tls)
+    kwargs = client_kwargs(tls.kafka)
     context = kwargs["ssl_context"]
     assert kwargs["security_protocol"] == "SSL" and set(kwargs) == {"security_protocol", "ssl_context"}
     assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
@@ -96,7 +96,7 @@ def test_ssl_checks_the_brokers_against_the_ca_and_shows_a_client_certificate(ce
 
 
 def test_without_a_ca_file_the_system_cas_are_trusted() -> None:
-    context = client_kwargs(settings(kafka_security_protocol="SSL"))["ssl_context"]
+    context = client_kwargs(settings(kafka_security_protocol="SSL").kafka)["ssl_context"]
     assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
 
 
@@ -105,12 +105,12 @@ def test_without_a_ca_file_the_system_cas_are_trusted() -> None:
 def test_sasl_logins_reach_every_client_alike(protocol, mechanism, tmp_path) -> None:
     sasl = settings(kafka_security_protocol=protocol, kafka_sasl_mechanism=mechanism,
                     kafka_sasl_username="memstream", kafka_sasl_password=SECRET, data_dir=tmp_path)
-    kwargs = client_kwargs(sasl)
+    kwargs = client_kwargs(sasl.kafka)
     assert without_context(kwargs) == {
         "security_protocol": protocol, "sasl_mechanism": mechanism,
         "sasl_plain_username": "memstream", "sasl_plain_password": SECRET}
     assert isinstance(kwargs.get("ssl_context"), ssl.SSLContext) == (protocol == "SASL_SSL")
-    assert without_context(admin_kwargs(sasl)) == without_context(kwargs)
+    assert without_context(admin_kwargs(sasl.kafka)) == without_context(kwargs)
 
     app = create_faust_app(sasl)  # the worker: its consumers and its producer
     assert isinstance(app.conf.broker_credentials, SASLCredentials)
@@ -126,7 +126,7 @@ def test_sasl_logins_reach_every_client_alike(protocol, mechanism, tmp_path) -> 
 def test_oauthbearer_takes_the_token_provider_the_settings_name(spec, tmp_path) -> None:
     oauth = settings(kafka_security_protocol="SASL_SSL", kafka_sasl_mechanism="OAUTHBEARER",
                      kafka_sasl_oauth_token_provider=spec, data_dir=tmp_path)
-    kwargs = client_kwargs(oauth)
+    kwargs = client_kwargs(oauth.kafka)
     assert kwargs["sasl_mechanism"] == "OAUTHBEARER" and kwargs["security_protocol"] == "SASL_SSL"
     assert isinstance(kwargs["sasl_oauth_token_provider"], StaticToken)
     assert "sasl_plain_password" not in kwargs
@@ -161,7 +161,7 @@ def test_oauthbearer_takes_the_token_provider_the_settings_name(spec, tmp_path) 
 ])
 def test_incomplete_or_contradictory_settings_are_named_errors(fields, message) -> None:
     with pytest.raises(KafkaSettingsError, match=message) as raised:
-        client_kwargs(settings(**fields))
+        client_kwargs(settings(**fields).kafka)
     assert SECRET not in str(raised.value)
 
 
@@ -169,7 +169,7 @@ def test_a_wrong_key_password_is_a_named_error(certs) -> None:
     wrong = settings(kafka_security_protocol="SSL", kafka_ssl_certfile=certs.client,
                      kafka_ssl_keyfile=certs.client_key, kafka_ssl_key_password="not it")
     with pytest.raises(KafkaSettingsError, match="KAFKA_SSL_CERTFILE .*cannot be loaded"):
-        client_kwargs(wrong)
+        client_kwargs(wrong.kafka)
 
 
 def test_the_settings_are_read_from_the_environment_and_secrets_are_masked(monkeypatch) -> None:
@@ -179,7 +179,7 @@ def test_the_settings_are_read_from_the_environment_and_secrets_are_masked(monke
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     read = Settings()
-    assert read.kafka_sasl_password is not None and read.kafka_sasl_password.get_secret_value() == SECRET
+    assert read.kafka.kafka_sasl_password is not None and read.kafka.kafka_sasl_password.get_secret_value() == SECRET
     assert SECRET not in repr(read) and SECRET not in str(read.model_dump())
 
     get_settings.cache_clear()
@@ -212,14 +212,14 @@ async def test_the_admin_client_connects_with_the_settings(monkeypatch) -> None:
     assert made["admin"]["bootstrap_servers"] == "kafka.example:9096"
     assert without_context(made["admin"]) == {"bootstrap_servers": "kafka.example:9096",
                                               "client_id": "memstream-admin",
-                                              **without_context(client_kwargs(sasl))}
+                                              **without_context(client_kwargs(sasl.kafka))}
     assert made["check"][0] == "kafka.example:9096" and made["check"][2] == 3
 
 
 async def test_the_client_library_and_the_tools_pass_the_settings_on(monkeypatch) -> None:
     sasl = settings(kafka_security_protocol="SASL_PLAINTEXT", kafka_sasl_mechanism="SCRAM-SHA-256",
                     kafka_sasl_username="memstream", kafka_sasl_password=SECRET)
-    kwargs = client_kwargs(sasl)
+    kwargs = client_kwargs(sasl.kafka)
     client = AsyncMemstreamClient.from_settings(sasl)
     assert client.broker == "kafka.example:9096" and client.kafka_security == kwargs
 
@@ -287,7 +287,7 @@ async def test_a_certificate_of_another_ca_is_named(certs) -> None:
     server_context.load_cert_chain(certs.server, certs.server_key)
     server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0, ssl=server_context)
     port = server.sockets[0].getsockname()[1]
-    untrusted = client_kwargs(settings(kafka_security_protocol="SSL", kafka_ssl_cafile=certs.other_ca))
+    untrusted = client_kwargs(settings(kafka_security_protocol="SSL", kafka_ssl_cafile=certs.other_ca).kafka)
     try:
         with pytest.raises(BrokerConnectionError, match="certificate not trusted by KAFKA_SSL_CAFILE"):
             await check_connection(f"127.0.0.1:{port}", untrusted, 30)
@@ -301,4 +301,4 @@ def test_the_module_is_the_one_place_that_reads_the_security_settings() -> None:
     root = Path(kafka_security.__file__).parents[2]
     readers = sorted(str(p.relative_to(root)) for p in (root / "streams").rglob("*.py")
                      if "kafka_sasl_" in p.read_text() or "kafka_ssl_" in p.read_text())
-    assert readers == ["streams/app/kafka_security.py", "streams/app/settings.py"]
+    assert readers == ["streams/app/kafka_security.py", "streams/settings/kafka.py"]

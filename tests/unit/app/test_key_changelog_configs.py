@@ -4,7 +4,7 @@ import tempfile
 from pathlib import Path
 
 from streams.app.factory import create_app
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.privacy.user_keys import CHANGELOG_CONFIGS
 
 HOUR_MS = 3_600_000

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from streams.app.factory import create_faust_app
-from streams.app.settings import Settings
+from streams.settings import KafkaSettings, Settings
 
 
 def test_the_producer_lingers_and_batches_as_the_settings_say(tmp_path: Path) -> None:
     conf = create_faust_app(Settings(data_dir=tmp_path, kafka_producer_linger_ms=7)).conf
     assert conf.producer_linger_ms == 7 and conf.producer_max_batch_size > 1
-    assert Settings.model_fields["kafka_producer_linger_ms"].default > 0
+    assert KafkaSettings.model_fields["kafka_producer_linger_ms"].default > 0
     one = create_faust_app(Settings(data_dir=tmp_path, kafka_one_record_batches=True)).conf
     assert one.producer_max_batch_size == 1

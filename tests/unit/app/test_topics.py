@@ -3,7 +3,7 @@ import tempfile
 from pathlib import Path
 
 from streams.app.factory import create_app
-from streams.app.settings import Settings
+from streams.settings import Settings
 from topics import names
 
 

@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from streams.eval.crossval import QuestionResults, cross_validate, halves, render_rows
+from tests import defaults
 
 
 def _hit(ref: str) -> list[tuple[str, list[str]]]:
@@ -89,7 +90,6 @@ def test_the_hybrid_baseline_feeds_its_own_cross_validation(tmp_path):
 
     from streams.eval.bench import _cross_validation, baseline_recall
     from streams.eval.locomo import load_conversation
-    from streams.read.fusion import Retrieval
 
     tiny = Path(__file__).parents[2] / "data" / "locomo_tiny.json"
     files = []
@@ -99,7 +99,7 @@ def test_the_hybrid_baseline_feeds_its_own_cross_validation(tmp_path):
     conversations = [load_conversation(p) for p in files]
     results = QuestionResults()
     _, hybrid = baseline_recall(conversations, SimpleNamespace(embed=_bag_of_words_embed),
-                                Retrieval(mode="hybrid"), results)
+                                defaults.retrieval(mode="hybrid"), results)
     scored = sum(len(c.scored_questions) for c in conversations)
     assert len(results.rows) == scored == hybrid.questions
     assert {row[0] for row in results.rows} == {"conv-a", "conv-b"}

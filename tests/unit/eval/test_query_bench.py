@@ -2,6 +2,7 @@
 import numpy as np
 
 from streams.eval.bench_query import build, cached_embeddings, measure, synthetic_memories
+from tests import defaults
 
 
 def test_synthetic_memories_are_deterministic_and_mixed():
@@ -62,12 +63,11 @@ def test_large_sizes_seed_in_bulk_without_the_store(minilm_embedder, tmp_path):
 
 def test_ours_after_write_writes_one_memory_before_each_query(minilm_embedder, tmp_path):
     from streams.eval.bench_query import seed_vectors
-    from streams.read.fusion import Retrieval
 
     memories = synthetic_memories(50)
     vectors = seed_vectors(memories, minilm_embedder, tmp_path, embed_max=10)
     contenders = build(memories, vectors, minilm_embedder, top_k=5, budget_tokens=256,
-                       with_store=False, retrieval=Retrieval(mode="hybrid"))
+                       with_store=False, retrieval=defaults.retrieval(mode="hybrid"))
     assert set(contenders.lexical_rebuild_ms) == {"cold", "after_one_change"}
     figures = measure(contenders, ["What pet does Ana have?", "Who is Marta?"], rounds=1)
     assert figures["ours_after_write"]["n"] == 2

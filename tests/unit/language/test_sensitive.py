@@ -2,7 +2,7 @@ import pytest
 
 from streams.write.facts import FactPipeline
 from streams.language.sensitive import PATTERNS, sensitive_categories
-from streams.app.settings import Settings
+from streams.settings import WriteSettings
 from topics.turns import Turn
 
 ALL = list(PATTERNS)
@@ -38,7 +38,7 @@ def turn(text: str) -> Turn:
 
 
 def test_sensitive_facts_are_stored_only_when_explicitly_asked():
-    pipeline = FactPipeline(Settings())
+    pipeline = FactPipeline(WriteSettings())
     said = pipeline.facts(turn("I was diagnosed with diabetes last spring and I hate needles."))
     assert not any("diabetes" in f.summary for f in said.facts)
     assert "sensitive_health" in said.blocked

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.memory.dedup import DedupConfig
 from streams.memory.model import Memory
 from streams.memory.state import MemoryState
@@ -91,7 +91,7 @@ async def fake_llm(fake_api: FakeMessagesAPI) -> AsyncIterator[GuardedLLM]:
     """A GuardedLLM over the local fake of the Messages API (`fake_api` scripts its answers)."""
     s = Settings(anthropic_api_key="test-key", anthropic_base_url=fake_api.base_url,  # type: ignore[arg-type]
                  llm_lifecycle_budget_ms=600_000, **AMPLE_BUDGETS)
-    provider = AnthropicProvider.build(api_key="test-key", model=s.anthropic_model,
+    provider = AnthropicProvider.build(api_key="test-key", model=s.llm.anthropic_model,
                                        base_url=fake_api.base_url, max_retries=0)
     llm = GuardedLLM(provider, s)
     yield llm

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.memory.consent import pending_proposals
 from streams.pipeline.inprocess import InProcessPipeline
 from topics.turns import Turn

@@ -9,6 +9,7 @@ from streams.memory.model import Memory
 from streams.memory.vector_index import VectorIndex, decode_vector
 from streams.providers.llm import GuardedLLM
 from streams.read.delta import render_delta
+from streams.settings import LifecycleSettings
 from tests.unit.lifecycle.conftest import USER, FakeMessagesAPI, Memories, Reply, day, snapshot
 
 TRIP = [
@@ -91,7 +92,7 @@ async def test_the_cluster_cap_defers_the_rest_to_a_later_day(memories):
     add_week(memories)
     memories.add("On 2024-05-19 (W20, 2024) we discussed the Lisbon packing list. Approach: "
                  "added sunscreen.", day(19))
-    config = replace(ConsolidationConfig(), max_clusters=1)
+    config = replace(ConsolidationConfig.of(LifecycleSettings()), max_clusters=1)
     first = await ConsolidationPass(config)(memories.state, USER, day(21))
     assert sum(e.kind == "consolidated" for e in first) == 1
     second = await ConsolidationPass(config)(memories.state, USER, day(22))
@@ -116,7 +117,7 @@ async def test_a_fingerprinted_pair_is_not_rechecked_for_14_days(memories):
 async def test_a_pair_the_window_keeps_apart_is_fingerprinted(memories):
     for d, text in TRIP:
         memories.add(text, day(d))
-    config = replace(ConsolidationConfig(), max_cluster_size=2)
+    config = replace(ConsolidationConfig.of(LifecycleSettings()), max_cluster_size=2)
     events = await ConsolidationPass(config)(memories.state, USER, day(5))
     assert sum(e.kind == "consolidated" for e in events) == 1
     assert memories.state.tables.users[USER]["consolidation"]["fingerprints"], \

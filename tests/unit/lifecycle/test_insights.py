@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.lifecycle.insights import InsightPass
 from streams.providers.llm import GuardedLLM
 from tests.unit.lifecycle.conftest import USER, FakeMessagesAPI, Memories, Reply, day, snapshot

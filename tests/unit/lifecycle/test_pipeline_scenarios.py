@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.pipeline.inprocess import InProcessPipeline
 from streams.privacy.payloads import open_event
 from topics import names

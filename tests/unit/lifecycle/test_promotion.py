@@ -5,6 +5,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from streams.lifecycle.promotion import PromotionConfig, PromotionPass
+from streams.settings import LifecycleSettings
 from tests.unit.lifecycle.conftest import USER, Memories, day, snapshot
 
 POOL = ["Ana went swimming at the city pool on 1 May 2024.",
@@ -50,7 +51,7 @@ async def test_mentions_older_than_60_days_do_not_count(memories):
 
 async def test_a_low_confidence_promotion_is_flagged_for_review(memories):
     said_in_three_sessions(memories)
-    config = replace(PromotionConfig(), review_below=0.99)
+    config = replace(PromotionConfig.of(LifecycleSettings()), review_below=0.99)
     [event] = await PromotionPass(config)(memories.state, USER, day(16))
     assert event.meta["needs_review"] is True and event.meta["confidence"] < 0.99
     assert "needs_review" in memories.state.memory(event.memory_id).tags

@@ -7,9 +7,10 @@ import pytest
 
 from streams.memory.commands import CommandError
 from streams.read.delta import render_delta
-from streams.read.ranking import RankWeights, score
+from streams.read.ranking import score
 from tests.unit.lifecycle.test_forgetting import T0, memory, run, seeded
 from topics.commands import Command
+from tests import defaults
 
 
 def restore(memory_id: str, days: float) -> Command:
@@ -45,7 +46,7 @@ async def test_the_delta_header_shows_each_transition_once_and_a_purge_without_c
 
 
 def test_the_ranking_decays_by_the_half_life_of_the_importance():
-    weights = RankWeights(importance=0.20, recency=0.15)
+    weights = defaults.weights(importance=0.20, recency=0.15)
     year_ago = T0 - timedelta(days=365)
     important = score(memory("i", importance=5, accessed=year_ago), 0.5, T0, weights)
     trivial = score(memory("t", importance=1, accessed=year_ago), 0.5, T0, weights)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.lifecycle.passes import ordered
 from streams.memory.state import MemoryState
 from streams.observability.metrics import REGISTRY

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.lifecycle.forgetting import purge
 from streams.memory.model import Memory
 from streams.pipeline.inprocess import InProcessPipeline

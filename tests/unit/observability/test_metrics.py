@@ -8,9 +8,10 @@ from faust.types import TP
 
 from streams.observability import metrics
 from streams.observability.consumer_lag import publish
-from streams.write.episodic import EpisodeRules, after_turn, due, observe
+from streams.write.episodic import after_turn, due, observe
 from streams.observability.metrics import REGISTRY, record_decision
 from topics.turns import Turn
+from tests import defaults
 
 T0 = datetime(2024, 5, 1, 10, tzinfo=timezone.utc)
 
@@ -74,7 +75,7 @@ def skips(reason: str) -> float:
 
 
 def test_an_episode_due_but_not_written_counts_its_reason():
-    rules = EpisodeRules(cooldown_turns=3, cooldown_minutes=10, max_per_day=1, buffer_turns=8)
+    rules = defaults.episode_rules(cooldown_turns=3, cooldown_minutes=10, max_per_day=1, buffer_turns=8)
     decided = turn("Great, we decided to book the Lisbon flights for June.", 5, role="assistant")
     cooldown, cap = skips("cooldown"), skips("daily_cap")
     assert due({"turns_since": 1, "last_ts": (decided.ts - timedelta(minutes=2)).isoformat()},
@@ -87,7 +88,7 @@ def test_an_episode_due_but_not_written_counts_its_reason():
 
 
 def test_an_episode_without_a_topic_counts_as_no_topic():
-    rules = EpisodeRules(cooldown_turns=0, cooldown_minutes=0, max_per_day=5, buffer_turns=8)
+    rules = defaults.episode_rules(cooldown_turns=0, cooldown_minutes=0, max_per_day=5, buffer_turns=8)
     before = skips("no_topic")
     observed = observe(None, turn("Ok, done.", 1, role="assistant"), rules, window_n=10)
     assert observed.episode is None

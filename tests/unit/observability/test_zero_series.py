@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.lifecycle.runner import service_passes
 from streams.observability import metrics
 from streams.pipeline import commands, dedup, ingest
@@ -14,7 +14,7 @@ from streams.pipeline import commands, dedup, ingest
 
 def test_the_stages_and_passes_started_are_the_pipelines():
     assert set(metrics.STAGES) == {ingest.STAGE, dedup.STAGE, commands.STAGE}
-    passes = service_passes(Settings(), SimpleNamespace(embed=None, llm=None))
+    passes = service_passes(Settings().lifecycle, SimpleNamespace(embed=None, llm=None))
     assert set(metrics.LIFECYCLE_PASSES) == {p.name for p in passes}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.memory.vector_index import decode_vector, encode_vector
 from streams.pipeline.dedup import carried_vector
 from streams.pipeline.inprocess import InProcessPipeline

@@ -7,7 +7,7 @@ import hashlib
 import json
 from datetime import datetime, timedelta, timezone
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.observability import metrics
 from streams.pipeline.dead_letters import dead_letter_of, digest_key, raw_digest
 from streams.pipeline.inprocess import InProcessPipeline

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.pipeline.inprocess import InProcessPipeline
 from topics import names
 from topics.commands import Command

@@ -6,7 +6,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.pipeline.inprocess import InProcessPipeline
 from streams.pipeline.records import Record
 from topics import names

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from types import SimpleNamespace
 
 import pytest
 from pydantic import SecretStr
 
+from streams.settings import PrivacySettings
 from streams.privacy.crypto import (MasterKeyError, MasterKeys, SealError, decode_keys, encode_key,
                                     master_key_of, master_keys_of, new_key)
 from streams.privacy.rotation import UnwrappableKeys, rotate_records
@@ -17,8 +17,8 @@ from streams.privacy.user_keys import UserKeys
 OLD, NEW = new_key(), new_key()
 
 
-def settings(value: str) -> SimpleNamespace:
-    return SimpleNamespace(memstream_master_key=SecretStr(value), master_key_file=None)
+def settings(value: str) -> PrivacySettings:
+    return PrivacySettings(memstream_master_key=SecretStr(value), master_key_file=None)
 
 
 def test_the_setting_may_list_several_master_keys_the_first_wraps():

@@ -13,7 +13,7 @@ import pytest
 from aiokafka.partitioner import DefaultPartitioner
 from faust.streams import _current_event
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.pipeline.dead_letters import dead_letter_of
 from streams.pipeline.inprocess import InProcessPipeline
 from streams.pipeline.records import Record

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from streams.proactivity.policy import ProactivityPolicy, record_feedback
+from streams.proactivity.policy import record_feedback
 from streams.memory.model import Memory
+from tests import defaults
 
 T0 = datetime(2023, 5, 1, 9, 0, tzinfo=timezone.utc)
 
@@ -20,7 +21,7 @@ def memory(memory_id: str = "m1", **fields) -> Memory:  # type: ignore[no-untype
 
 def test_a_strong_negative_event_is_a_soft_check_in_with_its_provenance_and_scores():
     users: dict = {}
-    offer = ProactivityPolicy().consider(users, memory(), T0)
+    offer = defaults.proactivity().consider(users, memory(), T0)
     assert offer is not None
     assert (offer.reason, offer.tone) == ("check_in", "soft_check_in")
     assert offer.memory_ids == ["m1"] and offer.source_turn_ids == ["t1:3"]
@@ -28,11 +29,11 @@ def test_a_strong_negative_event_is_a_soft_check_in_with_its_provenance_and_scor
     assert offer.scores.trust_score >= offer.scores.min_trust
     assert offer.ts == T0
     # deterministic: the same memory version gives the same id
-    assert ProactivityPolicy().consider({}, memory(), T0).candidate_id == offer.candidate_id
+    assert defaults.proactivity().consider({}, memory(), T0).candidate_id == offer.candidate_id
 
 
 def test_below_a_threshold_or_without_a_reason_nothing_is_proposed():
-    policy = ProactivityPolicy()
+    policy = defaults.proactivity()
     assert policy.consider({}, memory(trust_score=0.3), T0) is None
     assert policy.consider({}, memory(importance=1, intensity=0.4), T0) is None
     assert policy.consider({}, memory(valence="neutral", intensity=0.0), T0) is None
@@ -45,7 +46,7 @@ def test_below_a_threshold_or_without_a_reason_nothing_is_proposed():
 
 
 def test_rate_limited_per_user_in_event_time_with_backoff_when_ignored():
-    policy = ProactivityPolicy(max_per_day=5, min_interval=timedelta(hours=6))
+    policy = defaults.proactivity(max_per_day=5, min_interval=timedelta(hours=6))
     users: dict = {}
     assert policy.consider(users, memory("a"), T0) is not None
     assert policy.consider(users, memory("b"), T0 + timedelta(hours=5)) is None, "too soon"
@@ -62,7 +63,7 @@ def test_rate_limited_per_user_in_event_time_with_backoff_when_ignored():
 
 
 def test_at_most_max_per_day():
-    policy = ProactivityPolicy(max_per_day=2, min_interval=timedelta(minutes=1))
+    policy = defaults.proactivity(max_per_day=2, min_interval=timedelta(minutes=1))
     users: dict = {}
     sent = [policy.consider(users, memory(f"m{i}"), T0 + timedelta(hours=i)) for i in range(4)]
     assert [s is not None for s in sent] == [True, True, False, False]

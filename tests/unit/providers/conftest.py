@@ -22,7 +22,7 @@ import pytest
 from aiohttp import web
 
 from streams.observability.metrics import REGISTRY
-from streams.app.settings import Settings
+from streams.settings import Settings
 from topics.turns import Role, Turn
 
 TS = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)

@@ -61,8 +61,8 @@ async def make_llm(fake_api: FakeMessagesAPI) -> AsyncIterator[Callable[..., Gua
     def make(*, deadline: Deadline = asyncio.wait_for, **overrides: Any) -> GuardedLLM:
         s = settings(anthropic_api_key="test-key", anthropic_base_url=fake_api.base_url,
                      llm_max_retries=2, **{**AMPLE_BUDGETS, **overrides})
-        provider = AnthropicProvider.build(api_key="test-key", model=s.anthropic_model,
-                                           base_url=fake_api.base_url, max_retries=s.llm_max_retries)
+        provider = AnthropicProvider.build(api_key="test-key", model=s.llm.anthropic_model,
+                                           base_url=fake_api.base_url, max_retries=s.llm.llm_max_retries)
         built.append(GuardedLLM(provider, s, deadline=deadline))
         return built[-1]
 

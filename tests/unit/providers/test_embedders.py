@@ -62,9 +62,9 @@ def test_every_kind_has_its_own_profile() -> None:
 
 
 def test_int8_is_the_default_kind() -> None:
-    from streams.app.settings import Settings
+    from streams.settings import EmbeddingSettings
 
-    assert Settings.model_fields["embedder"].default == "local-int8"
+    assert EmbeddingSettings.model_fields["embedder"].default == "local-int8"
 
 
 def test_the_setting_picks_the_profile_without_loading_a_model(tmp_path: Path) -> None:

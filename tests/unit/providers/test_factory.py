@@ -16,7 +16,7 @@ from streams.providers.llm import (
     create_provider,
 )
 from streams.providers.llm.metrics import LLM_CALLS
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.write.trigger import rules_trigger
 from tests.unit.providers.conftest import settings, turn
 

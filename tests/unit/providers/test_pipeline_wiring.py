@@ -12,7 +12,7 @@ async def test_ingest_writes_the_llms_facts_when_one_is_configured(fake_api, loc
                                                                   minilm_embedder):
     s = settings(anthropic_api_key="test-key", anthropic_base_url=fake_api.base_url,
                  table_store="memory://", data_dir=tmp_path, **AMPLE_BUDGETS)  # the answers decide
-    provider = AnthropicProvider.build(api_key="test-key", model=s.anthropic_model,
+    provider = AnthropicProvider.build(api_key="test-key", model=s.llm.anthropic_model,
                                        base_url=fake_api.base_url, max_retries=0)
     worker = build_worker(s, send=local_topics.send, embedder=minilm_embedder,
                           llm=GuardedLLM(provider, s))

@@ -17,7 +17,7 @@ from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
 from streams.app.services import Services
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.providers.embedders import EMBEDDER_KINDS, TITAN_V2_PROFILE, EmbedderError, profile_of
 from streams.providers.embedders.configured import build_embedder, embedder_profile, titan_options
 from streams.providers.embedders.titan import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.eval.score_calibration import Point, reliability
 from streams.pipeline.inprocess import InProcessPipeline
 from streams.read.calibration import CURVES, FALLBACK, ScoreCurve, curve_for
@@ -47,7 +47,7 @@ async def test_an_off_topic_query_scores_under_the_default_threshold_on_a_small_
         Turn(user_id="ana", thread_id="t", turn_id=str(n), role="user", speaker="Ana", text=text,  # type: ignore[arg-type]
              ts=ts) for n, text in enumerate(["I adopted a dog named Luna.",
                                               "I pay 900 euros rent every month."])])
-    default = Settings().query_threshold  # type: ignore[call-arg]
+    default = Settings().read.query_threshold  # type: ignore[call-arg]
     off_topic = await pipeline.query("ana", "Globex job", 5)
     assert off_topic and all(hit.calibrated < default for hit in off_topic)
     [best, *_] = await pipeline.query("ana", "What pet does Ana have?", 5)

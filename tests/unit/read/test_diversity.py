@@ -6,8 +6,8 @@ import pytest
 
 from streams.read.diversity import diversified_order, diversify
 from streams.read.query import rank
-from streams.read.ranking import RankWeights
 from tests.unit.read.test_query_execute import NOW, Q, index_of, mem
+from tests import defaults
 
 DIM = 16
 
@@ -49,5 +49,5 @@ def test_rank_does_not_fill_the_answer_with_paraphrases():
     paraphrase = 0.88 * Q + np.sqrt(1 - 0.88 ** 2) * off_q / np.linalg.norm(off_q)
     index.upsert(mem("luna-again"), paraphrase.astype(np.float32))
     top2 = lambda w: [h.memory.id for h in rank(index, Q, top_k=2, candidates=4, weights=w, now=NOW)]
-    assert top2(RankWeights(diversity=0.0)) == ["luna", "luna-again"]
-    assert top2(RankWeights()) == ["luna", "other"]
+    assert top2(defaults.weights(diversity=0.0)) == ["luna", "luna-again"]
+    assert top2(defaults.weights()) == ["luna", "other"]

@@ -5,24 +5,24 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.eval.recall import RawTurnBaseline
 from streams.memory.lexical_index import LexicalIndex, tokenize
 from streams.memory.model import Memory
 from streams.memory.vector_index import UserIndex, VectorIndex
 from streams.read.categories import load_policy
 from streams.read.fusion import Retrieval, blend, relevance, rrf
-from streams.read.query import QueryLimits, execute, plan_query, rank
-from streams.read.ranking import RankWeights
+from streams.read.query import execute, plan_query, rank
 from streams.read.token_budget import get_counter
 from topics.query import QueryRequest
 from topics.turns import Turn
+from tests import defaults
 
 NOW = datetime(2024, 5, 15, 12, tzinfo=timezone.utc)
 DIM = 16
 Q = np.eye(DIM, dtype=np.float32)[0]
-HYBRID = Retrieval(mode="hybrid")
-DENSE = Retrieval(mode="dense")
+HYBRID = defaults.retrieval(mode="hybrid")
+DENSE = defaults.retrieval(mode="dense")
 
 
 def vector(similarity: float, axis: int) -> np.ndarray:
@@ -185,8 +185,8 @@ def saxophone_index() -> UserIndex:
 
 def ask(index: UserIndex, retrieval: Retrieval, text: str = "Which saxophone did Ana buy?") -> list[str]:
     request = QueryRequest.model_validate_json(json.dumps({"agent": "supervisor", "query": text, "top_k": 3}))
-    plan = plan_query(request, "u", load_policy(), QueryLimits(), NOW)
-    response, hits = execute(index, Q, plan, load_policy(), RankWeights(), get_counter(), None, retrieval)
+    plan = plan_query(request, "u", load_policy(), defaults.limits(), NOW)
+    response, hits = execute(index, Q, plan, load_policy(), defaults.weights(), get_counter(), None, retrieval)
     return [h.memory.id for h in hits]
 
 
@@ -200,16 +200,16 @@ def test_hits_keep_the_cosine_as_similarity_and_the_fused_relevance_apart():
     index = saxophone_index()
     request = QueryRequest.model_validate_json(json.dumps(
         {"agent": "supervisor", "query": "Which saxophone did Ana buy?", "top_k": 1}))
-    plan = plan_query(request, "u", load_policy(), QueryLimits(), NOW)
-    _, hits = execute(index, Q, plan, load_policy(), RankWeights(), get_counter(), None, HYBRID)
+    plan = plan_query(request, "u", load_policy(), defaults.limits(), NOW)
+    _, hits = execute(index, Q, plan, load_policy(), defaults.weights(), get_counter(), None, HYBRID)
     assert hits[0].similarity == pytest.approx(0.2, abs=1e-3)  # float16 storage (encode_vector)
     assert hits[0].relevance == pytest.approx(0.7 * hits[0].similarity + 0.3, abs=1e-5)
 
 
 def test_rank_uses_the_query_text_in_hybrid_mode():
     index = saxophone_index()
-    dense = rank(index, Q, top_k=3, candidates=24, weights=RankWeights())
-    hybrid = rank(index, Q, top_k=3, candidates=24, weights=RankWeights(),
+    dense = rank(index, Q, top_k=3, candidates=24, weights=defaults.weights())
+    hybrid = rank(index, Q, top_k=3, candidates=24, weights=defaults.weights(),
                   text="Which saxophone did Ana buy?", retrieval=HYBRID)
     assert "sax" not in [h.memory.id for h in dense]
     assert hybrid[0].memory.id == "sax"
@@ -241,4 +241,4 @@ def test_raw_turn_baseline_with_hybrid_retrieval_finds_a_lexical_match():
 
 def test_settings_name_the_retrieval():
     settings = Settings(retrieval_mode="dense", retrieval_fusion="rrf", retrieval_rrf_k=10)
-    assert Retrieval.from_settings(settings) == Retrieval(mode="dense", fusion="rrf", dense_weight=0.7, rrf_k=10)
+    assert Retrieval.of(settings.read) == defaults.retrieval(mode="dense", fusion="rrf", dense_weight=0.7, rrf_k=10)

@@ -4,11 +4,12 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.memory.model import Memory
 from streams.memory.vector_index import UserIndex
 from streams.read.query import rank
-from streams.read.ranking import RankWeights, pool_relevance, weights_from_settings
+from streams.read.ranking import pool_relevance, weights_of
+from tests import defaults
 
 NOW = datetime(2024, 5, 15, 12, tzinfo=timezone.utc)
 DIM = 8
@@ -43,14 +44,14 @@ def test_an_important_weak_match_no_longer_outranks_the_best_match():
     # trivial, an important memory matches less (0.7). On the raw cosine the importance term
     # (0.20, seed 002's weight) outweighs the similarity one (0.55 x 0.2); scaled over the pool it does not.
     index = index_of((mem("answer", 1), 0.9), (mem("important", 5), 0.7), (mem("far", 1), 0.4))
-    raw = rank(index, Q, top_k=3, candidates=3, weights=RankWeights(relevance_norm="raw", importance=0.20, recency=0.15), now=NOW)
-    pooled = rank(index, Q, top_k=3, candidates=3, weights=RankWeights(), now=NOW)
+    raw = rank(index, Q, top_k=3, candidates=3, weights=defaults.weights(relevance_norm="raw", importance=0.20, recency=0.15), now=NOW)
+    pooled = rank(index, Q, top_k=3, candidates=3, weights=defaults.weights(), now=NOW)
     assert [h.memory.id for h in raw][0] == "important"
     assert [h.memory.id for h in pooled] == ["answer", "important", "far"]
     assert pooled[0].similarity == pytest.approx(0.9, abs=1e-3), "similarity stays the cosine (float16 storage)"
 
 
 def test_settings_choose_the_scaling():
-    w = weights_from_settings(Settings(rank_relevance_norm="raw", rank_relevance_min_spread=0.5))  # type: ignore[call-arg]
+    w = weights_of(Settings(rank_relevance_norm="raw", rank_relevance_min_spread=0.5).read)  # type: ignore[call-arg]
     assert (w.relevance_norm, w.relevance_min_spread) == ("raw", 0.5)
-    assert weights_from_settings(Settings()).relevance_norm == "pool"  # type: ignore[call-arg]
+    assert weights_of(Settings().read).relevance_norm == "pool"  # type: ignore[call-arg]

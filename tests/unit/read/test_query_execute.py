@@ -7,12 +7,13 @@ import pytest
 
 from streams.read.categories import CategoryPolicy, load_policy
 from streams.memory.model import Memory
-from streams.read.query import QueryLimits, execute, plan_query
+from streams.read.query import execute, plan_query
 from streams.read.errors import InvalidQuery
 from streams.read.ranking import RankWeights
 from streams.read.token_budget import get_counter
 from streams.memory.vector_index import UserIndex
 from topics.query import QueryRequest
+from tests import defaults
 
 NOW = datetime(2024, 5, 15, 12, tzinfo=timezone.utc)
 DIM = 16
@@ -39,12 +40,15 @@ def index_of(*pairs: tuple[Memory, float]) -> UserIndex:
     return index
 
 
-def ask(index: UserIndex, policy: CategoryPolicy = POLICY, weights: RankWeights = RankWeights(),
+DENSE = defaults.retrieval(mode="dense")
+
+
+def ask(index: UserIndex, policy: CategoryPolicy = POLICY, weights: RankWeights = defaults.weights(),
         delta=None, **fields):
     request = QueryRequest.model_validate_json(
         json.dumps({"agent": "supervisor", "query": "what about Ana", **fields}))
-    plan = plan_query(request, "u", policy, QueryLimits(), NOW)
-    return execute(index, Q, plan, policy, weights, get_counter(), delta)
+    plan = plan_query(request, "u", policy, defaults.limits(), NOW)
+    return execute(index, Q, plan, policy, weights, get_counter(), delta, DENSE)
 
 
 def ids(response) -> list[str]:
@@ -93,12 +97,12 @@ def test_weights_are_configurable_and_related_strength_boosts():
     # On the raw relevance (as docs/architecture.md#read-path writes the formula) importance 5 outweighs 0.2 of
     # cosine; scaled over the pool (the default) that 0.2 is the pool's whole spread, so the
     # similarity weight (0.55) outweighs the importance one.
-    seed = RankWeights(relevance_norm="raw", importance=0.20, recency=0.15)  # seed 002's weights
+    seed = defaults.weights(relevance_norm="raw", importance=0.20, recency=0.15)  # seed 002's weights
     assert ids(ask(index, weights=seed, top_k=3))[0] == "important"
     assert ids(ask(index, top_k=3)) == ["similar", "linked", "important"]
-    assert ids(ask(index, weights=RankWeights(similarity=1, importance=0, recency=0, pinned=0,
+    assert ids(ask(index, weights=defaults.weights(similarity=1, importance=0, recency=0, pinned=0,
                                               related=0), top_k=3)) == ["similar", "linked", "important"]
-    assert ids(ask(index, weights=RankWeights(similarity=1, importance=0, recency=0, pinned=0,
+    assert ids(ask(index, weights=defaults.weights(similarity=1, importance=0, recency=0, pinned=0,
                                               related=1), top_k=3))[0] == "linked"
 
 
@@ -163,8 +167,8 @@ def test_one_candidate_pool_by_similarity_for_both_types():
                             date_iso="2024-05-01"), 0.5) for i in range(4)])
     request = QueryRequest.model_validate_json(json.dumps({"agent": "supervisor",
                                                            "query": "Ana", "top_k": 4}))
-    plan = plan_query(request, "u", POLICY, QueryLimits(candidates=4), NOW)
-    response, _ = execute(index, Q, plan, POLICY, RankWeights(), get_counter())
+    plan = plan_query(request, "u", POLICY, defaults.limits(candidates=4), NOW)
+    response, _ = execute(index, Q, plan, POLICY, defaults.weights(), get_counter())
     assert kinds((response,)).count("episodic") == 1
 
 

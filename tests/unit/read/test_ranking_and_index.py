@@ -5,8 +5,9 @@ import numpy as np
 from streams.memory import ids
 from streams.memory.model import Memory
 from streams.read.query import rank
-from streams.read.ranking import RankWeights, importance_norm, score
+from streams.read.ranking import importance_norm, score
 from streams.memory.vector_index import UserIndex, VectorIndex, as_stored, decode_vector, encode_vector
+from tests import defaults
 
 T0 = datetime(2024, 5, 1, tzinfo=timezone.utc)
 
@@ -23,14 +24,14 @@ def unit(*xs: float) -> np.ndarray:
 
 def test_importance_norm_and_decay():
     assert importance_norm(1) == 0 and importance_norm(5) == 1
-    w = RankWeights(importance=0.20, recency=0.15)  # seed 002's weights, to check the formula
+    w = defaults.weights(importance=0.20, recency=0.15)  # seed 002's weights, to check the formula
     # importance 2: half-life 90 days; not in the past: no decay
     assert score(mem("a", importance=2, accessed=T0 - timedelta(days=90)), 0, T0, w) == 0.20 * 0.25 + 0.15 * 0.5
     assert score(mem("a", importance=2, accessed=T0 + timedelta(days=1)), 0, T0, w) == 0.20 * 0.25 + 0.15
 
 
 def test_score_formula_weights():
-    w = RankWeights(importance=0.20, recency=0.15)
+    w = defaults.weights(importance=0.20, recency=0.15)
     m = mem("a", importance=5, pinned=True)
     assert abs(score(m, 1.0, T0, w) - (0.55 + 0.20 + 0.15 + 0.10)) < 1e-9
 
@@ -39,7 +40,7 @@ def test_pinned_and_important_memory_outranks_slightly_more_similar_one():
     index = UserIndex(2)
     index.upsert(mem("plain", importance=1), unit(1, 0))
     index.upsert(mem("pinned", importance=5, pinned=True), unit(0.95, 0.31))
-    hits = rank(index, unit(1, 0), top_k=2, candidates=10, weights=RankWeights())
+    hits = rank(index, unit(1, 0), top_k=2, candidates=10, weights=defaults.weights())
     assert [h.memory.id for h in hits] == ["pinned", "plain"]
 
 

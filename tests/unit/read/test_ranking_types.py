@@ -2,15 +2,16 @@
 seed 001 §3)."""
 from __future__ import annotations
 
-from streams.app.settings import Settings
-from streams.read.ranking import RankWeights, score, weights_from_settings
+from streams.settings import Settings
+from streams.read.ranking import score, weights_of
 from tests.unit.read.test_query_execute import NOW, ask, ids, index_of, mem, vector
+from tests import defaults
 
 
 def test_a_consolidated_memory_outranks_an_equally_similar_episode():
     episode = mem("e", type="episodic", category="Conversation_Summary")
     consolidated = mem("c", type="consolidated", category="Conversation_Summary")
-    w = RankWeights()
+    w = defaults.weights()
     assert score(consolidated, 0.8, NOW, w) > score(episode, 0.8, NOW, w)
     assert ids(ask(index_of((episode, 0.8), (consolidated, 0.79)), top_k=1)) == ["c"]
 
@@ -18,13 +19,13 @@ def test_a_consolidated_memory_outranks_an_equally_similar_episode():
 def test_an_insight_weighs_less_than_a_fact_of_the_same_similarity():
     insight = mem("i", type="insight", category="Relationship_Dynamic", importance=2)
     fact = mem("f", importance=2)
-    w = RankWeights()
+    w = defaults.weights()
     assert score(insight, 0.8, NOW, w) == score(fact, 0.8, NOW, w) - w.insight
     assert ids(ask(index_of((insight, 0.8), (fact, 0.75)), top_k=2)) == ["f", "i"]
 
 
 def test_the_type_weights_come_from_the_settings():
-    w = weights_from_settings(Settings(rank_w_consolidated=0.2, rank_w_insight=0.3))  # type: ignore[call-arg]
+    w = weights_of(Settings(rank_w_consolidated=0.2, rank_w_insight=0.3).read)  # type: ignore[call-arg]
     assert (w.consolidated, w.insight) == (0.2, 0.3)
 
 

@@ -2,11 +2,10 @@
 from datetime import date, datetime, timezone
 
 from streams.read.filters import window_mask
-from streams.read.fusion import Retrieval
 from streams.read.query import rank
-from streams.read.ranking import RankWeights
 from streams.language.dates import DateWindow
 from tests.unit.read.test_query_execute import NOW, Q, ask, ids, index_of, mem
+from tests import defaults
 
 MAY_3 = datetime(2024, 5, 3, 18, tzinfo=timezone.utc)
 MARCH = datetime(2024, 3, 10, 9, tzinfo=timezone.utc)
@@ -32,8 +31,8 @@ def test_rank_lifts_what_was_said_in_the_named_window():
     index = index_of((said("march", MARCH), 0.82), (said("may", MAY_3), 0.78),
                      *[(said(f"x{i}", MARCH), 0.5) for i in range(5)])
     def top(text: str, boost: float) -> str:
-        hits = rank(index, Q, top_k=1, candidates=7, weights=RankWeights(), now=NOW, text=text,
-                    retrieval=Retrieval(mode="dense", window_boost=boost))
+        hits = rank(index, Q, top_k=1, candidates=7, weights=defaults.weights(), now=NOW, text=text,
+                    retrieval=defaults.retrieval(mode="dense", window_boost=boost))
         return hits[0].memory.id
     assert top("what did Ana cook?", 0.1) == "march"
     assert top("what did Ana cook on 3 May 2024?", 0.1) == "may"

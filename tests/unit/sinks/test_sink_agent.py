@@ -9,7 +9,7 @@ import agents.sinks as sink_stage
 import sinks.routing as routing
 from sinks.base import SinkRecord
 from streams.app.factory import create_app
-from streams.app.settings import Settings
+from streams.settings import Settings
 from tests.unit.sinks.fakes import FakeDestination, Recorder, runner
 from topics.events import MemoryEvent
 

@@ -30,7 +30,7 @@ from botocore.response import StreamingBody
 from sinks.s3vectors_client import Boto3VectorsClient, VectorsClient
 from tests.fakes.s3vectors_query import InMemoryQueryVectors
 from streams.memory.model import Memory
-from streams.app.settings import Settings
+from streams.settings import Settings
 
 REGION = os.environ.get("MEMSTREAM_IT_REGION", "us-east-1")
 DIM = 256

@@ -26,7 +26,7 @@ from sinks.s3vectors_client import (
 )
 from sinks.s3vectors_index import ensure_index
 from sinks.s3vectors_layout import memory_vector
-from streams.app.settings import Settings
+from streams.settings import Settings
 from tests.unit.sinks_s3.conftest import Backend, memory_document
 
 WHERE = {"vectorBucketName": "bkt", "indexName": "idx"}

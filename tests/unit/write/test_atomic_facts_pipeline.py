@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.pipeline.inprocess import InProcessPipeline
 from streams.read.categories import load_policy
-from streams.read.query import QueryLimits, execute, plan_query
-from streams.read.ranking import RankWeights
+from streams.read.query import execute, plan_query
 from streams.read.token_budget import get_counter
 from topics.query import QueryRequest
 from topics.turns import Turn
+from tests import defaults
 
 
 def turn(turn_id: str, text: str, ts: str) -> Turn:
@@ -52,10 +52,10 @@ async def test_an_in_year_question_finds_a_fact_told_the_year_after(tmp_path, mi
     policy = load_policy()
     request = QueryRequest.model_validate_json(json.dumps(
         {"agent": "supervisor", "query": "What did Ana paint in 2022?", "top_k": 5}))
-    plan = plan_query(request, "ana", policy, QueryLimits(), datetime(2023, 7, 1, tzinfo=timezone.utc))
+    plan = plan_query(request, "ana", policy, defaults.limits(), datetime(2023, 7, 1, tzinfo=timezone.utc))
     assert plan.window is not None and plan.window.start.year == 2022
     vector = (await pipeline.services.embed([request.query]))[0]
-    response, hits = execute(index, vector, plan, policy, RankWeights(), get_counter())
+    response, hits = execute(index, vector, plan, policy, defaults.weights(), get_counter())
     summaries = [h.memory.summary for h in hits]
     assert any("lake" in s for s in summaries), summaries
     assert not any("kitchen" in s for s in summaries if "2022" not in s), "told and done in 2023"

@@ -1,7 +1,6 @@
 from datetime import datetime, timedelta, timezone
 
 from streams.write.episodic import (
-    EpisodeRules,
     after_turn,
     due,
     episode,
@@ -9,6 +8,7 @@ from streams.write.episodic import (
     user_zone,
 )
 from topics.turns import Turn
+from tests import defaults
 
 T0 = datetime(2024, 12, 30, 23, 30, tzinfo=timezone.utc)
 
@@ -26,7 +26,7 @@ def test_time_buckets_are_in_the_users_zone():
 
 
 def test_outcome_after_cooldown_and_overflow_are_due_and_the_day_is_capped():
-    rules = EpisodeRules(cooldown_turns=3, cooldown_minutes=10, max_per_day=2, buffer_turns=8)
+    rules = defaults.episode_rules(cooldown_turns=3, cooldown_minutes=10, max_per_day=2, buffer_turns=8)
     decided = turn("Great, we decided to book the Lisbon flights for June.", 5, role="assistant",
                    speaker="Vera")
     assert due({"turns_since": 1, "last_ts": (decided.ts - timedelta(minutes=2)).isoformat()},
@@ -57,7 +57,7 @@ def test_episode_summary_has_the_seed_format_and_covers_the_window():
 def test_observe_closes_an_episode_on_overflow_with_the_window_as_provenance():
     from streams.write.episodic import observe
 
-    rules = EpisodeRules(cooldown_turns=3, cooldown_minutes=10, max_per_day=5, buffer_turns=4)
+    rules = defaults.episode_rules(cooldown_turns=3, cooldown_minutes=10, max_per_day=5, buffer_turns=4)
     entry, episodes, log = None, [], {}
     texts = ["I started pottery classes in Porto.", "The teacher Rui is great at glazing.",
              "We made bowls and a big vase.", "Pottery relaxes me after work.",
@@ -83,7 +83,7 @@ def test_observe_closes_an_episode_on_overflow_with_the_window_as_provenance():
 def test_the_daily_cap_counts_the_users_episodes_across_threads():
     from streams.write.episodic import observe
 
-    rules = EpisodeRules(cooldown_turns=1, cooldown_minutes=10, max_per_day=2, buffer_turns=8)
+    rules = defaults.episode_rules(cooldown_turns=1, cooldown_minutes=10, max_per_day=2, buffer_turns=8)
     user_day: dict = {}
     closed = []
     for thread in ("a", "b", "c"):

@@ -1,6 +1,6 @@
 """Importance 1 means small talk (issue 20 item 5): on the labelled set, what the TTL would
 purge is trivia, and the facts a user may ask about stay out of its reach."""
-from streams.app.settings import Settings
+from streams.settings import Settings
 from streams.eval.importance_report import importance_report, load_labels
 
 

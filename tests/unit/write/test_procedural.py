@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streams.app.settings import Settings
+from streams.settings import WriteSettings
 from streams.write.facts import FactPipeline
 from streams.write.procedural import detect, procedure_fact, settle
 from tests.unit.read.test_query_execute import ask, ids, index_of, mem
@@ -52,7 +52,7 @@ def test_the_assistant_does_not_make_the_users_procedures():
 
 
 def test_the_pipeline_stores_a_procedure_as_one_fact():
-    pipeline = FactPipeline(Settings())
+    pipeline = FactPipeline(WriteSettings())
     result = pipeline.facts(turn("Remember how to reset my router: unplug it, wait 30 seconds, "
                                  "plug it back in."))
     [fact] = result.facts
@@ -60,7 +60,7 @@ def test_the_pipeline_stores_a_procedure_as_one_fact():
 
 
 def test_a_procedural_fact_nothing_detected_is_stored_as_semantic():
-    pipeline = FactPipeline(Settings())
+    pipeline = FactPipeline(WriteSettings())
     result = pipeline.facts(turn("My deploy routine: first I run the tests, then I tag the release."))
     assert result.facts and all(f.type != "procedural" for f in result.facts)
     llm_fact = Fact(type="procedural", summary="Ana restarts the router when it drops.")
@@ -68,7 +68,7 @@ def test_a_procedural_fact_nothing_detected_is_stored_as_semantic():
 
 
 def test_a_secret_in_the_steps_is_never_stored():
-    pipeline = FactPipeline(Settings())
+    pipeline = FactPipeline(WriteSettings())
     result = pipeline.facts(turn("Remember how to log in: open the portal, enter password: "
                                  "hunter2-Xq9!zz, press enter."))
     assert result.facts == []

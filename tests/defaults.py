@@ -1,0 +1,33 @@
+"""The runtime configs a test builds, from the settings' own defaults (`streams.settings`), with
+the changes the test names: there are no second defaults to drift from the settings."""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from streams.proactivity.policy import ProactivityPolicy
+from streams.read.fusion import Retrieval
+from streams.read.query import QueryLimits
+from streams.read.ranking import RankWeights, weights_of
+from streams.settings import EpisodicSettings, ProactivitySettings, ReadSettings, WriteSettings
+from streams.write.episodic import EpisodeRules, rules_from
+
+
+def weights(**changes: Any) -> RankWeights:
+    return replace(weights_of(ReadSettings()), **changes)
+
+
+def retrieval(**changes: Any) -> Retrieval:
+    return replace(Retrieval.of(ReadSettings()), **changes)
+
+
+def limits(**changes: Any) -> QueryLimits:
+    return replace(QueryLimits.of(ReadSettings()), **changes)
+
+
+def proactivity(**changes: Any) -> ProactivityPolicy:
+    return replace(ProactivityPolicy.of(ProactivitySettings()), **changes)
+
+
+def episode_rules(**changes: Any) -> EpisodeRules:
+    return replace(rules_from(EpisodicSettings(), WriteSettings()), **changes)
