@@ -145,7 +145,7 @@ class S3VectorsStore(BaseStore):
                                      f"EMBEDDER={settings.embedding.embedder} embeds in {profile.dim}")
         if vectors is None:
             vectors = Boto3VectorsClient.create(
-                region=settings.sinks.aws_region, bucket=settings.sinks.s3vectors_bucket or settings.sinks.s3v_bucket,
+                region=settings.aws.aws_region, bucket=settings.sinks.s3vectors_bucket or settings.sinks.s3v_bucket,
                 index=settings.sinks.s3vectors_index or settings.sinks.s3v_index_memory)
         store = cls(vectors, EmbedderTexts(embedder), distance=settings.sinks.s3v_distance)
         if ensure:

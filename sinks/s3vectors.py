@@ -55,7 +55,7 @@ class S3VectorsDestination:
         self._settings = settings
         self._dimension = index_dimension(settings)
         self._client = client or Boto3VectorsClient.create(
-            region=settings.sinks.aws_region, bucket=settings.sinks.s3v_bucket, index=settings.sinks.s3v_index_memory)
+            region=settings.aws.aws_region, bucket=settings.sinks.s3v_bucket, index=settings.sinks.s3v_index_memory)
 
     async def start(self) -> None:
         try:

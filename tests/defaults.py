@@ -5,11 +5,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from streams.memory.consent import ConsentConfig
+from streams.memory.dedup import DedupConfig
 from streams.proactivity.policy import ProactivityPolicy
+from streams.providers.embedders import EmbedderProfile
 from streams.read.fusion import Retrieval
 from streams.read.query import QueryLimits
 from streams.read.ranking import RankWeights, weights_of
-from streams.settings import EpisodicSettings, ProactivitySettings, ReadSettings, WriteSettings
+from streams.settings import (ConsentSettings, DedupSettings, EpisodicSettings, ProactivitySettings,
+                              ReadSettings, WriteSettings)
 from streams.write.episodic import EpisodeRules, rules_from
 
 
@@ -31,3 +35,14 @@ def proactivity(**changes: Any) -> ProactivityPolicy:
 
 def episode_rules(**changes: Any) -> EpisodeRules:
     return replace(rules_from(EpisodicSettings(), WriteSettings()), **changes)
+
+
+def consent(**changes: Any) -> ConsentConfig:
+    return replace(ConsentConfig.of(ConsentSettings()), **changes)
+
+
+def dedup(profile: EmbedderProfile, **changes: Any) -> DedupConfig:
+    """The dedup settings over `profile`, with no write budget unless `changes` set one (the
+    tests that write many memories in an event-time hour are not about the budget)."""
+    return replace(DedupConfig.of(profile, DedupSettings(), ConsentSettings()),
+                   **{"write_rate_limit_per_hour": 0, **changes})

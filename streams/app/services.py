@@ -10,13 +10,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
-from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
 
 from streams.settings import Settings
-from streams.memory.consent import ConsentConfig
 from streams.memory.dedup import DedupConfig
 from streams.observability import metrics
 from streams.providers.embedders import Embedder, EmbedderProfile, create_embedder
@@ -115,14 +113,4 @@ class Services:
         )
 
     def dedup_config(self) -> DedupConfig:
-        s = self.settings
-        return DedupConfig(
-            profile=self.profile(), neighbours_k=s.dedup.memory_neighbors_k, link_min=s.dedup.link_min,
-            episodic_merge_window=timedelta(hours=s.dedup.episodic_merge_window_hours),
-            use_heuristics=s.dedup.memory_enable_entity_heuristics,
-            write_rate_limit_per_hour=s.dedup.memory_write_rate_limit_per_hour,
-            consent=ConsentConfig(
-                enabled=s.consent.consent_enabled, proposal_ttl=timedelta(days=s.consent.consent_proposal_days),
-                ack_window=timedelta(minutes=s.consent.consent_ack_window_minutes),
-                trusted_confidence=s.consent.consent_trusted_confidence),
-        )
+        return DedupConfig.of(self.profile(), self.settings.dedup, self.settings.consent)

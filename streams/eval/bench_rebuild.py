@@ -24,7 +24,7 @@ import asyncio
 import gc
 import os
 import time
-from datetime import timedelta
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,7 @@ from rich.table import Table as RichTable
 from streams.eval.bench_query import synthetic_memories
 from streams.eval.bench_stages import process_rss
 from streams.memory.dedup import DedupConfig
+from streams.settings import ConsentSettings, DedupSettings
 from streams.memory.store import REBUILD_SLICE, MemoryStore
 from streams.memory.vector_index import encode_vector
 from streams.pipeline.tables import stage_tables
@@ -61,7 +62,8 @@ def filled_store(memories: int, users: int, seed: int = 5) -> MemoryStore:
         doc = {**base[i % len(base)], "id": f"m{i:07d}", "user_id": f"user-{i % users:05d}",
                "relations": {}, "embedding_b64": encode_vector(vector / np.linalg.norm(vector))}
         tables.memories[doc["id"]] = doc
-    config = DedupConfig(MINILM_INT8_PROFILE, 10, timedelta(hours=72))
+    config = replace(DedupConfig.of(MINILM_INT8_PROFILE, DedupSettings(), ConsentSettings()),
+                     write_rate_limit_per_hour=0)
     return MemoryStore(tables, lambda: config)
 
 

@@ -36,6 +36,7 @@ from streams.memory.model import Memory, PendingChange
 from streams.memory.tables import composite_key
 from streams.memory.users import note_turn, user_info
 from streams.memory.vector_index import decode_vector, encode_vector
+from streams.settings import ConsentSettings
 from streams.write.statements import first_person_keys
 from topics.candidates import Candidate
 from topics.commands import Command
@@ -64,13 +65,20 @@ class ConsentError(MemstreamError, ValueError):
 class ConsentConfig:
     """Which profile fields need consent or corroboration, and how long a proposal waits."""
 
-    enabled: bool = True
+    enabled: bool
+    proposal_ttl: timedelta
+    ack_window: timedelta
+    trusted_confidence: float
     sensitive: Mapping[str, str] = field(default_factory=lambda: dict(SENSITIVE_FIELDS))
     benign: Mapping[str, str] = field(default_factory=lambda: dict(BENIGN_FIELDS))
-    proposal_ttl: timedelta = timedelta(days=7)
-    ack_window: timedelta = timedelta(minutes=30)
     trusted_sources: frozenset[str] = frozenset({"external"})
-    trusted_confidence: float = 1.0
+
+    @classmethod
+    def of(cls, consent: ConsentSettings) -> ConsentConfig:
+        return cls(enabled=consent.consent_enabled,
+                   proposal_ttl=timedelta(days=consent.consent_proposal_days),
+                   ack_window=timedelta(minutes=consent.consent_ack_window_minutes),
+                   trusted_confidence=consent.consent_trusted_confidence)
 
     def field_of(self, entity_key: str | None) -> tuple[str, str] | None:
         """(field, "sensitive" | "benign") of an entity key that consent governs."""

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
 from typing import Mapping, Sequence
@@ -12,6 +12,7 @@ from streams.language.wordlists import word_list
 from streams.providers.embedders import EmbedderProfile
 from streams.memory.consent import ConsentConfig
 from streams.memory.model import Memory
+from streams.settings import ConsentSettings, DedupSettings
 
 
 class Action(str, Enum):
@@ -28,13 +29,23 @@ class DedupConfig:
     profile changes (`streams.memory.consent`)."""
 
     profile: EmbedderProfile
-    neighbours_k: int = 10
-    episodic_merge_window: timedelta = timedelta(hours=72)
-    use_heuristics: bool = True
-    link_min: float = 0.6
-    write_rate_limit_per_hour: int = 0
+    neighbours_k: int
+    episodic_merge_window: timedelta
+    use_heuristics: bool
+    link_min: float
+    write_rate_limit_per_hour: int
     """New memories per user per event-time hour before they are down-ranked (0: no limit)."""
-    consent: ConsentConfig = field(default_factory=ConsentConfig)
+    consent: ConsentConfig
+
+    @classmethod
+    def of(cls, profile: EmbedderProfile, dedup: DedupSettings, consent: ConsentSettings) -> DedupConfig:
+        """The dedup settings over `profile`, whose bands the settings already overrode."""
+        return cls(
+            profile=profile, neighbours_k=dedup.memory_neighbors_k, link_min=dedup.link_min,
+            episodic_merge_window=timedelta(hours=dedup.episodic_merge_window_hours),
+            use_heuristics=dedup.memory_enable_entity_heuristics,
+            write_rate_limit_per_hour=dedup.memory_write_rate_limit_per_hour,
+            consent=ConsentConfig.of(consent))
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from streams.errors import MemstreamError
 from streams.settings.api import ApiSettings
+from streams.settings.aws import AwsSettings
 from streams.settings.consent import ConsentSettings
 from streams.settings.dedup import DedupSettings
 from streams.settings.embedding import EmbeddingSettings
@@ -33,7 +34,7 @@ from streams.settings.sinks import SinksSettings
 from streams.settings.write import WriteSettings
 
 __all__ = [
-    "ApiSettings", "ConsentSettings", "DedupSettings", "EmbeddingSettings", "EpisodicSettings",
+    "ApiSettings", "AwsSettings", "ConsentSettings", "DedupSettings", "EmbeddingSettings", "EpisodicSettings",
     "InputSettings", "KafkaSettings", "LifecycleSettings", "LlmSettings", "ObservabilitySettings",
     "PrivacySettings", "ProactivitySettings", "ReadSettings", "Section", "Settings", "SinksSettings",
     "UnknownSettingError", "WriteSettings", "get_settings",
@@ -68,6 +69,7 @@ class Settings(BaseModel):
     proactivity: ProactivitySettings = Field(default_factory=ProactivitySettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
     sinks: SinksSettings = Field(default_factory=SinksSettings)
+    aws: AwsSettings = Field(default_factory=AwsSettings)
     privacy: PrivacySettings = Field(default_factory=PrivacySettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
 

@@ -17,7 +17,6 @@ class SinksSettings(Section):
         '([operations.md](operations.md#sinks)).'
     )
 
-    aws_region: str = Field("us-east-1", description="AWS region of S3 Vectors and Bedrock.")
     s3v_bucket: str = Field("memstream-vectors", description="S3 Vectors bucket.")
     s3v_index_memory: str = Field("memory-search", description="S3 Vectors index of all users.")
     s3v_distance: str = Field("cosine", description="Distance metric of the index.")

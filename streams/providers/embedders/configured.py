@@ -22,7 +22,7 @@ def titan_options(settings: Settings) -> TitanOptions:
     from streams.providers.embedders.titan import TitanOptions
 
     return TitanOptions(
-        region=settings.sinks.aws_region, model_id=settings.embedding.bedrock_embed_model_id,
+        region=settings.aws.aws_region, model_id=settings.embedding.bedrock_embed_model_id,
         dimensions=settings.embedding.bedrock_embed_dimensions, concurrency=settings.embedding.bedrock_embed_concurrency,
         connect_timeout_s=settings.embedding.bedrock_embed_connect_timeout_seconds,
         read_timeout_s=settings.embedding.bedrock_embed_read_timeout_seconds,

@@ -39,7 +39,7 @@ def _bedrock(settings: Settings) -> BedrockProvider:
 
     return BedrockProvider.build(
         model=settings.llm.memory_tiny_llm_model_id or settings.llm.bedrock_model_id,
-        region=settings.sinks.aws_region, trigger_timeout_s=settings.write.trigger_budget_ms / 1000,
+        region=settings.aws.aws_region, trigger_timeout_s=settings.write.trigger_budget_ms / 1000,
         timeout_s=max(settings.llm.llm_extract_budget_ms, settings.llm.llm_same_fact_budget_ms) / 1000,
         max_retries=settings.llm.llm_max_retries,
     )

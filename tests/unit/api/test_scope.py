@@ -3,7 +3,7 @@ the delta header, related memories, command ids namespaced per principal."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 import numpy as np
 import pytest
@@ -13,7 +13,6 @@ from streams.api.command_ids import command_id
 from streams.api.query import delta_of, scoped_items
 from streams.api.scope import BLOCKED_TOPICS_CATEGORY, Scope
 from streams.memory.blocked_topics import set_topic_blocked
-from streams.memory.dedup import DedupConfig
 from streams.memory.model import Memory
 from streams.memory.state import MemoryState
 from streams.memory.vector_index import UserIndex, VectorIndex
@@ -44,8 +43,7 @@ def mem(memory_id: str, category: str, summary: str, **fields) -> Memory:
 
 def state() -> MemoryState:
     tables = stage_tables({name: {} for name in TABLE_OWNERS}, {}, new_key()).memory
-    return MemoryState(tables, VectorIndex(2), DedupConfig(
-        EmbedderProfile("t", 2, 0.9, 0.8, 0.92, 0.85), 10, timedelta(hours=72)))
+    return MemoryState(tables, VectorIndex(2), defaults.dedup(EmbedderProfile("t", 2, 0.9, 0.8, 0.92, 0.85)))
 
 
 def test_an_admin_sees_everything_an_agent_its_allowlist_and_no_agent_without_one():

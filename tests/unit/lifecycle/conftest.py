@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from streams.settings import Settings
-from streams.memory.dedup import DedupConfig
 from streams.memory.model import Memory
 from streams.memory.state import MemoryState
 from streams.memory.vector_index import VectorIndex
@@ -28,6 +27,7 @@ from tests.unit.providers.conftest import (  # noqa: F401 - fake_api is a fixtur
 )
 from topics.candidates import Candidate, Fact
 from topics.turns import Turn
+from tests import defaults
 
 USER = "ana"
 
@@ -36,7 +36,7 @@ def fresh_state() -> MemoryState:
     raw: dict[str, dict[Any, Any]] = {name: {} for name in TABLE_OWNERS}
     tables = stage_tables(raw, {}, new_key()).memory
     return MemoryState(tables, VectorIndex(MINILM_PROFILE.dim),
-                       DedupConfig(MINILM_PROFILE, 10, timedelta(hours=72)))
+                       defaults.dedup(MINILM_PROFILE))
 
 
 class Memories:

@@ -7,7 +7,6 @@ import pytest
 from streams.memory import consent
 from streams.memory.commands import CommandError
 from streams.memory.consent import ConsentConfig
-from streams.memory.dedup import DedupConfig
 from streams.memory.state import MemoryState
 from streams.memory.vector_index import VectorIndex
 from streams.pipeline.tables import stage_tables
@@ -17,6 +16,7 @@ from streams.providers.embedders import EmbedderProfile
 from topics.candidates import Candidate, Fact
 from topics.commands import Command
 from topics.turns import Turn
+from tests import defaults
 
 BANDS = EmbedderProfile("seed-bands", 384, 0.90, 0.80, 0.92, 0.85)
 T0 = datetime.fromisoformat("2024-05-01T10:00:00+00:00")
@@ -25,7 +25,7 @@ T0 = datetime.fromisoformat("2024-05-01T10:00:00+00:00")
 def state(config: ConsentConfig | None = None) -> MemoryState:
     tables = stage_tables({name: {} for name in TABLE_OWNERS}, {}, new_key()).memory
     return MemoryState(tables, VectorIndex(2),
-                       DedupConfig(BANDS, 10, timedelta(hours=72), consent=config or ConsentConfig()))
+                       defaults.dedup(BANDS, consent=config or defaults.consent()))
 
 
 def said(turn_id: str, summary: str, key: str, minutes: float = 0, thread: str = "t1",
@@ -164,7 +164,7 @@ def test_first_values_and_other_keys_are_not_held():
 
 
 def test_disabled_consent_applies_sensitive_changes_at_once():
-    s = state(ConsentConfig(enabled=False))
+    s = state(defaults.consent(enabled=False))
     s.apply(said("1", "Ana lives in Lisbon.", "profile:home:city"), vec(1, 0))
     assert s.apply(said("2", "Ana moved to Berlin.", "profile:home:city"), vec(0, 1)).outcome == "superseded"
 

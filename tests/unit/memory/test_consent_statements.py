@@ -11,6 +11,7 @@ from streams.memory.state import MemoryState
 from tests.unit.memory.test_consent import T0, active, consent_cmd, state, vec, verbs
 from topics.candidates import Candidate, Fact
 from topics.turns import Turn
+from tests import defaults
 
 
 def said(turn_id: str, text: str, summary: str, key: str | None = "profile:home:city",
@@ -133,9 +134,8 @@ def test_a_replayed_held_candidate_keeps_one_mark():
 
 
 def test_disabled_consent_applies_a_reported_change_without_a_mark():
-    from streams.memory.consent import ConsentConfig
 
-    s = state(ConsentConfig(enabled=False))
+    s = state(defaults.consent(enabled=False))
     lives_in_lisbon(s)
     assert s.apply(said("2", "My friend says I live in Berlin now.", "Ana lives in Berlin.",
                         minutes=5), vec(0.6, 0.8)).outcome == "superseded"

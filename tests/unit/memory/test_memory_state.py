@@ -1,9 +1,7 @@
-from datetime import timedelta
 
 import numpy as np
 import pytest
 
-from streams.memory.dedup import DedupConfig
 from streams.memory.documents import candidate_id
 from streams.memory.purge import purge_user
 from streams.memory.state import MemoryState
@@ -15,6 +13,7 @@ from streams.memory.vector_index import VectorIndex
 from streams.providers.embedders import EmbedderProfile
 from topics.candidates import Candidate, Fact
 from topics.turns import Turn
+from tests import defaults
 
 # The seed 002 bands: these tests check the decision logic, not MiniLM's calibration.
 SEED_BANDS = EmbedderProfile("seed-bands", 384, 0.90, 0.80, 0.92, 0.85)
@@ -25,7 +24,7 @@ def state(raw: dict | None = None) -> MemoryState:
     raw = {name: {} for name in TABLE_OWNERS} if raw is None else raw
     tables = stage_tables(raw, {}, new_key()).memory
     return MemoryState(tables, VectorIndex(2),
-                       DedupConfig(SEED_BANDS, 10, timedelta(hours=72)))
+                       defaults.dedup(SEED_BANDS))
 
 
 def cand(turn_id: str, summary: str, index: int = 0, thread: str = "t1") -> Candidate:

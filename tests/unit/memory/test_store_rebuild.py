@@ -3,11 +3,9 @@ between them (a worker holding a million memories must keep heartbeating to its 
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 
 import numpy as np
 
-from streams.memory.dedup import DedupConfig
 from streams.memory.state import MemoryState
 from streams.memory.store import MemoryStore
 from streams.memory.vector_index import VectorIndex
@@ -16,9 +14,10 @@ from streams.privacy.crypto import new_key
 from streams.privacy.sealed import TABLE_OWNERS
 from streams.providers.embedders import EmbedderProfile
 from tests.unit.memory.test_memory_state import cand
+from tests import defaults
 
 DIM = 64
-CONFIG = DedupConfig(EmbedderProfile("test", DIM, 0.90, 0.80, 0.92, 0.85), 10, timedelta(hours=72))
+CONFIG = defaults.dedup(EmbedderProfile("test", DIM, 0.90, 0.80, 0.92, 0.85))
 RNG = np.random.default_rng(7)
 
 

@@ -6,7 +6,6 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-from streams.memory.dedup import DedupConfig
 from streams.memory.state import MemoryState
 from streams.memory.vector_index import VectorIndex
 from streams.pipeline.tables import stage_tables
@@ -15,14 +14,14 @@ from streams.privacy.sealed import TABLE_OWNERS
 from tests.unit.memory.test_memory_state import SEED_BANDS
 from topics.candidates import Candidate, Fact
 from topics.turns import Turn
+from tests import defaults
 
 T0 = datetime(2024, 5, 1, 10, tzinfo=timezone.utc)
 
 
 def budgeted(limit: int) -> MemoryState:
     tables = stage_tables({name: {} for name in TABLE_OWNERS}, {}, new_key()).memory
-    return MemoryState(tables, VectorIndex(8), DedupConfig(SEED_BANDS, 10, timedelta(hours=72),
-                                                           write_rate_limit_per_hour=limit))
+    return MemoryState(tables, VectorIndex(8), defaults.dedup(SEED_BANDS, write_rate_limit_per_hour=limit))
 
 
 def apply(s: MemoryState, n: int, summary: str, minutes: float, key: str | None = None,  # type: ignore[no-untyped-def]
