@@ -31,7 +31,7 @@ from sinks.base import (
     SinkRecord,
     TransientSinkError,
 )
-from topics.events import MemoryEvent
+from topics.events import EVENT_KINDS, MemoryEvent
 
 try:
     from opensearchpy import AsyncOpenSearch
@@ -72,18 +72,14 @@ AUDIT_MAPPING: dict[str, Any] = {
 }
 MAPPINGS = {EVENTS: EVENTS_MAPPING, AUDIT: AUDIT_MAPPING}
 
-# Event kind -> seed 001 §14 `op`.
-_OPS = {"candidate": "classify", "created": "create", "updated": "update", "merged": "merge",
-        "superseded": "supersede", "linked": "link", "soft_deleted": "delete",
-        "restored": "restore", "deleted": "delete", "purged": "purge", "error": "error"}
-_WRITE_PATH = {"candidate", "created", "updated", "merged", "superseded", "linked"}
 
 
 def _node(event: MemoryEvent) -> str:
     """Seed 001 §14 `node`: where the change happened."""
     if event.meta.get("type") == "episodic":
         return "episodic"
-    return "hotpath" if event.kind in _WRITE_PATH and "action" not in event.meta else "worker"
+    hot = EVENT_KINDS[event.kind].write_path  # each kind's row: topics.events
+    return "hotpath" if hot and "action" not in event.meta else "worker"
 
 
 def _utc(ts: datetime | str) -> datetime:
@@ -97,7 +93,7 @@ def event_record(event: MemoryEvent) -> SinkRecord:
     tombstone = event.kind == "purged"
     doc = {
         "event_id": event.event_id, "kind": event.kind, "node": _node(event),
-        "op": _OPS.get(event.kind, event.kind), "status": "error" if event.kind == "error" else "ok",
+        "op": EVENT_KINDS[event.kind].sink_op, "status": "error" if event.kind == "error" else "ok",
         "user_id": event.user_id, "thread_id": event.thread_id, "memory_id": event.memory_id,
         "memory_type": meta.get("type"), "rev": event.rev, "ts": event.ts.isoformat(),
         "category": event.category or None, "summary": None if tombstone else event.summary,

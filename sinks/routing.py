@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from sinks.base import SinkRecord
 from sinks.runner import DeadLetterSender, RunnerConfig, SinkRunner
 from streams.settings import Settings
-from topics.events import MemoryEvent
+from topics.events import EVENT_KINDS, MemoryEvent
 from topics.schema_errors import location
 
 Tables = Mapping[str, Any]
@@ -42,7 +42,7 @@ def memory_records(event: MemoryEvent, audit: Tables, memories: Tables) -> list[
     Every state is upserted (the destination marks non-active memories unsearchable); events
     about things that are not memories (blocked-topic markers) give nothing.
     """
-    if event.kind in ("purged", "deleted"):
+    if EVENT_KINDS[event.kind].removes_memory:
         # Gone, or a content-free tombstone left by the lifecycle's purge: delete either way.
         return [SinkRecord(key=event.memory_id, op="delete", user_id=event.user_id,
                            document={"id": event.memory_id, "type": event.meta.get("type")})]

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from streams.memory.consent import ConsentConfig
-from streams.memory.dedup import DedupConfig
+from streams.memory.config import ConsentConfig, DedupConfig
 from streams.proactivity.policy import ProactivityPolicy
 from streams.providers.embedders import EmbedderProfile
 from streams.read.fusion import Retrieval

@@ -7,6 +7,8 @@ clear. memstream's own consumers open it; a consumer holding the master key can 
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -30,6 +32,46 @@ EventKind = Literal[
     "promoted",
     "error",
 ]
+
+
+@dataclass(frozen=True)
+class EventKindSpec:
+    """What each consumer of `memory.events` makes of one kind of event. A new kind is added to
+    `EventKind` and given its row in `EVENT_KINDS`, here and nowhere else; a kind without a row
+    fails `tests/unit/test_event_kinds.py` (no consumer falls back to a default)."""
+
+    audit_verb: str
+    """Its audit entry's verb (docs/architecture.md#memory-document), unless the event's reason
+    names another (`streams/memory/audit.py`, `REASON_VERBS`)."""
+    delta_sign: str
+    """Its bullet's sign in the delta header (`streams/read/delta.py`)."""
+    sink_op: str
+    """Seed 001 §14 `op` of its events-index document (`sinks/opensearch.py`)."""
+    write_path: bool
+    """Whether it is made on the hot write path: seed 001 §14 `node` "hotpath" rather than
+    "worker" (`sinks/opensearch.py`)."""
+    removes_memory: bool = False
+    """Whether the memory is gone from the vector stores after it: a delete rather than an
+    upsert of the current document (`sinks/routing.py`)."""
+
+
+EVENT_KINDS: Mapping[EventKind, EventKindSpec] = {
+    "candidate": EventKindSpec("CANDIDATE", "candidate", "classify", write_path=True),
+    "created": EventKindSpec("ADD", "+created", "create", write_path=True),
+    "updated": EventKindSpec("UPDATE", "↑updated", "update", write_path=True),
+    "merged": EventKindSpec("MERGE", "↔merged", "merge", write_path=True),
+    "superseded": EventKindSpec("SUPERSEDE", "↻superseded", "supersede", write_path=True),
+    "linked": EventKindSpec("LINK", "~linked", "link", write_path=True),
+    "soft_deleted": EventKindSpec("SOFT_DELETE", "-deleted", "delete", write_path=False),
+    "restored": EventKindSpec("RESTORE", "↺restored", "restore", write_path=False),
+    "deleted": EventKindSpec("DELETE", "-deleted", "delete", write_path=False, removes_memory=True),
+    "purged": EventKindSpec("PURGE", "×purged", "purge", write_path=False, removes_memory=True),
+    "archived": EventKindSpec("ARCHIVE", "↓archived", "archived", write_path=False),
+    "consolidated": EventKindSpec("CONSOLIDATED", "⊕consolidated", "consolidated", write_path=False),
+    "promoted": EventKindSpec("PROMOTED", "⇑promoted", "promoted", write_path=False),
+    "error": EventKindSpec("ERROR", "error", "error", write_path=False),
+}
+"""Every `EventKind`'s row (`EventKindSpec`)."""
 
 
 class MemoryEvent(BaseModel):

@@ -30,7 +30,7 @@ from streams.privacy.crypto import MasterKeys, master_keys_of, new_key
 from streams.privacy.user_keys import CHANGELOG_CONFIGS
 from streams.pipeline.outputs import Outputs, Sender
 from streams.providers.embedders import Embedder
-from streams.providers.llm import GuardedLLM
+from streams.guarded.llm import GuardedLLM
 from topics import names
 
 log = logging.getLogger(__name__)

@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 
 from streams.settings import Settings
-from streams.memory.dedup import DedupConfig
+from streams.memory.config import DedupConfig
 from streams.observability import metrics
 from streams.providers.embedders import Embedder, EmbedderProfile, create_embedder
 from streams.providers.embedders.configured import build_embedder, embedder_key, embedder_profile
 from streams.providers.embedders.cpu import embed_measured
-from streams.providers.llm import GuardedLLM
+from streams.guarded.llm import GuardedLLM
 from streams.read.calibration import ScoreCurve, curve_for
 
 log = logging.getLogger(__name__)

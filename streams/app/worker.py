@@ -16,7 +16,7 @@ from streams.observability.logs import worker_logging
 from topics.names import CHAT_TURNS
 from streams.pipeline.outputs import Sender
 from streams.providers.embedders import Embedder
-from streams.providers.llm import GuardedLLM
+from streams.guarded.llm import GuardedLLM
 
 log = logging.getLogger(__name__)
 READY_POLL_S = 0.5

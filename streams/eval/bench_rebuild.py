@@ -34,7 +34,7 @@ from rich.table import Table as RichTable
 
 from streams.eval.bench_query import synthetic_memories
 from streams.eval.bench_stages import process_rss
-from streams.memory.dedup import DedupConfig
+from streams.memory.config import DedupConfig
 from streams.settings import ConsentSettings, DedupSettings
 from streams.memory.store import REBUILD_SLICE, MemoryStore
 from streams.memory.vector_index import encode_vector

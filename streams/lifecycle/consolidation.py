@@ -45,7 +45,7 @@ from streams.lifecycle.pass_kit import (
 from streams.memory.model import Memory
 from streams.memory.state import MemoryState
 from streams.providers.llm.base import Task
-from streams.providers.llm.guarded import GuardedLLM
+from streams.guarded.llm import GuardedLLM
 from streams.providers.llm.schemas import ConsolidationOutput
 from streams.write.policy import find_secrets, redact
 from streams.write.writing import MAX_CHARS, normalise_summary, split_summary_sentences, trim_to

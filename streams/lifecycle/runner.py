@@ -26,7 +26,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from streams.settings import LifecycleSettings
 from streams.lifecycle.consent_expiry import ConsentExpiryPass
@@ -39,7 +39,6 @@ from streams.memory.store import MemoryStore
 from streams.memory.tables import Table
 from streams.observability import metrics
 from streams.observability.logs import describe_failure
-from streams.pipeline.outputs import Outputs
 from streams.privacy.crypto import SealError
 from streams.privacy.payloads import seal_event
 from streams.privacy.sealed import Sealer
@@ -71,11 +70,20 @@ class UserRun:
         return sealer.seal(self.user_id, content).model_dump(mode="json")
 
 
+class EventOutlet(Protocol):
+    """Where the runner sends the events its passes make, sealed for their user: the stage's
+    `streams.pipeline.outputs.Outputs` (the pipeline runs the lifecycle, not the other way)."""
+
+    sealer: Sealer
+
+    async def send(self, topic: str, key: bytes | None, value: bytes, /) -> None: ...
+
+
 class LifecycleRunner:
     """Runs `passes` per user in event time (module doc)."""
 
     def __init__(self, store: MemoryStore, schedule: Table, passes: Sequence[LifecyclePass],
-                 outputs: Outputs, period: timedelta = timedelta(hours=24),
+                 outputs: EventOutlet, period: timedelta = timedelta(hours=24),
                  idle_users_per_record: int = 2) -> None:
         self.store = store
         self.schedule = schedule
@@ -87,7 +95,7 @@ class LifecycleRunner:
 
     @classmethod
     def of(cls, lifecycle: LifecycleSettings, store: MemoryStore, schedule: Table,
-           passes: Sequence[LifecyclePass], outputs: Outputs) -> LifecycleRunner:
+           passes: Sequence[LifecyclePass], outputs: EventOutlet) -> LifecycleRunner:
         return cls(store, schedule, passes, outputs,
                    period=timedelta(hours=lifecycle.lifecycle_period_hours),
                    idle_users_per_record=lifecycle.lifecycle_users_per_record)
@@ -167,7 +175,7 @@ class LifecycleRunner:
                 await self._send(MemoryEvent.model_validate(event))
 
     async def _send(self, event: MemoryEvent) -> None:
-        """Send `event` as `Outputs.event` does (sealed)."""
+        """Send `event` as `streams.pipeline.outputs.Outputs.event` does (sealed)."""
         value = seal_event(self.outputs.sealer, event).model_dump_json()
         await self.outputs.send(names.MEMORY_EVENTS, event.user_id.encode(), value.encode())
 

@@ -11,16 +11,13 @@ from typing import Any
 from streams.memory import ids
 from streams.memory.model import Memory
 from streams.memory.tables import Table
-from topics.events import MemoryEvent
+from topics.events import EVENT_KINDS, MemoryEvent
 
-# (event kind, reason) -> audit verb of docs/architecture.md#memory-document; reason "" is the kind's default.
-AUDIT_VERBS = {
-    ("created", ""): "ADD", ("updated", ""): "UPDATE", ("merged", ""): "MERGE",
+# (event kind, reason) -> audit verb of docs/architecture.md#memory-document, where the reason
+# names another verb than the kind's own (`topics.events.EVENT_KINDS`, `audit_verb`).
+REASON_VERBS = {
     ("updated", "auto_update_band"): "MERGE", ("updated", "check_band_same_fact"): "MERGE",
-    ("updated", "restated_same_fact"): "MERGE",
-    ("superseded", ""): "SUPERSEDE", ("linked", ""): "LINK", ("soft_deleted", ""): "SOFT_DELETE",
-    ("restored", ""): "RESTORE", ("deleted", ""): "DELETE", ("purged", ""): "PURGE",
-    ("soft_deleted", "ttl"): "TTL", ("archived", ""): "ARCHIVE",
+    ("updated", "restated_same_fact"): "MERGE", ("soft_deleted", "ttl"): "TTL",
     # consent decisions (streams.memory.consent), audited under the proposal's marker id
     ("candidate", "consent_proposed"): "CONSENT_PROPOSED",
     **{("updated", f"consent_{d}"): f"CONSENT_{d.upper()}"
@@ -35,8 +32,8 @@ def audit_value(memory: Memory) -> dict[str, Any]:
 
 
 def verb_of(event: MemoryEvent) -> str:
-    reason = event.meta.get("reason", "")
-    return AUDIT_VERBS.get((event.kind, reason), AUDIT_VERBS.get((event.kind, ""), event.kind.upper()))
+    """The audit verb of an event: its reason's, else its kind's."""
+    return REASON_VERBS.get((event.kind, event.meta.get("reason", "")), EVENT_KINDS[event.kind].audit_verb)
 
 
 class AuditLog:

@@ -6,16 +6,13 @@ it is in the clear envelope of events and in table keys, where a user's words mu
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from streams.memory.model import Memory
+from streams.memory.state import MemoryState
 from streams.memory.tables import topic_marker_id
 from streams.memory.users import user_info
 from topics.commands import Command
 from topics.events import MemoryEvent
-
-if TYPE_CHECKING:
-    from streams.memory.state import MemoryState
 
 
 def set_topic_blocked(state: MemoryState, cmd: Command, blocked: bool) -> MemoryEvent:

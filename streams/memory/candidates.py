@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,14 +16,13 @@ from streams.memory.applied import Applied
 from streams.memory.documents import candidate_id, keys_match, merged_memory, new_memory, same_text
 from streams.memory.linking import link
 from streams.memory.model import Memory
+from streams.memory.state import MemoryState
+from streams.memory.supersede import supersede
 from streams.memory.tables import candidate_key
 from streams.memory.vector_index import UserIndex
 from streams.observability import metrics
 from topics.candidates import Candidate
 from topics.events import MemoryEvent
-
-if TYPE_CHECKING:
-    from streams.memory.state import MemoryState
 
 
 def apply_candidate(state: MemoryState, candidate: Candidate, vector: np.ndarray,
@@ -96,7 +94,7 @@ def _apply(state: MemoryState, candidate: Candidate, vector: np.ndarray,
             outcome, memory = "duplicate", existing
         else:
             outcome, memory = "created", new_memory(candidate, cid, vector)
-            if _budgeted(decision, memory) and not write_budget.within(
+            if _budgeted(decision, memory) and not _within_budget(
                     user_index, turn.ts, state.config.write_rate_limit_per_hour):
                 memory = write_budget.down_ranked(memory)
                 meta = {**meta, "write_budget": "over"}
@@ -127,6 +125,15 @@ def _budgeted(decision: dedup.DedupDecision, memory: Memory) -> bool:
     episode (seed 002 caps hot-path writes only)."""
     return (decision.action is dedup.Action.create and not memory.pinned
             and memory.type != "episodic")
+
+
+def _within_budget(user_index: UserIndex, ts: datetime, limit: int) -> bool:
+    """Whether a new memory at event time `ts` fits the user's write budget
+    (`streams.memory.write_budget`): fewer than `limit` of their memories that
+    `write_budget.spends` were created in the hour up to `ts`. `limit` 0: no budget."""
+    if limit <= 0:
+        return True
+    return user_index.count_created(ts - write_budget.WINDOW, ts) < limit
 
 
 def check_band(state: MemoryState, candidate: Candidate, vector: np.ndarray) -> list[Memory]:
@@ -170,14 +177,3 @@ def keyed_decision(candidate: Candidate, user_index: UserIndex) -> dedup.DedupDe
     if same_text(memory.summary, fact.summary):
         return dedup.DedupDecision(dedup.Action.update, memory, 1.0, "same_entity_key")
     return dedup.DedupDecision(dedup.Action.supersede, memory, 1.0, "entity_key_changed")
-
-
-def supersede(state: MemoryState, old: Memory, new: Memory, thread_id: str, ts: datetime) -> MemoryEvent:
-    """Never overwrite silently: the old memory stays, superseded, with `valid_to`, linked."""
-    changed = old.model_copy(update={
-        "state": "superseded", "valid_to": ts, "superseded_by": new.id, "updated_at": ts,
-        "pending_change": None,
-        "related_ids": sorted({*old.related_ids, new.id}), "version": old.version + 1,
-    })
-    state.store(changed)
-    return state.announce("superseded", changed, thread_id, ts, {"superseded_by": new.id}, old=old)

@@ -1,14 +1,14 @@
 """Explicit changes named by a `memory.commands` record: forget, delete, pin, unpin, restore,
 edit — and, in their own modules, purge_user, block/unblock topic, consent
-(`streams.memory.consent`) and proactivity feedback (`streams.proactivity.policy`).
+(`streams.memory.consent`) and proactivity feedback (`streams.memory.users`, read by
+`streams.proactivity.policy`).
 
 A command is applied once, by `command_id`: a replay returns the events of the first time —
 except `purge_user`, which a replay applies again (`streams.memory.purge`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -18,14 +18,12 @@ from streams.memory.applied import Applied
 from streams.memory.blocked_topics import set_topic_blocked
 from streams.memory.model import Memory
 from streams.memory.purge import purge_command
+from streams.memory.state import MemoryState
 from streams.memory.tables import command_key
+from streams.memory.users import record_proactivity_feedback
 from streams.memory.vector_index import encode_vector
-from streams.proactivity.policy import record_feedback
 from topics.commands import Command
 from topics.events import MemoryEvent
-
-if TYPE_CHECKING:
-    from streams.memory.state import MemoryState
 
 
 RESTORABLE = ("soft_deleted", "archived")
@@ -34,14 +32,6 @@ RESTORABLE = ("soft_deleted", "archived")
 
 class CommandError(MemstreamError, ValueError):
     """A command that names a memory the user does not have, or is otherwise inapplicable."""
-
-
-@dataclass(frozen=True)
-class CommandConfig:
-    """How a described memory ("forget my old address") is matched to stored ones."""
-
-    match_min: float = 0.5
-    match_max: int = 3
 
 
 def apply_command(state: MemoryState, cmd: Command, vector: np.ndarray | None) -> Applied:
@@ -71,7 +61,7 @@ def _command_events(state: MemoryState, cmd: Command, vector: np.ndarray | None)
         except consent.ConsentError as exc:
             raise CommandError(str(exc)) from None
     if cmd.kind == "proactivity_feedback":
-        record_feedback(state.tables.users, cmd.user_id, cmd.feedback == "acted")
+        record_proactivity_feedback(state.tables.users, cmd.user_id, cmd.feedback == "acted")
         return []
     events: list[MemoryEvent] = []
     # command_id: a purge of the memory finds this command's `applied` record by it

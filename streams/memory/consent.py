@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -33,62 +33,22 @@ from streams.memory.applied import Applied
 from streams.memory.documents import keys_match, new_memory, same_text
 from streams.memory.linking import link
 from streams.memory.model import Memory, PendingChange
+from streams.memory.state import MemoryState
+from streams.memory.supersede import supersede
 from streams.memory.tables import composite_key
 from streams.memory.users import note_turn, user_info
 from streams.memory.vector_index import decode_vector, encode_vector
-from streams.settings import ConsentSettings
 from streams.write.statements import first_person_keys
 from topics.candidates import Candidate
 from topics.commands import Command
 from topics.events import MemoryEvent
 from topics.turns import Role, Turn
 
-if TYPE_CHECKING:
-    from streams.memory.state import MemoryState
-
-SENSITIVE_FIELDS: Mapping[str, str] = {
-    "profile:name": "preferred_name", "profile:pronouns": "pronouns",
-    "profile:home:city": "city", "profile:language": "language",
-}
-"""Entity key -> field name of the fields whose changes need consent (seed 001 §10)."""
-BENIGN_FIELDS: Mapping[str, str] = {"profile:tone": "tone", "profile:goals": "goals"}
-"""Entity key -> field name of the fields whose changes need corroboration."""
-
 Decision = Literal["proposed", "applied", "rejected", "expired", "replaced", "corroborated"]
 
 
 class ConsentError(MemstreamError, ValueError):
     """A consent command for a proposal the user does not have (or no longer has)."""
-
-
-@dataclass(frozen=True)
-class ConsentConfig:
-    """Which profile fields need consent or corroboration, and how long a proposal waits."""
-
-    enabled: bool
-    proposal_ttl: timedelta
-    ack_window: timedelta
-    trusted_confidence: float
-    sensitive: Mapping[str, str] = field(default_factory=lambda: dict(SENSITIVE_FIELDS))
-    benign: Mapping[str, str] = field(default_factory=lambda: dict(BENIGN_FIELDS))
-    trusted_sources: frozenset[str] = frozenset({"external"})
-
-    @classmethod
-    def of(cls, consent: ConsentSettings) -> ConsentConfig:
-        return cls(enabled=consent.consent_enabled,
-                   proposal_ttl=timedelta(days=consent.consent_proposal_days),
-                   ack_window=timedelta(minutes=consent.consent_ack_window_minutes),
-                   trusted_confidence=consent.consent_trusted_confidence)
-
-    def field_of(self, entity_key: str | None) -> tuple[str, str] | None:
-        """(field, "sensitive" | "benign") of an entity key that consent governs."""
-        if not self.enabled or not entity_key:
-            return None
-        for kind, fields in (("sensitive", self.sensitive), ("benign", self.benign)):
-            for key, name in fields.items():
-                if keys_match(key, entity_key):
-                    return name, kind
-        return None
 
 
 @dataclass
@@ -241,8 +201,6 @@ def _acknowledged(pending: Mapping[str, dict[str, Any]], cmd: Command,
 
 def _apply_proposal(state: MemoryState, proposal: dict[str, Any], cmd: Command) -> list[MemoryEvent]:
     """Make the change the proposal held back: the new value current, the old one superseded."""
-    from streams.memory.candidates import supersede  # candidates imports this module
-
     candidate = Candidate.model_validate(proposal["candidate"])
     vector = decode_vector(proposal["vector_b64"])
     if state.memory(proposal["memory_id"]) is not None:

@@ -10,42 +10,13 @@ from typing import Mapping, Sequence
 from streams.language.stemming import stem_words
 from streams.language.wordlists import word_list
 from streams.providers.embedders import EmbedderProfile
-from streams.memory.consent import ConsentConfig
 from streams.memory.model import Memory
-from streams.settings import ConsentSettings, DedupSettings
 
 
 class Action(str, Enum):
     create = "create"
     update = "update"
     supersede = "supersede"  # same fact, changed value: new memory current, old one superseded
-
-
-@dataclass(frozen=True)
-class DedupConfig:
-    """How candidates are matched to a user's memories: the embedder profile's bands, how many
-    neighbours are searched, the episodic merge window, whether the heuristics may decide a
-    same-fact check, and the score from which neighbours are linked; and the consent policy for
-    profile changes (`streams.memory.consent`)."""
-
-    profile: EmbedderProfile
-    neighbours_k: int
-    episodic_merge_window: timedelta
-    use_heuristics: bool
-    link_min: float
-    write_rate_limit_per_hour: int
-    """New memories per user per event-time hour before they are down-ranked (0: no limit)."""
-    consent: ConsentConfig
-
-    @classmethod
-    def of(cls, profile: EmbedderProfile, dedup: DedupSettings, consent: ConsentSettings) -> DedupConfig:
-        """The dedup settings over `profile`, whose bands the settings already overrode."""
-        return cls(
-            profile=profile, neighbours_k=dedup.memory_neighbors_k, link_min=dedup.link_min,
-            episodic_merge_window=timedelta(hours=dedup.episodic_merge_window_hours),
-            use_heuristics=dedup.memory_enable_entity_heuristics,
-            write_rate_limit_per_hour=dedup.memory_write_rate_limit_per_hour,
-            consent=ConsentConfig.of(consent))
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from streams.memory.model import Memory
-
-if TYPE_CHECKING:
-    from streams.memory.state import MemoryState
+from streams.memory.state import MemoryState
 
 
 def link(state: MemoryState, memory: Memory, neighbours: Sequence[tuple[Memory, float]],

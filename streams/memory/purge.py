@@ -18,18 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from streams.memory import applied, ids
 from streams.memory.applied import Applied
 from streams.memory.model import Memory
+from streams.memory.state import MemoryState
 from streams.memory.tables import candidate_key, command_key, thread_key
 from streams.privacy.placement import check_routed
 from topics.commands import Command
 from topics.events import MemoryEvent
-
-if TYPE_CHECKING:
-    from streams.memory.state import MemoryState
 
 FACT_INDEXES = range(6)
 """Fact indexes a turn's candidates can have (up to 5 facts, then its episode)."""

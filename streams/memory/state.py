@@ -1,34 +1,32 @@
 """The memories of the users one worker owns: what the stages and the web routes read, and the
 two writes every change shares.
 
-Each kind of change lives in its own module and works through this object: a candidate
-(`streams.memory.candidates`), a command (`streams.memory.commands`), a purge
-(`streams.memory.purge`), blocked topics (`streams.memory.blocked_topics`), `related_to` edges
-(`streams.memory.linking`), reads recorded (`streams.memory.access`). Every change is stored
+`MemoryState` is a plain repository of the tables and the vector index: it knows no operation.
+Each kind of change lives in its own module above it, takes it and imports it: a candidate
+(`streams.memory.candidates.apply_candidate`), a command (`streams.memory.commands.apply_command`),
+a purge (`streams.memory.purge`), consent (`streams.memory.consent`), blocked topics
+(`streams.memory.blocked_topics`), `related_to` edges (`streams.memory.linking`), a supersede
+(`streams.memory.supersede`), reads recorded (`streams.memory.access`). Every change is stored
 with `store` and announced with `announce` (the event, its audit entry, its change-log line).
 Sending the events is the caller's job.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
 from streams.memory import ids, users
-from streams.memory.applied import Applied
 from streams.memory.audit import AuditLog
-from streams.memory.candidates import apply_candidate, check_band
-from streams.memory.commands import CommandConfig, apply_command
-from streams.memory.dedup import DedupConfig
+from streams.memory.config import CommandConfig, DedupConfig
 from streams.memory.documents import candidate_id
 from streams.memory.model import Memory
 from streams.memory.revisions import CHANGE_LOG_SIZE, Revisions
 from streams.memory.tables import MemoryTables, candidate_key
 from streams.memory.vector_index import VectorIndex, encode_vector
 from topics.candidates import Candidate
-from topics.commands import Command
 from topics.events import MemoryEvent
 
 
@@ -74,20 +72,6 @@ class MemoryState:
     def changes_since(self, user_id: str, thread_id: str, rev: int) -> list[dict[str, Any]]:
         """The thread's logged changes after revision `rev`, newest first."""
         return self.revisions.changes_since(user_id, thread_id, rev)
-
-    def check_band(self, candidate: Candidate, vector: np.ndarray) -> list[Memory]:
-        """Neighbours a same-fact check decides (see `streams.memory.candidates`)."""
-        return check_band(self, candidate, vector)
-
-    # --- changes -----------------------------------------------------------------------
-    def apply(self, candidate: Candidate, vector: np.ndarray,
-              same_fact: Mapping[str, bool] | None = None) -> Applied:
-        """Create, update or supersede from one candidate (`streams.memory.candidates`)."""
-        return apply_candidate(self, candidate, vector, same_fact)
-
-    def apply_command(self, command: Command, vector: np.ndarray | None) -> Applied:
-        """Apply one command once (`streams.memory.commands`). Raises `CommandError`."""
-        return apply_command(self, command, vector)
 
     # --- what every change shares ------------------------------------------------------
     def store(self, memory: Memory, vector: np.ndarray | None = None) -> None:

@@ -24,11 +24,12 @@ import numpy as np
 from pydantic import ValidationError
 
 from streams.memory import users
-from streams.memory.dedup import DedupConfig
+from streams.memory.config import DedupConfig
 from streams.memory.model import Memory
 from streams.memory.state import MemoryState
-from streams.memory.tables import MemoryTables, key_text
+from streams.memory.tables import MemoryTables
 from streams.memory.vector_index import UserIndex, VectorIndex, decode_vector
+from streams.tables import key_text
 
 log = logging.getLogger(__name__)
 try:

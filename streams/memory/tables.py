@@ -3,8 +3,7 @@
 In the worker these are Faust tables on RocksDB (every write is changelogged and lands on the
 partition of the record being processed); in process and in tests they are dicts. Either way
 the stages see them through `streams.privacy.sealed.SealedTable`: values are stored sealed for
-their user. Faust tables give keys back as bytes when iterated, dicts as str: `key_text` reads
-both.
+their user. What any table is (`Table`) and how its keys read (`key_text`) is `streams.tables`.
 
 Keys made of several ids are JSON arrays with the user first (`composite_key`): ids are free
 text, so joining them with a separator would let user `a` with thread `x|y` and user `a|x` with
@@ -14,14 +13,10 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import MutableMapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from streams.privacy.user_keys import UserKeys
-
-Table = MutableMapping[Any, Any]
+from streams.privacy.user_keys import UserKeys
+from streams.tables import Table
 
 
 @dataclass(frozen=True)
@@ -41,11 +36,6 @@ class MemoryTables:
     """memory_id -> audit entries, oldest first."""
     keys: UserKeys | None = None
     """The users' data keys (a purge deletes the user's)."""
-
-
-def key_text(key: Any) -> str:
-    """A table key as text (Faust tables iterate bytes keys, dicts str keys)."""
-    return key.decode() if isinstance(key, bytes) else str(key)
 
 
 def composite_key(*parts: str) -> str:

@@ -1,4 +1,5 @@
-"""The `users` table: per user, the memory count, the user's clock and blocked topics.
+"""The `users` table: per user, the memory count, the user's clock and blocked topics, and the
+proactivity feedback (read by `streams.proactivity.policy`).
 
 Keyed by user_id, so the web routes use it to find the worker that owns a user.
 """
@@ -8,6 +9,9 @@ from datetime import datetime
 from typing import Any
 
 from streams.memory.tables import Table
+
+PROACTIVITY_KEY = "proactivity"
+"""The user's proactivity rate state in their record: what `streams.proactivity.policy` reads."""
 
 
 def user_info(users: Table, user_id: str, clock: datetime) -> dict[str, Any]:
@@ -32,3 +36,14 @@ def user_clock(users: Table, user_id: str) -> datetime | None:
 def blocked_topics(users: Table, user_id: str) -> list[str]:
     """The topics the user asked memstream never to store facts about."""
     return list((users.get(user_id) or {}).get("blocked_topics", []))
+
+
+def record_proactivity_feedback(users: Table, user_id: str, acted: bool) -> dict[str, Any]:
+    """Note that the consumer acted on (or ignored) a proactivity candidate of the user (the
+    `proactivity_feedback` command); return the new rate state."""
+    info = dict(users.get(user_id) or {})
+    rate = dict(info.get(PROACTIVITY_KEY) or {})
+    rate["ignored_streak"] = 0 if acted else int(rate.get("ignored_streak", 0)) + 1
+    info[PROACTIVITY_KEY] = rate
+    users[user_id] = info
+    return rate

@@ -18,16 +18,16 @@ the importance-1 memories, many of them asked about later, on the way to a purge
 captured after the turn): an update, a merge and a correction (a supersede) change what is
 known and are never limited, nor is a fact the user asked to keep (pinned). A correction or a
 promotion still counts as a new semantic memory of its hour.
+
+This module holds the rules on one memory, below the index (which records `spends` per row);
+the count against the budget is made where a candidate is applied
+(`streams.memory.candidates`), over the index.
 """
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from datetime import timedelta
 
 from streams.memory.model import Memory
-
-if TYPE_CHECKING:
-    from streams.memory.vector_index import UserIndex
 
 WINDOW = timedelta(hours=1)
 OVER_TAG = "over_write_budget"
@@ -37,14 +37,6 @@ def spends(memory: Memory) -> bool:
     """Whether `memory` counts against its hour's budget: semantic, not pinned, not stored past
     the budget."""
     return memory.type == "semantic" and not memory.pinned and OVER_TAG not in memory.tags
-
-
-def within(user_index: UserIndex, ts: datetime, limit: int) -> bool:
-    """Whether a new memory at event time `ts` fits the user's budget: fewer than `limit` of
-    their memories that `spends` were created in the hour up to `ts`. `limit` 0: no budget."""
-    if limit <= 0:
-        return True
-    return user_index.count_created(ts - WINDOW, ts) < limit
 
 
 def down_ranked(memory: Memory) -> Memory:

@@ -19,6 +19,7 @@ from streams.errors import MemstreamError
 from streams.settings import Settings
 from streams.memory.access import record_reads
 from streams.memory.applied import Applied
+from streams.memory import commands as memory_commands
 from streams.memory.commands import CommandError
 from streams.memory.store import MemoryStore
 from streams.observability import metrics
@@ -137,7 +138,7 @@ async def apply_command(store: MemoryStore, embed: Embed, outputs: Outputs, comm
         return Applied("applied", "")
     text = command.text if command.kind == "edit" else command.query
     vector = (await embed([text]))[0] if text else None
-    applied = store.state().apply_command(command, vector)
+    applied = memory_commands.apply_command(store.state(), command, vector)
     for event in applied.events:
         await outputs.event(event)
     if command.turn_id:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from streams.errors import InvalidRecord
+from streams.memory.candidates import apply_candidate, check_band
 from streams.memory.commands import CommandError
 from streams.memory.store import MemoryStore
 from streams.memory.vector_index import decode_sized
@@ -39,7 +40,7 @@ from streams.privacy.payloads import open_record
 from streams.privacy.sealed import Sealer
 from streams.proactivity import ProactivityPolicy
 from streams.providers.embedders import Embed
-from streams.providers.llm import GuardedLLM
+from streams.guarded.llm import GuardedLLM
 from topics.candidates import CANDIDATE_RECORD, Candidate, ChatCommand
 from topics.progress import TurnProgress
 
@@ -142,9 +143,9 @@ class DedupStage:
             same_fact = {
                 m.id: await self.llm.same_fact(fact.summary, m.summary, a_entities=fact.entities,
                                                b_entities=m.entities)
-                for m in current.check_band(candidate, vector)[:2]
+                for m in check_band(current, candidate, vector)[:2]
             }
-        applied = current.apply(candidate, vector, same_fact)
+        applied = apply_candidate(current, candidate, vector, same_fact)
         stored = None
         if not applied.replayed:
             stored = current.memory(applied.memory_id)  # a correction said as an event is semantic

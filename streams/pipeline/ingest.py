@@ -30,7 +30,7 @@ from streams.pipeline.records import Record, RecordScope, StageClock, no_scope
 from streams.privacy.placement import check_routed
 from streams.privacy.user_keys import UserKeys
 from streams.providers.embedders import Embed
-from streams.providers.llm import GuardedLLM
+from streams.guarded.llm import GuardedLLM
 from streams.write import policy
 from streams.write.contextual import FactTexts, context_of, fact_vectors
 from streams.write.episodic import Observed, observe, rules_from

@@ -14,9 +14,9 @@ from typing import Any
 
 import orjson
 
-from streams.memory.tables import Table, key_text
 from streams.privacy.crypto import SealError
 from streams.privacy.user_keys import UserKeys
+from streams.tables import Table, key_text
 from topics.sealed import Sealed
 
 UserOf = Callable[[str, Any], str]

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from streams.memory.tables import Table
 from streams.privacy import crypto
 from streams.privacy.crypto import MasterKeys, SealError
 from streams.privacy.placement import check_routed
+from streams.tables import Table
 
 HOUR_MS = 3_600_000
 CHANGELOG_CONFIGS: dict[str, str] = {

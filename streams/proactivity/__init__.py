@@ -1,4 +1,4 @@
 """Proactivity candidates on `memory.proactivity` (seed 000 §11): `streams.proactivity.policy`."""
-from streams.proactivity.policy import ProactivityPolicy, record_feedback
+from streams.proactivity.policy import ProactivityPolicy
 
-__all__ = ["ProactivityPolicy", "record_feedback"]
+__all__ = ["ProactivityPolicy"]

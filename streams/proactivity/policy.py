@@ -24,11 +24,12 @@ from streams.memory.decay import importance_norm
 from streams.memory.model import Memory
 from streams.write.sentiment import Sentiment, intensity_norm
 from streams.memory.tables import Table
+from streams.memory.users import PROACTIVITY_KEY
 from topics.proactivity import (
     ProactivityCandidate, ProactivityReason, ProactivityScores, ProactivityTone,
 )
 
-STATE_KEY = "proactivity"
+STATE_KEY = PROACTIVITY_KEY
 REASON_WEIGHT: dict[str, float] = {"check_in": 1.0, "upcoming": 1.0, "goal": 0.8, "celebrate": 0.6}
 GOAL_CATEGORIES = frozenset({"goals"})
 
@@ -93,17 +94,6 @@ class ProactivityPolicy:
             return False
         last = rate.get("last_sent")
         return last is None or ts - datetime.fromisoformat(last) >= self.interval(rate)
-
-
-def record_feedback(users: Table, user_id: str, acted: bool) -> dict[str, Any]:
-    """Note that the consumer acted on (or ignored) a candidate of the user; return the new
-    rate state."""
-    info = dict(users.get(user_id) or {})
-    rate = dict(info.get(STATE_KEY) or {})
-    rate["ignored_streak"] = 0 if acted else int(rate.get("ignored_streak", 0)) + 1
-    info[STATE_KEY] = rate
-    users[user_id] = info
-    return rate
 
 
 def intensity_of(memory: Memory) -> float:

@@ -3,13 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from topics.events import EVENT_KINDS
+
 MAX_BULLETS = 3
-_SIGNS = {
-    "created": "+created", "updated": "↑updated", "merged": "↔merged", "superseded": "↻superseded",
-    "soft_deleted": "-deleted", "deleted": "-deleted", "restored": "↺restored", "linked": "~linked",
-    "archived": "↓archived", "purged": "×purged",
-    "consolidated": "⊕consolidated", "promoted": "⇑promoted",
-}
 
 
 def render_delta(since_rev: int, changes: Sequence[dict[str, Any]]) -> str:
@@ -18,7 +14,7 @@ def render_delta(since_rev: int, changes: Sequence[dict[str, Any]]) -> str:
         return ""
     lines = [f"Memory updates since rev {since_rev}:"]
     for change in changes[:MAX_BULLETS]:
-        sign = _SIGNS.get(change["kind"], change["kind"])
+        sign = EVENT_KINDS[change["kind"]].delta_sign  # each kind's sign: topics.events
         if change["kind"] == "purged":  # a purged memory left no content to show
             lines.append(f"- {sign}: a memory forgotten earlier is gone for good")
             continue

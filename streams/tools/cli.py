@@ -455,7 +455,8 @@ def keys_rotate(
     unwrap; the new one wraps. Then start the workers with MEMSTREAM_MASTER_KEY=NEW,OLD, and
     later NEW alone (docs/privacy.md)."""
     from streams.privacy.crypto import MasterKeys, decode_key, master_keys_of
-    from streams.privacy.rotation import UnwrappableKeys, WorkersRunning, rotate_changelog
+    from streams.privacy.rotation import UnwrappableKeys
+    from streams.tools.key_rotation import WorkersRunning, rotate_changelog
     from streams.tools.unseal import changelog_topic
 
     settings = get_settings()

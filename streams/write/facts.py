@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from streams.write import policy, procedural
 from streams.write.extraction import RulesExtractor
@@ -15,8 +15,15 @@ from topics.candidates import Candidate, Fact
 from topics.commands import Command
 from topics.turns import Turn
 
-if TYPE_CHECKING:
-    from streams.providers.llm import GuardedLLM
+
+class FactsLLM(Protocol):
+    """The two questions `FactPipeline.afacts` asks a model, each always answered (by the rules
+    when the model does not): `streams.guarded.llm.GuardedLLM`, which sits above the write rules
+    it falls back to, and so is not imported here."""
+
+    async def trigger(self, turn: Turn, context_turns: Sequence[Turn] = ()) -> TriggerDecision: ...
+
+    async def extract(self, turn: Turn, context_turns: Sequence[Turn] = ()) -> list[Fact]: ...
 
 
 @dataclass
@@ -60,7 +67,7 @@ class FactPipeline:
         facts = [procedure] if procedure is not None else self.extractor.extract(turn)
         return self._filter(decision, facts, blocked_topics)
 
-    async def afacts(self, turn: Turn, blocked_topics: Sequence[str], llm: GuardedLLM,
+    async def afacts(self, turn: Turn, blocked_topics: Sequence[str], llm: FactsLLM,
                      context: Sequence[Turn] = ()) -> TurnFacts:
         """The same, with the LLM trigger and classifier (each falls back to the rules)."""
         procedure = procedural.procedure_fact(turn, self.write.summary_max_chars)

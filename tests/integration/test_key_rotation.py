@@ -17,7 +17,7 @@ from aiokafka import AIOKafkaProducer
 from streams.app.topic_admin import create_topics, topic_configs
 from streams.privacy.crypto import encode_key, new_key
 from streams.privacy.placement import partition_for
-from streams.privacy.rotation import group_members
+from streams.tools.key_rotation import group_members
 from streams.privacy.user_keys import CHANGELOG_CONFIGS
 from streams.tools.broker import EmbeddedBroker
 from streams.tools.unseal import changelog_topic, read_table

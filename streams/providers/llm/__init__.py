@@ -1,7 +1,8 @@
 """Tiny-LLM providers (docs/architecture.md#write-path, §6): Anthropic or Bedrock behind one interface, rules behind both.
 
-The pipeline uses `GuardedLLM` (built with `GuardedLLM.from_settings`); its methods always answer,
-from the model within the time budget or from the rules.
+The pipeline uses them through `streams.guarded.llm.GuardedLLM` (built with
+`GuardedLLM.from_settings`); its methods always answer, from the model within the time budget or
+from the rules.
 """
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ from streams.providers.llm.errors import (
     LLMUnavailable,
 )
 from streams.providers.llm.factory import NO_LLM_MESSAGE, create_provider
-from streams.providers.llm.guarded import GuardedLLM
 
 if TYPE_CHECKING:
     from streams.providers.llm.anthropic_provider import AnthropicProvider
@@ -42,7 +42,6 @@ __all__ = [
     "NO_LLM_MESSAGE",
     "AnthropicProvider",
     "BedrockProvider",
-    "GuardedLLM",
     "LLMConfigError",
     "LLMError",
     "LLMInvalidOutput",

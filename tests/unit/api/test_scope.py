@@ -13,6 +13,7 @@ from streams.api.command_ids import command_id
 from streams.api.query import delta_of, scoped_items
 from streams.api.scope import BLOCKED_TOPICS_CATEGORY, Scope
 from streams.memory.blocked_topics import set_topic_blocked
+from streams.memory.commands import apply_command
 from streams.memory.model import Memory
 from streams.memory.state import MemoryState
 from streams.memory.vector_index import UserIndex, VectorIndex
@@ -85,7 +86,7 @@ def test_the_delta_header_shows_only_changes_of_the_callers_categories():
     for memory in (mem("p", "Personal", "Ana is allergic to peanuts."),
                    mem("g", "Goals", "Ana plans to run a marathon.")):
         s.store(memory, np.asarray([1.0, 0.0], dtype=np.float32))
-        s.apply_command(Command(command_id=f"del-{memory.id}", kind="delete", user_id="ana",
+        apply_command(s, Command(command_id=f"del-{memory.id}", kind="delete", user_id="ana",
                                 ts=NOW, memory_id=memory.id), None)
     rev, since, header = delta_of(s, "ana", "commands", 0, planner())
     assert (rev, since) == (2, 0)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from streams.settings import Settings
+from streams.memory.candidates import apply_candidate
 from streams.memory.model import Memory
 from streams.memory.state import MemoryState
 from streams.memory.vector_index import VectorIndex
@@ -18,7 +19,8 @@ from streams.pipeline.tables import stage_tables
 from streams.privacy.crypto import new_key
 from streams.privacy.sealed import TABLE_OWNERS
 from streams.providers.embedders import MINILM_PROFILE
-from streams.providers.llm import AnthropicProvider, GuardedLLM
+from streams.guarded.llm import GuardedLLM
+from streams.providers.llm import AnthropicProvider
 from tests.unit.providers.conftest import (  # noqa: F401 - fake_api is a fixture
     AMPLE_BUDGETS,
     FakeMessagesAPI,
@@ -62,7 +64,7 @@ class Memories:
             fact = {"category": "Conversation_Summary", "tags": ["episode"], **fact}
         candidate = Candidate(turn=turn, fact=Fact(type=type, summary=summary, **fact),  # type: ignore[arg-type]
                               fact_index=0, fact_count=1, confidence=0.9)
-        applied = self.state.apply(candidate, self.vector(summary))
+        applied = apply_candidate(self.state, candidate, self.vector(summary))
         memory = self.state.memory(applied.memory_id)
         assert memory is not None
         return memory

@@ -7,7 +7,7 @@ from streams.lifecycle.consolidation import ConsolidationConfig, ConsolidationPa
 from streams.lifecycle.pass_kit import vectors_of
 from streams.memory.model import Memory
 from streams.memory.vector_index import VectorIndex, decode_vector
-from streams.providers.llm import GuardedLLM
+from streams.guarded.llm import GuardedLLM
 from streams.read.delta import render_delta
 from streams.settings import LifecycleSettings
 from tests.unit.lifecycle.conftest import USER, FakeMessagesAPI, Memories, Reply, day, snapshot

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from streams.settings import Settings
 from streams.lifecycle.insights import InsightPass
-from streams.providers.llm import GuardedLLM
+from streams.guarded.llm import GuardedLLM
 from tests.unit.lifecycle.conftest import USER, FakeMessagesAPI, Memories, Reply, day, snapshot
 
 INSIGHT = {"summary": "Ana trusts advice more when the trade-offs are spelled out.",

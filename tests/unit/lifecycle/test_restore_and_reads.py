@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from streams.memory.commands import CommandError
+from streams.memory.commands import CommandError, apply_command
 from streams.read.delta import render_delta
 from streams.read.ranking import score
 from tests.unit.lifecycle.test_forgetting import T0, memory, run, seeded
@@ -21,7 +21,7 @@ def restore(memory_id: str, days: float) -> Command:
 async def test_restore_within_the_window_is_a_use_and_after_the_purge_an_error():
     s = seeded(memory("a"), memory("b"))
     await run(s, 61)
-    s.apply_command(restore("a", 70), None)
+    apply_command(s, restore("a", 70), None)
     a = s.memory("a")
     assert a is not None and a.state == "active" and a.purge_at is None
     assert a.last_accessed == T0 + timedelta(days=70), "restored is used: not forgotten at once"
@@ -29,7 +29,7 @@ async def test_restore_within_the_window_is_a_use_and_after_the_purge_an_error()
     await run(s, 91)
     assert s.memory("b").state == "purged"  # type: ignore[union-attr]
     with pytest.raises(CommandError):
-        s.apply_command(restore("b", 92), None)
+        apply_command(s, restore("b", 92), None)
 
 
 async def test_the_delta_header_shows_each_transition_once_and_a_purge_without_content():

@@ -9,7 +9,7 @@ import pytest
 
 from streams.memory import applied
 from streams.memory.applied import WriteSet, patch_of, patched
-from streams.memory.candidates import _apply
+from streams.memory.candidates import _apply, apply_candidate
 from streams.memory.documents import candidate_id
 from streams.memory.state import MemoryState
 from streams.memory.tables import candidate_key
@@ -40,16 +40,16 @@ def test_a_worker_killed_between_the_record_and_its_writes_ends_as_if_uninterrup
     first, second = cand("1", "Ana has a dog named Luna."), cand("2", "Ana lives in Lisbon.")
     whole = state()
     for c, v in ((first, vec(1, 0)), (second, vec(0.6, 0.8))):
-        whole.apply(c, v)
+        apply_candidate(whole, c, v)
 
     killed = state()
-    killed.apply(first, vec(1, 0))
+    apply_candidate(killed, first, vec(1, 0))
     writes = WriteSet(killed.tables)  # the second candidate, killed right after its record
     result = _apply(killed.over(writes.tables), second, vec(0.6, 0.8), None, candidate_id(second))
     applied.remember(killed.tables.applied, candidate_key("u", candidate_id(second)), result,
                      writes.listed())
     assert candidate_id(second) not in killed.tables.memories
-    again = killed.apply(second, vec(0.6, 0.8))
+    again = apply_candidate(killed, second, vec(0.6, 0.8))
 
     assert again.replayed and again.events == result.events
     assert contents(killed) == contents(whole)
@@ -60,15 +60,15 @@ def test_a_worker_killed_between_the_record_and_its_writes_ends_as_if_uninterrup
 def test_a_replay_writes_again_what_a_recovery_rolled_back():
     first, second = cand("1", "Ana has a dog named Luna."), cand("2", "Ana walks Luna every morning.")
     s = state()
-    s.apply(first, vec(1, 0))
+    apply_candidate(s, first, vec(1, 0))
     after_first = dict(s.tables.memories.items())
-    s.apply(second, vec(0.9, 0.436))  # links both memories
+    apply_candidate(s, second, vec(0.9, 0.436))  # links both memories
     whole = contents(s)
     for key, value in after_first.items():  # the changelog's older values, re-applied
         s.tables.memories[key] = value
     assert contents(s) != whole
-    s.apply(first, vec(1, 0))
-    s.apply(second, vec(0.9, 0.436))
+    apply_candidate(s, first, vec(1, 0))
+    apply_candidate(s, second, vec(0.9, 0.436))
     assert contents(s) == whole
 
 
@@ -76,9 +76,9 @@ def test_a_replay_writes_again_what_a_recovery_rolled_back():
 def test_an_old_candidate_re_sent_later_changes_nothing(change):
     first = cand("1", "Ana has a dog named Luna.")
     s = state()
-    memory_id = s.apply(first, vec(1, 0)).memory_id
+    memory_id = apply_candidate(s, first, vec(1, 0)).memory_id
     doc = dict(s.tables.memories[memory_id])
     s.tables.memories[memory_id] = {**doc, change: True if change == "pinned" else "Ana has a cat."}
     later = contents(s)
-    s.apply(first, vec(1, 0))
+    apply_candidate(s, first, vec(1, 0))
     assert contents(s) == later

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 from streams.memory import consent
-from streams.memory.commands import CommandError
-from streams.memory.consent import ConsentConfig
+from streams.memory.candidates import apply_candidate
+from streams.memory.commands import CommandError, apply_command
+from streams.memory.config import ConsentConfig
 from streams.memory.state import MemoryState
 from streams.memory.vector_index import VectorIndex
 from streams.pipeline.tables import stage_tables
@@ -55,8 +56,8 @@ def active(s: MemoryState) -> list[str]:
 
 def lived_then_moved(s: MemoryState) -> str:
     """Lisbon applied (a first value), Berlin proposed; the proposal's id."""
-    assert s.apply(said("1", "Ana lives in Lisbon.", "profile:home:city"), vec(1, 0)).outcome == "created"
-    held = s.apply(said("2", "Ana moved to Berlin.", "profile:home:city", minutes=5), vec(0.6, 0.8))
+    assert apply_candidate(s, said("1", "Ana lives in Lisbon.", "profile:home:city"), vec(1, 0)).outcome == "created"
+    held = apply_candidate(s, said("2", "Ana moved to Berlin.", "profile:home:city", minutes=5), vec(0.6, 0.8))
     assert held.outcome == "proposed"
     return held.memory_id
 
@@ -80,7 +81,7 @@ def test_a_sensitive_change_waits_and_the_registry_lists_it():
 def test_consent_applies_it_supersedes_the_old_value_and_audits_the_decision():
     s = state()
     pid = lived_then_moved(s)
-    result = s.apply_command(consent_cmd("c1", 60, proposal_id=pid), None)
+    result = apply_command(s, consent_cmd("c1", 60, proposal_id=pid), None)
     assert [e.kind for e in result.events] == ["created", "superseded", "updated"]
     assert active(s) == ["Ana moved to Berlin."]
     berlin = s.memory(result.events[0].memory_id)
@@ -91,15 +92,15 @@ def test_consent_applies_it_supersedes_the_old_value_and_audits_the_decision():
     assert s.history(pid)[-1]["actor"] == "registry"
     assert consent.pending_proposals(s, "u", None) == []
     # the same command again changes nothing; another one for the decided proposal is refused
-    assert s.apply_command(consent_cmd("c1", 60, proposal_id=pid), None).replayed
+    assert apply_command(s, consent_cmd("c1", 60, proposal_id=pid), None).replayed
     with pytest.raises(CommandError):
-        s.apply_command(consent_cmd("c2", 61, proposal_id=pid), None)
+        apply_command(s, consent_cmd("c2", 61, proposal_id=pid), None)
 
 
 def test_a_rejected_proposal_leaves_the_old_value_and_is_audited():
     s = state()
     pid = lived_then_moved(s)
-    result = s.apply_command(consent_cmd("c1", 60, "reject", pid), None)
+    result = apply_command(s, consent_cmd("c1", 60, "reject", pid), None)
     assert [e.meta["decision"] for e in result.events] == ["rejected"]
     assert active(s) == ["Ana lives in Lisbon."]
     assert verbs(s, pid) == ["CONSENT_PROPOSED", "CONSENT_REJECTED"]
@@ -110,32 +111,32 @@ def test_a_proposal_expires_after_seven_days_of_event_time():
     pid = lived_then_moved(s)
     assert consent.pending_proposals(s, "u", T0 + timedelta(days=7, minutes=6)) == []
     # the next change of the user, in event time, expires it for good
-    later = s.apply(said("3", "Ana has a cat named Miso.", "profile:pet:miso:name",
+    later = apply_candidate(s, said("3", "Ana has a cat named Miso.", "profile:pet:miso:name",
                          minutes=7 * 24 * 60 + 10), vec(0, 1))
     assert [e.meta.get("decision") for e in later.events][0] == "expired"
     assert verbs(s, pid) == ["CONSENT_PROPOSED", "CONSENT_EXPIRED"]
     with pytest.raises(CommandError):
-        s.apply_command(consent_cmd("c1", 7 * 24 * 60 + 20, proposal_id=pid), None)
+        apply_command(s, consent_cmd("c1", 7 * 24 * 60 + 20, proposal_id=pid), None)
     assert "Ana lives in Lisbon." in active(s)
 
 
 def test_a_chat_acknowledgement_answers_the_threads_recent_proposal_only():
     s = state()
     lived_then_moved(s)
-    elsewhere = s.apply_command(consent_cmd("ack-other-thread", 6, thread="t2"), None)
+    elsewhere = apply_command(s, consent_cmd("ack-other-thread", 6, thread="t2"), None)
     assert elsewhere.events == [] and active(s) == ["Ana lives in Lisbon."]
-    too_late = s.apply_command(consent_cmd("ack-late", 5 + 31), None)
+    too_late = apply_command(s, consent_cmd("ack-late", 5 + 31), None)
     assert too_late.events == [] and active(s) == ["Ana lives in Lisbon."]
     s2 = state()
     lived_then_moved(s2)
-    s2.apply_command(consent_cmd("ack", 6), None)
+    apply_command(s2, consent_cmd("ack", 6), None)
     assert active(s2) == ["Ana moved to Berlin."]
 
 
 def test_a_newer_proposal_for_the_field_replaces_the_pending_one():
     s = state()
     first = lived_then_moved(s)
-    second = s.apply(said("3", "Ana moved to Porto.", "profile:home:city", minutes=10), vec(0, 1))
+    second = apply_candidate(s, said("3", "Ana moved to Porto.", "profile:home:city", minutes=10), vec(0, 1))
     assert second.outcome == "proposed"
     assert verbs(s, first) == ["CONSENT_PROPOSED", "CONSENT_REPLACED"]
     assert [p["id"] for p in consent.pending_proposals(s, "u", None)] == [second.memory_id]
@@ -143,37 +144,37 @@ def test_a_newer_proposal_for_the_field_replaces_the_pending_one():
 
 def test_a_benign_change_applies_once_corroborated_or_from_a_trusted_source():
     s = state()
-    s.apply(said("1", "Ana prefers detailed answers.", "profile:tone"), vec(1, 0))
-    held = s.apply(said("2", "Ana prefers short answers.", "profile:tone", minutes=1), vec(0, 1))
+    apply_candidate(s, said("1", "Ana prefers detailed answers.", "profile:tone"), vec(1, 0))
+    held = apply_candidate(s, said("2", "Ana prefers short answers.", "profile:tone", minutes=1), vec(0, 1))
     assert held.outcome == "proposed" and active(s) == ["Ana prefers detailed answers."]
-    again = s.apply(said("3", "Ana prefers short answers.", "profile:tone", minutes=2), vec(0, 1))
+    again = apply_candidate(s, said("3", "Ana prefers short answers.", "profile:tone", minutes=2), vec(0, 1))
     assert again.outcome == "superseded" and active(s) == ["Ana prefers short answers."]
     assert verbs(s, held.memory_id) == ["CONSENT_PROPOSED", "CONSENT_CORROBORATED"]
-    trusted = s.apply(said("4", "Ana prefers answers in bullet points.", "profile:tone", minutes=3,
+    trusted = apply_candidate(s, said("4", "Ana prefers answers in bullet points.", "profile:tone", minutes=3,
                            source="external"), vec(0.6, 0.8))
     assert trusted.outcome == "superseded"
 
 
 def test_first_values_and_other_keys_are_not_held():
     s = state()
-    assert s.apply(said("1", "Ana's name is Ana.", "profile:name"), vec(1, 0)).outcome == "created"
-    s.apply(said("2", "Ana's dog Luna is 3 years old.", "profile:pet:luna:age"), vec(0, 1))
-    changed = s.apply(said("3", "Ana's dog Luna is 4 years old.", "profile:pet:luna:age", minutes=1),
+    assert apply_candidate(s, said("1", "Ana's name is Ana.", "profile:name"), vec(1, 0)).outcome == "created"
+    apply_candidate(s, said("2", "Ana's dog Luna is 3 years old.", "profile:pet:luna:age"), vec(0, 1))
+    changed = apply_candidate(s, said("3", "Ana's dog Luna is 4 years old.", "profile:pet:luna:age", minutes=1),
                       vec(0.1, 1))
     assert changed.outcome == "superseded"
 
 
 def test_disabled_consent_applies_sensitive_changes_at_once():
     s = state(defaults.consent(enabled=False))
-    s.apply(said("1", "Ana lives in Lisbon.", "profile:home:city"), vec(1, 0))
-    assert s.apply(said("2", "Ana moved to Berlin.", "profile:home:city"), vec(0, 1)).outcome == "superseded"
+    apply_candidate(s, said("1", "Ana lives in Lisbon.", "profile:home:city"), vec(1, 0))
+    assert apply_candidate(s, said("2", "Ana moved to Berlin.", "profile:home:city"), vec(0, 1)).outcome == "superseded"
 
 
 def test_a_replayed_held_candidate_changes_nothing():
     s = state()
     lived_then_moved(s)
     snapshot = dict(s.tables.users), dict(s.tables.audit)
-    again = s.apply(said("2", "Ana moved to Berlin.", "profile:home:city", minutes=5), vec(0.6, 0.8))
+    again = apply_candidate(s, said("2", "Ana moved to Berlin.", "profile:home:city", minutes=5), vec(0.6, 0.8))
     assert again.replayed and again.outcome == "proposed"
     assert (dict(s.tables.users), dict(s.tables.audit)) == snapshot
 
@@ -197,10 +198,10 @@ def test_an_assistant_turn_is_never_an_acknowledgement():
 
 def test_a_proposal_keeps_the_fact_but_not_the_words_of_its_turn():
     s = state()
-    s.apply(said("1", "Ana lives in Lisbon.", "profile:home:city"), vec(1, 0))
+    apply_candidate(s, said("1", "Ana lives in Lisbon.", "profile:home:city"), vec(1, 0))
     c = said("2", "Ana moved to Berlin.", "profile:home:city", minutes=5)
     c = c.model_copy(update={"turn": c.turn.model_copy(update={"text": "I moved to Berlin, pw hunter2"})})
-    s.apply(c, vec(0.6, 0.8))
+    apply_candidate(s, c, vec(0.6, 0.8))
     assert "hunter2" not in str(s.tables.users["u"])
 
 
@@ -221,8 +222,8 @@ def test_consent_commands_need_their_arguments(fields, ok):
 
 def test_an_applied_change_is_linked_to_the_users_related_facts():
     s = state()
-    work = s.apply(said("0", "Ana works at a bakery in Berlin.", "profile:job"), vec(0.5, 0.85))
+    work = apply_candidate(s, said("0", "Ana works at a bakery in Berlin.", "profile:job"), vec(0.5, 0.85))
     pid = lived_then_moved(s)
-    result = s.apply_command(consent_cmd("c1", 60, proposal_id=pid), None)
+    result = apply_command(s, consent_cmd("c1", 60, proposal_id=pid), None)
     berlin = s.memory(result.events[0].memory_id)
     assert work.memory_id in berlin.relations, "linked as the candidate stage links a new fact"

@@ -7,6 +7,8 @@ from datetime import timedelta
 import pytest
 
 from streams.memory import consent
+from streams.memory.candidates import apply_candidate
+from streams.memory.commands import apply_command
 from streams.memory.state import MemoryState
 from tests.unit.memory.test_consent import T0, active, consent_cmd, state, vec, verbs
 from topics.candidates import Candidate, Fact
@@ -24,7 +26,7 @@ def said(turn_id: str, text: str, summary: str, key: str | None = "profile:home:
 
 
 def lives_in_lisbon(s: MemoryState) -> str:
-    lisbon = s.apply(said("1", "I live in Lisbon.", "Ana lives in Lisbon."), vec(1, 0))
+    lisbon = apply_candidate(s, said("1", "I live in Lisbon.", "Ana lives in Lisbon."), vec(1, 0))
     assert lisbon.outcome == "created"
     return lisbon.memory_id
 
@@ -46,8 +48,8 @@ def test_a_change_the_user_states_in_the_first_person_applies_at_once(text, summ
     first = {"profile:home:city": ("I live in Lisbon.", "Ana lives in Lisbon."),
              "profile:name": ("My name is Samantha.", "Ana's name is Samantha."),
              "profile:pronouns": ("My pronouns are she/her now.", "Ana's pronouns are she/her now.")}
-    old = s.apply(said("1", *first[key], key=key), vec(1, 0)).memory_id
-    changed = s.apply(said("2", text, summary, key=key, minutes=5), vec(0.6, 0.8))
+    old = apply_candidate(s, said("1", *first[key], key=key), vec(1, 0)).memory_id
+    changed = apply_candidate(s, said("2", text, summary, key=key, minutes=5), vec(0.6, 0.8))
     assert changed.outcome == "superseded"
     assert active(s) == [summary] and s.memory(old).state == "superseded"
     assert consent.pending_proposals(s, "u", None) == [] and marked(s) == {}
@@ -72,7 +74,7 @@ def test_a_change_the_user_states_in_the_first_person_applies_at_once(text, summ
 def test_any_other_change_waits_and_marks_the_current_value(candidate):
     s = state()
     lisbon = lives_in_lisbon(s)
-    held = s.apply(candidate, vec(0.6, 0.8))
+    held = apply_candidate(s, candidate, vec(0.6, 0.8))
     assert held.outcome == "proposed"
     assert active(s) == ["Ana lives in Lisbon."]
     current = s.memory(lisbon)
@@ -86,7 +88,7 @@ def test_any_other_change_waits_and_marks_the_current_value(candidate):
 
 
 def reported_berlin(s: MemoryState) -> str:
-    held = s.apply(said("2", "My friend says I live in Berlin now.", "Ana lives in Berlin.",
+    held = apply_candidate(s, said("2", "My friend says I live in Berlin now.", "Ana lives in Berlin.",
                         minutes=5), vec(0.6, 0.8))
     assert held.outcome == "proposed"
     return held.memory_id
@@ -99,10 +101,10 @@ def test_the_mark_goes_when_the_proposal_is_accepted_rejected_or_expires():
         reported_berlin(s)
         assert marked(s) == {"Ana lives in Lisbon.": "Ana lives in Berlin."}
     pid = consent.pending_proposals(accepted, "u", None)[0]["id"]
-    accepted.apply_command(consent_cmd("c1", 60, proposal_id=pid), None)
+    apply_command(accepted, consent_cmd("c1", 60, proposal_id=pid), None)
     assert active(accepted) == ["Ana lives in Berlin."] and marked(accepted) == {}
     pid = consent.pending_proposals(rejected, "u", None)[0]["id"]
-    rejected.apply_command(consent_cmd("c1", 60, "reject", pid), None)
+    apply_command(rejected, consent_cmd("c1", 60, "reject", pid), None)
     assert active(rejected) == ["Ana lives in Lisbon."] and marked(rejected) == {}
     consent.expire_due(expired, "u", T0 + timedelta(days=8), "lifecycle")
     assert active(expired) == ["Ana lives in Lisbon."] and marked(expired) == {}
@@ -112,10 +114,10 @@ def test_a_newer_proposal_moves_the_mark_and_the_users_own_statement_settles_it(
     s = state()
     lives_in_lisbon(s)
     first = reported_berlin(s)
-    second = s.apply(said("3", "My friend says I live in Porto now.", "Ana lives in Porto.",
+    second = apply_candidate(s, said("3", "My friend says I live in Porto now.", "Ana lives in Porto.",
                           minutes=10), vec(0, 1))
     assert marked(s) == {"Ana lives in Lisbon.": "Ana lives in Porto."}
-    own = s.apply(said("4", "I moved to Madrid.", "Ana moved to Madrid.", minutes=15), vec(0.8, 0.6))
+    own = apply_candidate(s, said("4", "I moved to Madrid.", "Ana moved to Madrid.", minutes=15), vec(0.8, 0.6))
     assert own.outcome == "superseded" and active(s) == ["Ana moved to Madrid."]
     assert consent.pending_proposals(s, "u", None) == []
     assert verbs(s, first) == ["CONSENT_PROPOSED", "CONSENT_REPLACED"]
@@ -128,7 +130,7 @@ def test_a_replayed_held_candidate_keeps_one_mark():
     lisbon = lives_in_lisbon(s)
     reported_berlin(s)
     before = s.memory(lisbon)
-    again = s.apply(said("2", "My friend says I live in Berlin now.", "Ana lives in Berlin.",
+    again = apply_candidate(s, said("2", "My friend says I live in Berlin now.", "Ana lives in Berlin.",
                          minutes=5), vec(0.6, 0.8))
     assert again.replayed and s.memory(lisbon) == before
 
@@ -137,7 +139,7 @@ def test_disabled_consent_applies_a_reported_change_without_a_mark():
 
     s = state(defaults.consent(enabled=False))
     lives_in_lisbon(s)
-    assert s.apply(said("2", "My friend says I live in Berlin now.", "Ana lives in Berlin.",
+    assert apply_candidate(s, said("2", "My friend says I live in Berlin now.", "Ana lives in Berlin.",
                         minutes=5), vec(0.6, 0.8)).outcome == "superseded"
     assert marked(s) == {}
 
@@ -150,7 +152,7 @@ def test_dont_remember_this_withdraws_the_proposal_of_the_turn_before_and_keeps_
     pid = reported_berlin(s)
     cmd = Command(command_id="t1:3:dont_remember", kind="dont_remember", user_id="u",
                   thread_id="t1", turn_id="3", ts=T0 + timedelta(minutes=6), actor="Ana")
-    result = s.apply_command(cmd, None)
+    result = apply_command(s, cmd, None)
     assert [e.meta.get("decision") for e in result.events] == ["rejected"]
     assert result.events[0].meta["taken_back"] is True
     assert s.memory(lisbon).state == "active" and marked(s) == {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from streams.memory.candidates import apply_candidate
 from streams.memory.model import Memory
 from streams.memory.vector_index import VectorIndex, decode_vector, encode_vector
 from streams.write.contextual import FactTexts, context_of, fact_vectors
@@ -20,8 +21,8 @@ def with_context(turn_id: str, summary: str, context: np.ndarray = CONTEXT):  # 
 
 def test_a_query_searches_by_summary_plus_context_and_the_write_side_by_the_summary() -> None:
     s = state()
-    made = s.apply(with_context("1", "Nate made it with coconut milk."), vec(1, 0))
-    plain = s.apply(cand("2", "Ana has a dog named Luna."), vec(-1, 0))
+    made = apply_candidate(s, with_context("1", "Nate made it with coconut milk."), vec(1, 0))
+    plain = apply_candidate(s, cand("2", "Ana has a dog named Luna."), vec(-1, 0))
     index = s.index.user("u")
     about_the_context = vec(0, 1)
     row, plain_row = index.row(made.memory_id), index.row(plain.memory_id)
@@ -31,15 +32,15 @@ def test_a_query_searches_by_summary_plus_context_and_the_write_side_by_the_summ
     assert index.query_similarities(vec(-1, 0))[plain_row] == pytest.approx(1.0, abs=1e-3)
     assert index.context_b64(plain.memory_id) is None
     # dedup compares summaries: the same summary said again merges, whatever its context
-    again = s.apply(with_context("3", "Nate made it with coconut milk.", np.asarray([0.0, -2.0])),
+    again = apply_candidate(s, with_context("3", "Nate made it with coconut milk.", np.asarray([0.0, -2.0])),
                     vec(1, 0))
     assert (again.outcome, again.memory_id) == ("updated", made.memory_id)
 
 
 def test_the_document_keeps_its_context_through_changes_and_a_rebuild() -> None:
     s = state()
-    made = s.apply(with_context("1", "Nate made it with coconut milk."), vec(1, 0))
-    s.apply(cand("2", "Nate made it with coconut milk."), vec(1, 0))  # a merge, from the index's copy
+    made = apply_candidate(s, with_context("1", "Nate made it with coconut milk."), vec(1, 0))
+    apply_candidate(s, cand("2", "Nate made it with coconut milk."), vec(1, 0))  # a merge, from the index's copy
     stored = s.memory(made.memory_id)
     assert stored is not None and stored.context_b64 is not None
     assert np.allclose(decode_vector(stored.context_b64), CONTEXT, atol=1e-2)
@@ -53,7 +54,7 @@ def test_the_document_keeps_its_context_through_changes_and_a_rebuild() -> None:
 
 def test_a_context_of_another_size_or_not_base64_is_ignored() -> None:
     s = state()
-    odd = s.apply(cand("1", "Ana likes tea.").model_copy(
+    odd = apply_candidate(s, cand("1", "Ana likes tea.").model_copy(
         update={"context_b64": encode_vector(np.ones(3))}), vec(1, 0))
     assert s.memory(odd.memory_id).context_b64 is None  # type: ignore[union-attr]
     index = VectorIndex(2)

@@ -6,6 +6,7 @@ import asyncio
 
 import numpy as np
 
+from streams.memory.candidates import apply_candidate
 from streams.memory.state import MemoryState
 from streams.memory.store import MemoryStore
 from streams.memory.vector_index import VectorIndex
@@ -31,7 +32,7 @@ def filled(count: int) -> MemoryState:
     tables = stage_tables({name: {} for name in TABLE_OWNERS}, {}, new_key()).memory
     s = MemoryState(tables, VectorIndex(DIM), CONFIG)
     for i in range(count):
-        assert s.apply(cand(str(i), f"Ana has {i} books."), vec()).outcome == "created"
+        assert apply_candidate(s, cand(str(i), f"Ana has {i} books."), vec()).outcome == "created"
     return s
 
 
@@ -69,7 +70,7 @@ def test_a_rebuild_overtaken_by_a_recovery_starts_over():
     async def scenario() -> None:
         async def recovery() -> None:
             late = MemoryState(s.tables, VectorIndex(DIM), CONFIG)
-            late.apply(cand("late", "Ana moved to Porto."), vec())
+            apply_candidate(late, cand("late", "Ana moved to Porto."), vec())
             store.mark_stale()
 
         rebuild = asyncio.create_task(store.ready(slice_size=5))

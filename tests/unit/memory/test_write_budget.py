@@ -6,6 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
+from streams.memory.candidates import apply_candidate
 from streams.memory.state import MemoryState
 from streams.memory.vector_index import VectorIndex
 from streams.pipeline.tables import stage_tables
@@ -31,7 +32,7 @@ def apply(s: MemoryState, n: int, summary: str, minutes: float, key: str | None 
     fact = Fact(type=kind, summary=summary, importance=4, entity_key=key)  # type: ignore[arg-type]
     vector = np.zeros(8, dtype=np.float32)
     vector[n % 8] = 1.0
-    applied = s.apply(Candidate(turn=turn, fact=fact, fact_index=0, fact_count=1, confidence=0.9), vector)
+    applied = apply_candidate(s, Candidate(turn=turn, fact=fact, fact_index=0, fact_count=1, confidence=0.9), vector)
     return applied, s.memory(applied.memory_id)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from streams.proactivity.policy import record_feedback
+from streams.memory.users import record_proactivity_feedback as record_feedback
 from streams.memory.model import Memory
 from tests import defaults
 

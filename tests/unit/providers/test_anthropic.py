@@ -11,10 +11,11 @@ import pytest
 
 from streams.memory.dedup import same_fact_heuristic
 from streams.write.extraction import RulesExtractor
-from streams.providers.llm import AnthropicProvider, GuardedLLM, Task
+from streams.guarded.llm import GuardedLLM
+from streams.providers.llm import AnthropicProvider, Task
 from streams.providers.llm.prompts import system_prompt
 from streams.write.trigger import TriggerDecision, rules_trigger
-from streams.providers.llm.guarded import Deadline
+from streams.guarded.llm import Deadline
 from tests.unit.providers.conftest import (
     AMPLE_BUDGETS,
     HANG_GUARD_S,

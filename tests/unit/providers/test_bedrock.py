@@ -14,7 +14,8 @@ from botocore.stub import ANY, Stubber
 
 from streams.memory.dedup import same_fact_heuristic
 from streams.write.extraction import RulesExtractor
-from streams.providers.llm import BedrockProvider, GuardedLLM, Task
+from streams.guarded.llm import GuardedLLM
+from streams.providers.llm import BedrockProvider, Task
 from streams.providers.llm.prompts import system_prompt
 from streams.write.trigger import TriggerDecision, rules_trigger
 from tests.unit.providers.conftest import AMPLE_BUDGETS, HANG_GUARD_S, fallbacks, settings, turn

@@ -7,11 +7,11 @@ import pytest
 
 from streams.memory.dedup import same_fact_heuristic
 from streams.write.extraction import RulesExtractor
+from streams.guarded.llm import GuardedLLM
 from streams.providers.llm import (
     NO_LLM_MESSAGE,
     AnthropicProvider,
     BedrockProvider,
-    GuardedLLM,
     LLMConfigError,
     create_provider,
 )

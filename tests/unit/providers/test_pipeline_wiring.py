@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from streams.app.worker import build_worker
-from streams.providers.llm import AnthropicProvider, GuardedLLM
+from streams.guarded.llm import GuardedLLM
+from streams.providers.llm import AnthropicProvider
 from tests.unit.agents.conftest import Captured, local_topics  # noqa: F401 - fixture
 from tests.unit.providers.conftest import AMPLE_BUDGETS, Reply, settings, turn
 from tests.unit.providers.test_anthropic import EXTRACT_OK, TEXT, TRIGGER_OK

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from streams.privacy import rotation
+from streams.tools import key_rotation as rotation
 from streams.tools import unseal
 
 SECURE = {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512"}
