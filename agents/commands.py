@@ -1,23 +1,18 @@
 """Stage — commands: `memory.commands` (chat hot path, registry, admin) → `memory.events`.
 
-The work is `streams.pipeline.commands.CommandsStage`.
+The work is `streams.pipeline.commands.CommandsStage`; what it reads and writes is declared in
+`streams.app.topology.STAGES`.
 """
 from __future__ import annotations
 
 from faust.types import AgentT
 
+from agents.consume import one_by_one
 from streams.app.factory import MemstreamApp
-from streams.app.faust_compat import record_of
-from streams.pipeline.commands import CommandsStage
+from streams.app.stage_kit import StageListeners
+from streams.app.topology import Stage
 
 
-def register(app: MemstreamApp) -> AgentT:
-    stage = CommandsStage(app.settings, app.store, app.services.embed, app.outputs,
-                          observer=app.command_waiter)
-
-    async def commands(stream):  # type: ignore[no-untyped-def]
-        """Consume `memory.commands`; yields each outcome."""
-        async for event in stream.events():
-            yield await stage.handle(record_of(event))
-
-    return app.faust.agent(app.topics.commands, name="commands")(commands)
+def register(app: MemstreamApp, stage: Stage, listeners: StageListeners) -> AgentT:
+    """The commands agent; `listeners.commands` hears each command's outcome."""
+    return one_by_one(app, stage, stage.build(app.kit, listeners))

@@ -7,7 +7,7 @@ destination gave up on. Offsets never run ahead of the writes: an event is acked
 records are safe (see `sinks/routing.py`).
 
 With no destination configured (`OPENSEARCH_URL`, `S3VECTORS_BUCKET` + `S3VECTORS_INDEX` unset)
-no agent is registered: the worker does not even subscribe to `memory.events` for it.
+no agent is registered (the stage's `enabled` in `streams.app.topology.STAGES`): the worker does not even subscribe to `memory.events` for it.
 """
 from __future__ import annotations
 
@@ -17,11 +17,14 @@ from collections.abc import Awaitable, Callable
 
 from faust.types import AgentT, EventT
 
-from sinks.routing import Ack, SinkPlan, Tables, configured, make_plans, parse_event, route
+from sinks.routing import Ack, SinkPlan, Tables, make_plans, parse_event, route
 from streams.app.factory import MemstreamApp
+from streams.app.stage_kit import StageListeners
+from streams.app.topology import Stage
 from streams.privacy.crypto import SealError
 from streams.privacy.payloads import open_event
 from streams.privacy.sealed import Sealer
+from topics import names
 from topics.sinks_dlq import SinkDeadLetter
 
 log = logging.getLogger(__name__)
@@ -56,12 +59,10 @@ async def handle(event: EventT, plans: list[SinkPlan], ack: Ack, audit: Tables, 
         return 0
 
 
-def register(app: MemstreamApp) -> AgentT | None:
-    """The sinks agent, when a destination is configured."""
-    if not configured(app.settings):
-        return None
-
+def register(app: MemstreamApp, stage: Stage, listeners: StageListeners) -> AgentT:
+    """The sinks agent (`agents.register_all` registers it when a destination is configured)."""
     sealer = app.sealed.sealer
+    dead_letters = app.topics.named(stage.dead_letters or names.MEMORY_SINKS_DLQ)
 
     async def send_dead_letter(letter: SinkDeadLetter) -> None:
         """To `memory.sinks.dlq`, keyed by user_id, the record sealed for its user; the content
@@ -69,8 +70,8 @@ def register(app: MemstreamApp) -> AgentT | None:
         if letter.record:
             letter = letter.model_copy(update={
                 "record": {}, "sealed": sealer.seal(letter.user_id, letter.record)})
-        await app.topics.sinks_dlq.send(key=letter.user_id.encode(),
-                                        value=letter.model_dump_json().encode())
+        await dead_letters.send(key=letter.user_id.encode(),
+                                value=letter.model_dump_json().encode())
 
     async def sinks(stream):  # type: ignore[no-untyped-def]
         """Route each event to the destinations, ack it when its records are safe."""
@@ -87,7 +88,7 @@ def register(app: MemstreamApp) -> AgentT | None:
             for plan in plans:
                 await plan.runner.stop()
 
-    return app.faust.agent(app.topics.events, name="sinks")(sinks)
+    return app.faust.agent(app.topics.named(stage.reads), name=stage.name)(sinks)
 
 
 def _acker(stream, event) -> Ack:  # type: ignore[no-untyped-def]

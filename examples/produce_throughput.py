@@ -24,7 +24,7 @@ from streams.app.topic_admin import create_topics
 from streams.client import AsyncMemstreamClient, MemstreamClient, Turn
 from streams.tools.broker import EmbeddedBroker
 from streams.tools.client import TurnProducer
-from topics.names import ALL_TOPICS
+from streams.app.topology import ALL_TOPICS
 
 
 def make_turns(count: int, users: int, tag: str) -> list[Turn]:

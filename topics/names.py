@@ -1,4 +1,5 @@
-"""Names of every topic (docs/architecture.md#topics). All are keyed by user_id and share one partition count."""
+"""Names of every topic (docs/architecture.md#topics). All are keyed by user_id and share one partition count;
+what each holds, and which stage reads and writes it, is declared in `streams/app/topology.py`."""
 from __future__ import annotations
 
 CHAT_TURNS = "chat.turns"
@@ -11,16 +12,3 @@ MEMORY_EVENTS = "memory.events"
 MEMORY_PROGRESS = "memory.progress"  # internal: one record per turn and stage outcome
 MEMORY_PROACTIVITY = "memory.proactivity"
 MEMORY_SINKS_DLQ = "memory.sinks.dlq"  # records a sink (OpenSearch, S3 Vectors) gave up on
-
-ALL_TOPICS: tuple[str, ...] = (
-    CHAT_TURNS,
-    CHAT_TURNS_DLQ,
-    MEMORY_COMMANDS,
-    MEMORY_COMMANDS_DLQ,
-    MEMORY_CANDIDATES,
-    MEMORY_CANDIDATES_DLQ,
-    MEMORY_EVENTS,
-    MEMORY_PROGRESS,
-    MEMORY_PROACTIVITY,
-    MEMORY_SINKS_DLQ,
-)

@@ -142,7 +142,7 @@ class RegistryView(MemstreamView):
         The caller names its commands `<key>`, `<key>:1`, …; each is sent under its namespaced id
         (`streams.api.command_ids`) and answered under its name."""
         wait = self.wait_seconds(request)
-        waiter = self.memstream.command_waiter
+        waiter = self.web_state.command_waiter
         principal = auth.principal_of(request)
         scope = self.scope(request)
         base_id = request.headers.get("Idempotency-Key") or uuid.uuid4().hex
@@ -371,7 +371,7 @@ class CommandStatus(RegistryView):
     @route_to_owner()
     async def get(self, request: Request, user_id: str, command_id: str) -> Response:
         wait = self.wait_seconds(request)
-        waiter = self.memstream.command_waiter
+        waiter = self.web_state.command_waiter
         scope = self.scope(request)
         sent_id = command_ids.command_id(auth.principal_of(request), command_id)
         outcome = self.applied_outcome(user_id, sent_id)

@@ -2,7 +2,7 @@
 
 The `sse` stage (`agents/sse.py`) consumes `memory.events` in the worker that owns each
 partition, keeps each user's last `SSE_REPLAY_EVENTS` events in the `recent_events` table (so
-the buffer moves with the partition; stored as a ring, `streams.api.recent_events`) and hands
+the buffer moves with the partition; stored as a ring, `streams.pipeline.recent_events`) and hands
 every new event to this worker's `Hub`, which fans it out to the user's connected clients. Each
 SSE message is `id: <event_id>`, `event: memory.<kind>`, `data: <MemoryEvent JSON>`.
 
@@ -32,7 +32,7 @@ from yarl import URL
 
 from streams.errors import MemstreamError
 from streams.api import auth
-from streams.api.recent_events import RecentEvents, after
+from streams.pipeline.recent_events import RecentEvents, after
 from streams.api.routing import FORWARDED, INVALID_USER_ID, is_user_id, owner_of
 from streams.api.scope import Scope
 from streams.api.views import MemstreamView, add_views
@@ -138,12 +138,12 @@ class UserEvents(MemstreamView):
                                      status=503, headers={"Retry-After": "1"})
         if dest is not None:
             return await self._proxy(request, dest)
-        app = self.memstream
+        app, hub = self.memstream, self.web_state.hub
         settings = app.settings
         scope = Scope.of(auth.principal_of(request), settings.read.categories_path)
         last_id = request.headers.get("Last-Event-ID") or request.query.get("last_event_id")
         try:  # subscribed before the buffer is read: nothing falls between
-            subscriber = app.hub.subscribe(user_id, StreamLimits.of(settings.api))
+            subscriber = hub.subscribe(user_id, StreamLimits.of(settings.api))
         except TooManyStreams as exc:
             return web.json_response({"error": f"{exc}; retry later"}, status=429,
                                      headers={"Retry-After": str(RETRY_AFTER_S)})
@@ -174,7 +174,7 @@ class UserEvents(MemstreamView):
         except ConnectionResetError:
             pass  # the client left while its backlog was being sent: no one to answer
         finally:
-            app.hub.unsubscribe(user_id, subscriber)
+            hub.unsubscribe(user_id, subscriber)
         return response
 
     async def _proxy(self, request: web.Request, dest: URL) -> web.StreamResponse:
@@ -202,12 +202,12 @@ class UserEvents(MemstreamView):
         await response.send(json.dumps(event), id=event["event_id"], event=f"memory.{event['kind']}")
 
 
-def register(app: MemstreamApp) -> None:
-    """Add the events route; streams end when this worker's partitions are revoked."""
+def register(app: MemstreamApp, hub: Hub) -> None:
+    """Add the events route; the streams of `hub` end when this worker's partitions are revoked."""
     add_views(app, {"/v1/users/{user_id}/events": UserEvents})
 
     @app.faust.on_partitions_revoked.connect
     async def end_streams_on_revoke(sender: Any, revoked: Any, **kwargs: Any) -> None:
         """Streams of users this worker may no longer own end; clients resume at the new owner."""
         if revoked:
-            app.hub.close_all()
+            hub.close_all()

@@ -8,6 +8,7 @@ from aiohttp import web
 from faust.web import View
 
 if TYPE_CHECKING:
+    from streams.api.state import WebState
     from streams.app.factory import MemstreamApp
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -15,11 +16,16 @@ Middleware = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
 
 
 class MemstreamView(View):
-    """A Faust view that knows the `MemstreamApp` of its worker."""
+    """A Faust view that knows the `MemstreamApp` of its worker, and the web layer's state."""
 
     @property
     def memstream(self) -> MemstreamApp:
         return self.app.memstream  # type: ignore[attr-defined, no-any-return]
+
+    @property
+    def web_state(self) -> WebState:
+        """The hub of SSE clients and the command waiter (`streams.api.state`)."""
+        return self.app.memstream_web  # type: ignore[attr-defined, no-any-return]
 
     def not_ready(self) -> web.Response | None:
         """A 503 while the worker's tables are recovering or a rebalance is under way."""

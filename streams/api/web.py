@@ -21,7 +21,10 @@ from faust.web import Request, Response
 
 from streams.api import auth, hardening, limits, openapi, registry, sse
 from streams.api.query import answer, parse_body, parse_params
+from streams.api.command_waiter import CommandWaiter
 from streams.api.routing import route_to_owner
+from streams.api.sse import Hub
+from streams.api.state import WebState
 from streams.api.views import MemstreamView, add_views, error
 from streams.observability import metrics
 from streams.read.categories import DEFAULT_PATH, load_policy
@@ -144,11 +147,15 @@ ROUTES = {
 }
 
 
-def register(app: MemstreamApp, extra_keys: Sequence[auth.KeyEntry] = ()) -> None:
-    """Add the auth middleware and every route to `app`'s web server (before it starts).
+def register(app: MemstreamApp, extra_keys: Sequence[auth.KeyEntry] = ()) -> WebState:
+    """Add the auth middleware and every route to `app`'s web server (before it starts), with
+    the state the routes keep (`streams.api.state`); returns that state, whose `listeners` the
+    stages are given.
 
     `extra_keys` are accepted besides the configured keys (`memstream run`'s dev admin key).
     """
+    state = WebState(Hub(app.settings.api.sse_queue_events), CommandWaiter())
+    state.attach(app.faust)
     web_app = app.faust.web.web_app
     auth.install(web_app, auth.KeySource.from_settings(app.settings, extra_keys))
     categories = app.settings.read.categories_path or DEFAULT_PATH
@@ -157,4 +164,5 @@ def register(app: MemstreamApp, extra_keys: Sequence[auth.KeyEntry] = ()) -> Non
     limits.install(web_app, app.settings.api)
     add_views(app, ROUTES)
     registry.register(app)
-    sse.register(app)
+    sse.register(app, state.hub)
+    return state

@@ -1,10 +1,11 @@
 """Building a worker's app: the Faust app with its topics and tables, and what its stages share.
 
 Nothing here runs at import. `create_app(settings)` returns a `MemstreamApp`; the worker entry
-point (`streams.app.worker.build_worker`) then adds the stages (`agents/`), the web routes
-(`streams.api.web`) and the timers. Tests and tools build their own app with their own
-settings, and may route the stages' output records elsewhere (`send=`, e.g. to in-process
-queues) or bring their own embedder or LLM.
+point (`streams.worker.build_worker`) then adds the web routes and their state
+(`streams.api.web`), the stages (`agents/`, as `streams.app.topology` declares them) and the
+timers. Tests and tools build their own app with their own settings, and may route the stages'
+output records elsewhere (`send=`, e.g. to in-process queues) or bring their own embedder or
+LLM.
 
 Follow a turn: `chat.turns` → `agents/ingest.py` → `streams/pipeline/ingest.py` (validate,
 trigger, extract, policy) → `memory.candidates` → `agents/dedup.py` →
@@ -18,46 +19,32 @@ from dataclasses import dataclass
 import faust
 from faust.types import TopicT
 
-from streams.api.command_waiter import CommandWaiter
-from streams.api.sse import Hub
-from streams.app.faust_compat import install_transport_fixes
+from streams.app.faust_compat import event_scope_of, use_transport_fixes
 from streams.app.kafka_security import faust_credentials
 from streams.app.services import Services
 from streams.settings import Settings
-from streams.memory.store import MemoryStore
-from streams.pipeline.tables import stage_tables
+from streams.app.stage_kit import build_stage_kit
+from streams.app.topology import ALL_TOPICS, DLQ_OF
 from streams.privacy.crypto import MasterKeys, master_keys_of, new_key
 from streams.privacy.user_keys import CHANGELOG_CONFIGS
-from streams.pipeline.outputs import Outputs, Sender
+from streams.pipeline.outputs import Sender
 from streams.providers.embedders import Embedder
 from streams.guarded.llm import GuardedLLM
-from topics import names
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
 class Topics:
-    """The topics the worker reads and writes, all raw bytes (docs/architecture.md#topics), so a bad record can be
-    dead-lettered untouched and every producer's user_id key hashes alike."""
+    """The worker's Faust topics, one per name of `streams.app.topology.ALL_TOPICS`, all raw
+    bytes (docs/architecture.md#topics), so a bad record can be dead-lettered untouched and every
+    producer's user_id key hashes alike."""
 
-    turns: TopicT
-    commands: TopicT
-    candidates: TopicT
-    events: TopicT
-    progress: TopicT
-    turns_dlq: TopicT
-    commands_dlq: TopicT
-    candidates_dlq: TopicT
-    sinks_dlq: TopicT
-    proactivity: TopicT
+    def __init__(self, topics: dict[str, TopicT]) -> None:
+        self._topics = topics
 
     def named(self, name: str) -> TopicT:
         """The topic called `name`."""
-        for topic in vars(self).values():
-            if name in topic.topics:
-                return topic
-        raise KeyError(name)
+        return self._topics[name]
 
 
 @dataclass(frozen=True)
@@ -114,11 +101,11 @@ UNSEALED = ("user_keys", "lifecycle")
 class MemstreamApp:
     """One worker's app: the Faust app, its topics and tables, and what the stages share.
 
-    `faust` is the Faust app and `tables` its raw tables; `sealed` the stages' view of them
-    (every value sealed for its user) with the users' data keys; `outputs` is how stages send;
-    `store` holds the memory tables and the vector index; `services` the embedder and the LLM;
-    `hub` the SSE clients of this worker; `command_waiter` the registry's pending `?wait=1`
-    requests.
+    `faust` is the Faust app and `tables` its raw tables; `kit` what its stages are built from
+    (`streams.app.stage_kit`): `sealed` the stages' view of the tables (every value sealed for
+    its user) with the users' data keys, `outputs` how stages send, `store` the memory tables
+    and the vector index, `services` the embedder and the LLM. The web layer keeps its own state
+    (`streams.api.state`).
     """
 
     def __init__(self, settings: Settings, faust_app: faust.App, topics: Topics, tables: Tables,
@@ -130,12 +117,12 @@ class MemstreamApp:
         self.tables = tables
         self.services = services
         raw = {name: getattr(tables, name) for name in TABLES if name not in UNSEALED}
-        self.sealed = stage_tables(raw, tables.user_keys, master_key)
-        self.outputs = Outputs(send or self._produce, self.sealed.sealer, settings.input.dlq_max_raw_bytes)
-        self.store = MemoryStore(self.sealed.memory, services.dedup_config)
-        self.ingest_tables = self.sealed.ingest
-        self.hub = Hub(settings.api.sse_queue_events)
-        self.command_waiter = CommandWaiter()
+        self.kit = build_stage_kit(settings, services, raw, tables.user_keys, tables.lifecycle,
+                                   master_key, send or self._produce, dlq_of=DLQ_OF,
+                                   record_scope=event_scope_of)
+        self.sealed = self.kit.sealed
+        self.outputs = self.kit.outputs
+        self.store = self.kit.store
         faust_app.memstream = self  # type: ignore[attr-defined]  # views find it from their app
         tables.memories.on_recover(self._memories_recovered)
         tables.user_keys.on_recover(self._keys_recovered)
@@ -168,10 +155,10 @@ class MemstreamApp:
 
 def create_faust_app(settings: Settings) -> faust.App:
     """A Faust app configured from `settings` (tables on `TABLE_STORE`, web server on, Kafka
-    security from KAFKA_SECURITY_PROTOCOL and the rest: `streams.app.kafka_security`)."""
-    install_transport_fixes(settings.kafka.kafka_fetch_max_wait_ms)
+    security from KAFKA_SECURITY_PROTOCOL and the rest: `streams.app.kafka_security`), consuming
+    and producing through `streams.app.faust_compat.MemstreamTransport`."""
     one_record = 1 if settings.kafka.kafka_one_record_batches else 16384
-    return faust.App(
+    app = faust.App(
         settings.kafka.app_id,
         broker=f"kafka://{settings.kafka.broker_url}",
         broker_credentials=faust_credentials(settings.kafka),
@@ -197,25 +184,20 @@ def create_faust_app(settings: Settings) -> faust.App:
         web_in_thread=False,
         logging_config=None,
     )
+    use_transport_fixes(app, settings.kafka.kafka_fetch_max_wait_ms)
+    return app
 
 
 def create_app(settings: Settings, *, send: Sender | None = None,
                embedder: Embedder | None = None, llm: GuardedLLM | None = None) -> MemstreamApp:
-    """A worker's app without stages or routes (see `streams.app.worker.build_worker`)."""
+    """A worker's app without stages or routes (see `streams.worker.build_worker`)."""
     app = create_faust_app(settings)
 
     def topic(name: str) -> TopicT:
         return app.topic(name, key_type=bytes, value_type=bytes, key_serializer="raw",
                          value_serializer="raw")
 
-    topics = Topics(
-        turns=topic(names.CHAT_TURNS), commands=topic(names.MEMORY_COMMANDS),
-        candidates=topic(names.MEMORY_CANDIDATES), events=topic(names.MEMORY_EVENTS),
-        progress=topic(names.MEMORY_PROGRESS), turns_dlq=topic(names.CHAT_TURNS_DLQ),
-        commands_dlq=topic(names.MEMORY_COMMANDS_DLQ),
-        candidates_dlq=topic(names.MEMORY_CANDIDATES_DLQ), sinks_dlq=topic(names.MEMORY_SINKS_DLQ),
-        proactivity=topic(names.MEMORY_PROACTIVITY),
-    )
+    topics = Topics({name: topic(name) for name in ALL_TOPICS})
     # Raw UTF-8 keys (Faust would serialise them as JSON unless key_type is bytes) hash like the
     # producers' user_id keys, so `route_to_owner` sends a web request to the worker that holds
     # the user. Code indexes the tables with str keys (encoded as UTF-8); iteration yields bytes.

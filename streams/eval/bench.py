@@ -68,7 +68,8 @@ from streams.eval.score_calibration import Point, answered, plot, reliability
 from streams.eval.recall import KS, RawTurnBaseline, RecallReport, duplicate_rate
 from streams.read.fusion import Retrieval
 from topics.events import MemoryEvent
-from topics.names import ALL_TOPICS, CHAT_TURNS, MEMORY_EVENTS, MEMORY_PROACTIVITY, MEMORY_PROGRESS
+from streams.app.topology import ALL_TOPICS
+from topics.names import CHAT_TURNS, MEMORY_EVENTS, MEMORY_PROACTIVITY, MEMORY_PROGRESS
 from topics.turns import Turn
 
 TurnKey = tuple[str, str, str]
@@ -529,7 +530,7 @@ def run_offline_bench(files: list[Path], console: Console, cross_validated: bool
     during the replay; `live_queries` replays once more reading memory before every turn, as a
     chat backend does (`streams.eval.live_chat`), and reports that recall too."""
     from streams.app.services import settings_embedder
-    from streams.pipeline.inprocess import InProcessPipeline
+    from streams.app.inprocess import InProcessPipeline
 
     settings = get_settings().with_values(lifecycle_enabled=lifecycle)
     embedder = settings_embedder(settings)  # EMBEDDER picks the kind, as in a worker

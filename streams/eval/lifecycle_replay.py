@@ -23,7 +23,7 @@ from streams.app.services import settings_embedder
 from streams.settings import Settings, get_settings
 from streams.eval.locomo import LocomoConversation, load_conversation
 from streams.eval.recall import KS, RecallReport
-from streams.pipeline.inprocess import InProcessPipeline
+from streams.app.inprocess import InProcessPipeline
 from streams.privacy.payloads import open_event
 from streams.providers.embedders import Embedder
 from topics import names

@@ -110,7 +110,7 @@ async def _points(files: Sequence[Path]) -> tuple[list[Point], str, str]:
     from streams.app.services import settings_embedder
     from streams.settings import get_settings
     from streams.eval.locomo import load_conversation
-    from streams.pipeline.inprocess import InProcessPipeline
+    from streams.app.inprocess import InProcessPipeline
 
     settings = get_settings()
     embedder = settings_embedder(settings)

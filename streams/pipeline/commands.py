@@ -5,7 +5,7 @@ Works on the same memory tables as dedup (co-partitioned by user_id). Outputs:
 `memory.commands.dlq` for records that are malformed or cannot apply. A `touch` (a query's
 read) refreshes `last_accessed` and `access_count` and announces nothing.
 
-Run by `agents/commands.py` in the worker and by `streams.pipeline.inprocess` without Kafka.
+Run by `agents/commands.py` in the worker and by `streams.app.inprocess` without Kafka.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from streams.errors import MemstreamError
-from streams.settings import Settings
+from streams.settings import InputSettings
 from streams.memory.access import record_reads
 from streams.memory.applied import Applied
 from streams.memory import commands as memory_commands
@@ -76,9 +76,10 @@ class CommandObserver(Protocol):
 class CommandsStage:
     """Commands in, memory events out."""
 
-    def __init__(self, settings: Settings, store: MemoryStore, embed: Embed, outputs: Outputs,
+    def __init__(self, limits: InputSettings, store: MemoryStore, embed: Embed, outputs: Outputs,
                  observer: CommandObserver | None = None) -> None:
-        self.settings = settings
+        """`limits`: the input limits a command record is checked against."""
+        self.limits = limits
         self.store = store
         self.embed = embed
         self.outputs = outputs
@@ -91,7 +92,7 @@ class CommandsStage:
         metrics.STAGE_RECORDS.labels(stage=STAGE).inc()
         command: Command | None = None
         try:
-            command = parse_command_record(record.value, record.key, self.settings.input.max_record_bytes)
+            command = parse_command_record(record.value, record.key, self.limits.max_record_bytes)
             command = open_command(self.outputs.sealer, command)
             await self.store.ready()
             applied = await apply_command(self.store, self.embed, self.outputs, command,

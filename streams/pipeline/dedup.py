@@ -12,7 +12,7 @@ Idempotency: a candidate's id is deterministic (user, source turn, fact index). 
 table remembers what each candidate did and the events it produced, so a replayed candidate
 (after a crash or a re-sent turn) changes nothing and re-sends the identical events.
 
-Run by `agents/dedup.py` in the worker and by `streams.pipeline.inprocess` without Kafka.
+Run by `agents/dedup.py` in the worker and by `streams.app.inprocess` without Kafka.
 """
 from __future__ import annotations
 

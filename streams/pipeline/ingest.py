@@ -5,7 +5,7 @@ the turn said — forget, "don't remember this" — in turn order with the facts
 (kind=candidate), `memory.progress` (what became of the turn) and `chat.turns.dlq` for bad
 records.
 
-Run by `agents/ingest.py` in the worker and by `streams.pipeline.inprocess` without Kafka.
+Run by `agents/ingest.py` in the worker and by `streams.app.inprocess` without Kafka.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Literal, TypeVar
 
-from streams.settings import Settings
+from streams.settings import ConsentSettings, EpisodicSettings, InputSettings, Settings, WriteSettings
 from streams.errors import InvalidRecord
 from streams.memory import applied, consent, ids
 from streams.memory.tables import Table, thread_key, turn_key, user_day_key
@@ -93,10 +93,24 @@ class TurnPlan:
                 else FactTexts(c.fact.summary, turn, previous) for c in self.candidates]
 
 
+@dataclass(frozen=True)
+class IngestSettings:
+    """The sections of the settings the ingest stage reads."""
+
+    input: InputSettings
+    write: WriteSettings
+    episodic: EpisodicSettings
+    consent: ConsentSettings
+
+    @classmethod
+    def of(cls, settings: Settings) -> IngestSettings:
+        return cls(settings.input, settings.write, settings.episodic, settings.consent)
+
+
 class IngestStage:
     """Turns in, candidates (or a hot-path command) out."""
 
-    def __init__(self, settings: Settings, tables: IngestTables, llm: GuardedLLM,
+    def __init__(self, settings: IngestSettings, tables: IngestTables, llm: GuardedLLM,
                  outputs: Outputs, now: Callable[[], datetime] = wall_clock,
                  embed: Embed | None = None, record_scope: RecordScope = no_scope) -> None:
         """`now` is the worker's clock, used only to refuse turns dated too far ahead; `embed`,

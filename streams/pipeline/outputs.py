@@ -1,12 +1,13 @@
 """What the stages send, and where. Every record is keyed by user_id (docs/architecture.md#topics).
 
 A stage never talks to Kafka itself: it sends through `Outputs`, whose `send` is the worker's
-producer (`streams.app.factory`) or, in process, a set of queues (`streams.pipeline.inprocess`).
+producer (`streams.app.factory`) or, in process, a set of queues (`streams.app.inprocess`);
+both build it the same way (`streams.app.stage_kit`).
 """
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from streams.observability import metrics
 from streams.observability.logs import describe_failure
@@ -26,23 +27,18 @@ log = logging.getLogger(__name__)
 Sender = Callable[[str, bytes | None, bytes], Awaitable[None]]
 """send(topic, key, value): produce one record."""
 
-# The dead-letter topic of each input topic.
-DLQ_OF = {
-    names.CHAT_TURNS: names.CHAT_TURNS_DLQ,
-    names.MEMORY_CANDIDATES: names.MEMORY_CANDIDATES_DLQ,
-    names.MEMORY_COMMANDS: names.MEMORY_COMMANDS_DLQ,
-}
-
-
 class Outputs:
     """Typed sends of the stages over one `Sender`, a user's content sealed for the user
     (`streams.privacy.payloads`). Dead letters keep at most `max_raw_bytes` of a record
-    (`streams.pipeline.dead_letters`)."""
+    (`streams.pipeline.dead_letters`) and go to the dead-letter topic of the record's topic in
+    `dlq_of` (`streams.app.topology.DLQ_OF`), `chat.turns.dlq` for a topic it does not name."""
 
-    def __init__(self, send: Sender, sealer: Sealer, max_raw_bytes: int = 262144) -> None:
+    def __init__(self, send: Sender, sealer: Sealer, max_raw_bytes: int = 262144,
+                 dlq_of: Mapping[str, str] | None = None) -> None:
         self.send = send
         self.sealer = sealer
         self.max_raw_bytes = max_raw_bytes
+        self.dlq_of = dict(dlq_of or {})
 
     async def event(self, event: MemoryEvent) -> None:
         await self.send(names.MEMORY_EVENTS, event.user_id.encode(),
@@ -85,7 +81,7 @@ class Outputs:
         try:
             letter = dead_letter_of(record, stage, reason, detail, self.max_raw_bytes, self.sealer,
                                     ref)
-            await self.send(DLQ_OF.get(record.topic, names.CHAT_TURNS_DLQ), record.key,
+            await self.send(self.dlq_of.get(record.topic, names.CHAT_TURNS_DLQ), record.key,
                             letter.model_dump_json().encode())
         except Exception as exc:  # noqa: BLE001 - the partition must move on
             metrics.DLQ_FAILURES.labels(stage=stage, reason=reason).inc()

@@ -1,7 +1,7 @@
 """The stages' view of the tables: every value sealed for its user (`streams.privacy`).
 
 The worker's app (`streams.app.factory`) passes its Faust tables, the in-process runner
-(`streams.pipeline.inprocess`) dicts; both get the same sealed wrappers.
+(`streams.app.inprocess`) dicts; both get the same sealed wrappers.
 """
 from __future__ import annotations
 

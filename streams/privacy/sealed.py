@@ -164,7 +164,7 @@ def user_is_key(key: str, value: Any) -> str:
 
 def user_first_in_key(key: str, value: Any) -> str:
     """Tables keyed by a structured key whose first part is the user (`streams.memory.tables`,
-    `streams.api.recent_events`)."""
+    `streams.pipeline.recent_events`)."""
     parts = json.loads(key)
     return str(parts[0])
 

@@ -84,7 +84,7 @@ def run() -> None:
         _reset_tables(settings.kafka.data_dir)
         console.print(f"[green]embedded broker[/] on {broker.url} (memory storage)")
     try:
-        from streams.app.worker import run_worker
+        from streams.worker import run_worker
 
         extra_keys = _dev_admin_key(settings)
         settings = _with_kept_master_key(settings, make=True)
@@ -157,7 +157,7 @@ def _reset_tables(data_dir: Path) -> None:
 def worker() -> None:
     """Run one Faust worker against KAFKA_BROKER_URL (for scaling out: start several)."""
     _setup_logging()
-    from streams.app.worker import run_worker
+    from streams.worker import run_worker
     from streams.errors import BrokerError
 
     try:
@@ -174,7 +174,7 @@ def broker(port: Annotated[int, typer.Option(help="Port to listen on.")] = 9092)
 
     from streams.tools.broker import EmbeddedBroker
     from streams.app.topic_admin import ensure_topics
-    from topics.names import ALL_TOPICS
+    from streams.app.topology import ALL_TOPICS
 
     with EmbeddedBroker(port) as b:
         ensure_topics(b.url, ALL_TOPICS, get_settings().kafka.topic_partitions)

@@ -17,7 +17,7 @@ import requests
 
 from streams.app.topic_admin import create_topics
 from tests.integration.conftest import PARTITIONS, Worker
-from topics.names import ALL_TOPICS
+from streams.app.topology import ALL_TOPICS
 
 # Pinned images: a KRaft Kafka that testcontainers' KafkaContainer knows how to start, and the
 # OpenSearch of docker-compose.yml.

@@ -26,7 +26,8 @@ from topics.events import MemoryEvent
 from streams.tools.broker import EmbeddedBroker, free_port
 from streams.app.topic_admin import create_topics
 from streams.tools.client import TurnProducer
-from topics.names import ALL_TOPICS, MEMORY_EVENTS, MEMORY_PROGRESS
+from streams.app.topology import ALL_TOPICS
+from topics.names import MEMORY_EVENTS, MEMORY_PROGRESS
 from topics.turns import Turn
 
 PARTITIONS = 4
@@ -92,7 +93,7 @@ async def call(base: str, method: str, path: str, body: Any = None, key: str = A
 def registered_routes() -> list[tuple[str, str]]:
     """(method, path template) of every route the worker serves, Faust's own views included."""
     from streams.settings import Settings
-    from streams.app.worker import build_worker
+    from streams.worker import build_worker
 
     app = build_worker(Settings(table_store="memory://")).faust
     if not any(r.resource.canonical.startswith("/router") for r in app.web.web_app.router.routes()):

@@ -1,7 +1,7 @@
 """What the fault tests share: the reference run, the end state of a run, and the progress log
 the kill points trigger on.
 
-The reference is the in-process pipeline (`streams.pipeline.inprocess.InProcessPipeline`): the
+The reference is the in-process pipeline (`streams.app.inprocess.InProcessPipeline`): the
 very stage objects a worker runs, fed the same turns in the same order, without Kafka, Faust,
 RocksDB, offsets or changelogs — everything a fault can disturb. A second worker run as the
 reference would share any defect of that machinery (a record a worker drops at start-up, say,
@@ -28,7 +28,7 @@ from streams.settings import Settings
 from streams.api.registry_models import MemoryView
 from streams.eval.bench import Completion
 from streams.eval.locomo import load_conversation
-from streams.pipeline.inprocess import InProcessPipeline
+from streams.app.inprocess import InProcessPipeline
 from tests.integration.conftest import call
 from topics import names
 from topics.turns import Turn

@@ -30,7 +30,7 @@ from tests.integration.faults import (
     user_on_partition,
     worker_state,
 )
-from topics.names import ALL_TOPICS
+from streams.app.topology import ALL_TOPICS
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow,
               pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo data not available")]

@@ -46,7 +46,8 @@ from tests.integration.conftest import (
     make_turn,
     unique_user,
 )
-from topics.names import ALL_TOPICS, MEMORY_PROGRESS
+from streams.app.topology import ALL_TOPICS
+from topics.names import MEMORY_PROGRESS
 
 pytestmark = [
     pytest.mark.integration,

@@ -23,7 +23,8 @@ from streams.tools.broker import EmbeddedBroker
 from streams.tools.unseal import changelog_topic, read_table
 from tests.integration.conftest import (NO_LIFECYCLE, PARTITIONS, Worker, make_turn, memories,
                                         produce, read_all, unique_user, wait_processed)
-from topics.names import ALL_TOPICS, CHAT_TURNS, CHAT_TURNS_DLQ
+from streams.app.topology import ALL_TOPICS
+from topics.names import CHAT_TURNS, CHAT_TURNS_DLQ
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).parents[2]

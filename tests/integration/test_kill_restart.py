@@ -24,7 +24,7 @@ from tests.integration.conftest import (
     unique_user,
     wait_processed,
 )
-from topics.names import ALL_TOPICS
+from streams.app.topology import ALL_TOPICS
 from topics.turns import Turn
 
 pytestmark = pytest.mark.integration

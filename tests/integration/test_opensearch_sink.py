@@ -32,7 +32,8 @@ from tests.integration.conftest import (
     wait_processed,
 )
 from topics.events import MemoryEvent
-from topics.names import ALL_TOPICS, MEMORY_EVENTS
+from streams.app.topology import ALL_TOPICS
+from topics.names import MEMORY_EVENTS
 from topics.sinks_dlq import SinkDeadLetter
 
 pytestmark = pytest.mark.integration

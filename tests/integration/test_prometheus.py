@@ -54,7 +54,8 @@ from tests.integration.conftest import (
     unique_user,
     wait_processed,
 )
-from topics.names import ALL_TOPICS, CHAT_TURNS
+from streams.app.topology import ALL_TOPICS
+from topics.names import CHAT_TURNS
 from topics.turns import Role, Turn
 
 ROOT = Path(__file__).parents[2]

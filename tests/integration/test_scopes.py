@@ -24,7 +24,7 @@ from streams.api import auth
 from streams.read.categories import DEFAULT_PATH
 from streams.app.topic_admin import create_topics
 from streams.tools.broker import EmbeddedBroker
-from topics.names import ALL_TOPICS
+from streams.app.topology import ALL_TOPICS
 from tests.integration.conftest import (
     ADMIN_KEY,
     NO_LIFECYCLE,

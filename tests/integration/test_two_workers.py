@@ -19,7 +19,7 @@ from tests.integration.conftest import (
     unique_user,
     wait_processed,
 )
-from topics.names import ALL_TOPICS
+from streams.app.topology import ALL_TOPICS
 
 pytestmark = pytest.mark.integration
 

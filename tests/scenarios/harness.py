@@ -1,11 +1,11 @@
 """Replay a scripted conversation (one JSON file in `cases/`) through a worker's own stages, then
 check the final memories, their audit history and the delta header.
 
-The worker's app is built for the case (`streams.app.worker.build_worker`: in-memory tables,
+The worker's app is built for the case (`streams.worker.build_worker`: in-memory tables,
 the real local embedder) and its Faust agents run under `test_context`: every turn and command
 goes in as the raw record a producer would send, and the records the stages send each other
 (`memory.candidates`, `memory.commands`) are routed between the agents by
-`streams.pipeline.inprocess.LocalTopics`, in the order a worker that keeps up sees them: a
+`streams.app.inprocess.LocalTopics`, in the order a worker that keeps up sees them: a
 command after every candidate sent before it. A case with `"commands_first": true` replays the
 other order a worker can see, a candidate backlog that a command overtakes (the two topics are
 consumed independently).
@@ -68,11 +68,11 @@ import numpy as np
 
 from streams.app.factory import MemstreamApp
 from streams.settings import Settings
-from streams.app.worker import build_worker
+from streams.worker import build_worker
 from streams.memory.consent import pending_proposals
 from streams.memory.model import Memory
 from streams.memory.state import MemoryState
-from streams.pipeline.inprocess import Consumers, LocalTopics
+from streams.app.inprocess import Consumers, LocalTopics
 from streams.pipeline.records import Record
 from streams.read import ranking
 from streams.read.delta import render_delta

@@ -27,10 +27,6 @@ class Pending:
 # Cycles other parts of issue 21 are fixing on their branches. This must end EMPTY: whoever merges
 # the part that unties a knot deletes its line here, and the test then holds that knot shut.
 PENDING_ELSEWHERE = {
-    Pending("topology: the stages declared in one module", within=frozenset({"agents", "streams.app"})),
-    Pending("topology: the in-process runner built like the factory (streams/pipeline/inprocess.py"
-            " imports streams.app.services; the app imports the pipeline)",
-            within=frozenset({"streams.pipeline", "streams.app"})),
     Pending("CLI: the benches out of the service package",
             within=frozenset({"streams.eval", "streams.tools"})),
 }

@@ -4,6 +4,10 @@
 - Dependencies point one way: `agents/` (the Faust stages) use `streams/`; nothing in `streams/`
   imports `agents/` but the worker entry point, and no service code imports the tests' fakes.
 - Importing the service builds nothing: an app exists only once `create_app` is called.
+- The worker's app (`streams/app/`) never imports the web layer (`streams/api/`): the web layer
+  builds its own state (`streams/api/state.py`) and the worker entry point (`streams/worker/`)
+  puts the two together. The stages (`streams/pipeline/`) import nothing of the app that builds
+  them (`streams/app/topology.py`).
 """
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).parents[2]
 SERVICE_PACKAGES = ("streams", "agents", "sinks", "topics")
-ENTRY_POINTS = {"streams/app/worker.py"}
+ENTRY_POINTS = {"streams/worker/__init__.py"}
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -42,6 +46,23 @@ def test_only_the_worker_entry_point_imports_the_stages():
         str(path.relative_to(ROOT)) for path in python_files("streams")
         if str(path.relative_to(ROOT)) not in ENTRY_POINTS
         and any(m == "agents" or m.startswith("agents.") for m in imported_modules(path))
+    ]
+    assert offenders == []
+
+
+def test_the_app_never_imports_the_web_layer():
+    offenders = [
+        str(path.relative_to(ROOT)) for path in python_files("streams/app")
+        if any(m == "streams.api" or m.startswith("streams.api.") for m in imported_modules(path))
+    ]
+    assert offenders == []
+
+
+def test_the_stages_never_import_the_app_that_builds_them():
+    offenders = [
+        f"{path.relative_to(ROOT)}: {module}" for path in python_files("streams/pipeline")
+        for module in imported_modules(path)
+        if module == "streams.app" or module.startswith("streams.app.")
     ]
     assert offenders == []
 

@@ -8,8 +8,8 @@ import pytest
 
 from streams.app.factory import MemstreamApp
 from streams.settings import Settings
-from streams.app.worker import build_worker
-from streams.pipeline.inprocess import LocalTopics
+from streams.worker import build_worker
+from streams.app.inprocess import LocalTopics
 from streams.privacy.crypto import decode_key, encode_key
 from streams.privacy.payloads import open_event, open_record
 from streams.privacy.sealed import TABLE_OWNERS, SealedTable, Sealer

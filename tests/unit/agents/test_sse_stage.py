@@ -1,10 +1,11 @@
 """Faust test_context tests of the sse stage: `memory.events` into each user's replay buffer (a
-ring of chunks in `recent_events`, streams/api/recent_events.py) and out to connected clients."""
+ring of chunks in `recent_events`, streams/pipeline/recent_events.py) and out to connected clients."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from streams.api.recent_events import RecentEvents, head_key
+from streams.api.state import WebState
+from streams.pipeline.recent_events import RecentEvents, head_key
 from streams.privacy.payloads import seal_event
 from streams.privacy.sealed import SealedTable
 from tests.unit.agents.conftest import data_view
@@ -33,7 +34,7 @@ def buffered(worker, user: str = "u1") -> list[str]:
 
 
 async def test_events_are_buffered_per_user_and_published_once(worker):
-    subscriber = worker.hub.subscribe("u1")
+    subscriber = WebState.of(worker.faust).hub.subscribe("u1")
     await put(worker, event("e1"), event("x1", user="u2"), event("e2"))
     await put(worker, event("e2"), event("e3"))  # e2 replayed
     assert buffered(worker) == ["e1", "e2", "e3"] and buffered(worker, "u2") == ["x1"]

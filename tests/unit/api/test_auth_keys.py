@@ -68,7 +68,7 @@ def event(event_id: str, kind: str = "created", summary: str = "Ana has a dog.")
 
 
 def test_sse_buffer_drops_replays_keeps_the_newest_and_is_emptied_of_content_by_a_purge():
-    from streams.api.recent_events import after, remember
+    from streams.pipeline.recent_events import after, remember
 
     buffer: list = []
     for i in range(5):

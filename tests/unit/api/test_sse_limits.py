@@ -44,9 +44,10 @@ async def test_a_stream_over_the_limit_is_answered_429_before_anything_is_stream
     settings = Settings(sse_max_streams_per_user=1)
     hub = sse.Hub(settings.api.sse_queue_events)
     hub.subscribe("ana")  # the user's one allowed stream is open
-    memstream = SimpleNamespace(settings=settings, hub=hub)
+    memstream = SimpleNamespace(settings=settings)
     monkeypatch.setattr(sse, "owner_of", lambda view, user_id: None)  # this worker owns ana
-    view = sse.UserEvents(SimpleNamespace(memstream=memstream), None)
+    view = sse.UserEvents(SimpleNamespace(memstream=memstream,
+                                          memstream_web=SimpleNamespace(hub=hub)), None)
     request = make_mocked_request("GET", "/v1/users/ana/events")
     request[auth.PRINCIPAL] = auth.Principal("ops", "admin")
     answer = await view.get(request, "ana")

@@ -19,7 +19,7 @@ def test_jax_is_kept_on_the_cpu_unless_the_operator_chose(monkeypatch):
 
 def test_the_worker_and_its_stages_import_no_library_that_picks_a_backend():
     """bm25s runs a JAX top-k on import when JAX is installed; numba compiles for what it finds."""
-    code = ("import sys, agents, streams.app.worker, streams.api.web, streams.tools.cli\n"
+    code = ("import sys, agents, streams.worker, streams.api.web, streams.tools.cli\n"
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'bm25s', 'jax', 'numba'}))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True, env=dict(os.environ, HF_HUB_OFFLINE="1"))
@@ -29,9 +29,9 @@ def test_the_worker_and_its_stages_import_no_library_that_picks_a_backend():
 def test_a_worker_on_the_defaults_imports_no_llm_nor_aws_sdk():
     """The anthropic SDK took half a worker's import time, botocore is 17 MB: each is imported
     when configured (an LLM provider, the bedrock embedder, a sink)."""
-    code = ("import sys, agents, streams.app.worker\n"
+    code = ("import sys, agents, streams.worker\n"
             "from streams.settings import Settings\n"
-            "streams.app.worker.build_worker(Settings())\n"
+            "streams.worker.build_worker(Settings())\n"
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'anthropic', 'boto3', 'botocore'}))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True, env=dict(os.environ, HF_HUB_OFFLINE="1"))

@@ -64,18 +64,37 @@ def test_the_worker_consumer_waits_for_records_as_long_as_the_setting_says():
     from types import SimpleNamespace
     from unittest import mock
 
-    from streams.app.faust_compat import TunedConsumerThread, install_transport_fixes
+    from streams.app.faust_compat import TunedConsumerThread
 
     created = SimpleNamespace(_fetch_max_wait_ms=1500)
     with mock.patch("faust.transport.drivers.aiokafka.AIOKafkaConsumerThread._create_worker_consumer",
                     return_value=created):
-        install_transport_fixes(42)
-        try:
-            thread = TunedConsumerThread.__new__(TunedConsumerThread)
-            assert thread._create_worker_consumer(None) is created
-            assert created._fetch_max_wait_ms == 42
-        finally:
-            install_transport_fixes()
+        thread = TunedConsumerThread.__new__(TunedConsumerThread)
+        assert thread._create_worker_consumer(SimpleNamespace(fetch_max_wait_ms=42)) is created
+        assert created._fetch_max_wait_ms == 42
+
+
+async def test_only_the_app_that_asks_gets_the_transport_fixes(tmp_path):
+    """A plain Faust app in the same process keeps Faust's consumer and producer; ours gets the
+    seek-safe consumer (with its fetch wait) and the draining producer."""
+    import faust
+    from faust.transport.drivers.aiokafka import Consumer, Producer, Transport
+
+    from streams.app.factory import create_faust_app
+    from streams.app.faust_compat import DrainingProducer, SeekSafeConsumer
+    from streams.settings import Settings
+
+    ours = create_faust_app(Settings(table_store="memory://", data_dir=tmp_path,
+                                     kafka_fetch_max_wait_ms=42))
+    plain = faust.App("plain", broker="kafka://localhost:9092", store="memory://",
+                      datadir=str(tmp_path / "plain"))
+    assert ours.transport.Consumer is SeekSafeConsumer
+    assert ours.producer_transport.Producer is DrainingProducer
+    assert ours.transport.fetch_max_wait_ms == 42
+    assert type(plain.transport) is Transport and type(plain.producer_transport) is Transport
+    assert plain.transport.Consumer is Consumer and plain.producer_transport.Producer is Producer
+    assert type(plain.producer) is Producer and type(plain.consumer) is Consumer
+    assert type(ours.producer) is DrainingProducer and type(ours.consumer) is SeekSafeConsumer
 
 
 class _BlockedChannel:

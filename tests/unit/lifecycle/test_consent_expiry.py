@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 from streams.settings import Settings
 from streams.memory.consent import pending_proposals
-from streams.pipeline.inprocess import InProcessPipeline
+from streams.app.inprocess import InProcessPipeline
 from topics.turns import Turn
 
 T0 = datetime(2024, 1, 1, 9, tzinfo=timezone.utc)

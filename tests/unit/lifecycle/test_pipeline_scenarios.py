@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from streams.settings import Settings
-from streams.pipeline.inprocess import InProcessPipeline
+from streams.app.inprocess import InProcessPipeline
 from streams.privacy.payloads import open_event
 from topics import names
 from topics.events import MemoryEvent

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from sinks import routing
-from streams.api.recent_events import remember
+from streams.pipeline.recent_events import remember
 from topics.events import MemoryEvent
 
 

@@ -8,7 +8,7 @@ from streams.settings import Settings
 from streams.lifecycle.passes import ordered
 from streams.memory.state import MemoryState
 from streams.observability.metrics import REGISTRY
-from streams.pipeline.inprocess import InProcessPipeline
+from streams.app.inprocess import InProcessPipeline
 from topics import names
 from topics.events import MemoryEvent
 from topics.turns import Turn

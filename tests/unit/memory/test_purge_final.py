@@ -11,7 +11,7 @@ import pytest
 from streams.settings import Settings
 from streams.lifecycle.forgetting import purge
 from streams.memory.model import Memory
-from streams.pipeline.inprocess import InProcessPipeline
+from streams.app.inprocess import InProcessPipeline
 from streams.pipeline.records import Record
 from topics import names
 from topics.commands import Command

@@ -36,7 +36,7 @@ def restored_logging() -> Iterator[None]:
 def emit_samples() -> None:
     logging.getLogger("faust.worker").info("[^Worker]: Starting...")
     logging.getLogger("mode.timers").info("Timer commit woke up too late")
-    logging.getLogger("streams.app.worker").info("ready")
+    logging.getLogger("streams.worker").info("ready")
     logging.getLogger("aiokafka.consumer").warning("coordinator dead")
     logging.getLogger("streams.api.auth").debug("a key checked")
 

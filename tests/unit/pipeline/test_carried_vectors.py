@@ -7,8 +7,8 @@ import numpy as np
 from streams.settings import Settings
 from streams.memory.vector_index import decode_vector, encode_vector
 from streams.pipeline.dedup import carried_vector
-from streams.pipeline.inprocess import InProcessPipeline
-from tests.unit.pipeline.test_inprocess import turn
+from streams.app.inprocess import InProcessPipeline
+from tests.unit.app.test_inprocess import turn
 from topics.candidates import Candidate, Fact
 
 

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 from streams.settings import Settings
 from streams.observability import metrics
 from streams.pipeline.dead_letters import dead_letter_of, digest_key, raw_digest
-from streams.pipeline.inprocess import InProcessPipeline
+from streams.app.inprocess import InProcessPipeline
 from streams.pipeline.outputs import Outputs
 from streams.pipeline.records import Record
 from streams.privacy.crypto import new_key

@@ -7,12 +7,12 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from streams.settings import Settings
-from streams.pipeline.inprocess import InProcessPipeline
+from streams.app.inprocess import InProcessPipeline
 from streams.pipeline.records import Record
 from topics import names
 from topics.candidates import CANDIDATE_RECORD, Candidate
 from streams.privacy.payloads import open_record
-from tests.unit.pipeline.test_inprocess import turn
+from tests.unit.app.test_inprocess import turn
 
 
 def record(offset: int, value: bytes) -> Record:

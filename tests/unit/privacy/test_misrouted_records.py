@@ -15,7 +15,7 @@ from faust.streams import _current_event
 
 from streams.settings import Settings
 from streams.pipeline.dead_letters import dead_letter_of
-from streams.pipeline.inprocess import InProcessPipeline
+from streams.app.inprocess import InProcessPipeline
 from streams.pipeline.records import Record
 from streams.privacy.crypto import new_key
 from streams.privacy.placement import MisroutedRecord, partition_for

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from streams.settings import Settings
-from streams.pipeline.inprocess import InProcessPipeline
+from streams.app.inprocess import InProcessPipeline
 from topics import names
 from topics.commands import Command
 from topics.proactivity import ProactivityCandidate

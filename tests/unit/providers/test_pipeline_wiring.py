@@ -1,7 +1,7 @@
 """The ingest stage uses the configured LLM (through the real SDK client and a fake API)."""
 from __future__ import annotations
 
-from streams.app.worker import build_worker
+from streams.worker import build_worker
 from streams.guarded.llm import GuardedLLM
 from streams.providers.llm import AnthropicProvider
 from tests.unit.agents.conftest import Captured, local_topics  # noqa: F401 - fixture

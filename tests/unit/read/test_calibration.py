@@ -7,7 +7,7 @@ from pathlib import Path
 
 from streams.settings import Settings
 from streams.eval.score_calibration import Point, reliability
-from streams.pipeline.inprocess import InProcessPipeline
+from streams.app.inprocess import InProcessPipeline
 from streams.read.calibration import CURVES, FALLBACK, ScoreCurve, curve_for
 from tests.unit.read.test_query_execute import ask, ids, index_of, mem
 from topics.turns import Turn

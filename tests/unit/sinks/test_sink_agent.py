@@ -5,6 +5,7 @@ from datetime import datetime, timezone
 
 import pytest
 
+import agents
 import agents.sinks as sink_stage
 import sinks.routing as routing
 from sinks.base import SinkRecord
@@ -80,7 +81,8 @@ def test_destinations_come_from_settings_and_none_configured_registers_no_agent(
     assert routing.configured(Settings(s3vectors_bucket="b")) == [], "bucket alone is not enough"
     # With no sink configured the worker does not consume memory.events for it.
     app = create_app(Settings(table_store="memory://"))
-    assert sink_stage.register(app) is None and "sinks" not in app.faust.agents
+    agents.register_all(app)
+    assert "sinks" not in app.faust.agents and "sse" in app.faust.agents
 
 
 def test_the_s3vectors_hook_builds_the_destination_on_the_configured_bucket_and_index(monkeypatch):

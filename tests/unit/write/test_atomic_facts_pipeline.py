@@ -7,7 +7,7 @@ import json
 from datetime import datetime, timezone
 
 from streams.settings import Settings
-from streams.pipeline.inprocess import InProcessPipeline
+from streams.app.inprocess import InProcessPipeline
 from streams.read.categories import load_policy
 from streams.read.query import execute, plan_query
 from streams.read.token_budget import get_counter

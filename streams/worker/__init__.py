@@ -1,7 +1,10 @@
 """The worker entry point: the app with every stage, web route and timer, and running it.
 
 The one module of `streams` that imports `agents/` (besides the CLI, which calls it): the
-stages depend on `streams`, never the reverse.
+stages depend on `streams`, never the reverse. It puts together the app (`streams.app`), the
+web layer (`streams.api`) and the stages, so it is a package of its own, above all three: in
+`streams.app` it closed a loop with the web layer, at the root of `streams` one with every
+package that imports `streams.errors`.
 """
 from __future__ import annotations
 
@@ -26,7 +29,9 @@ READY_POLL_S = 0.5
 def build_worker(settings: Settings, *, extra_keys: Sequence[KeyEntry] = (),
                  send: Sender | None = None, embedder: Embedder | None = None,
                  llm: GuardedLLM | None = None) -> MemstreamApp:
-    """A worker's app with its stages (`agents/`), its web routes and its timers.
+    """A worker's app with its web routes and their state (`streams.api.web`), its stages
+    (`agents/`, told of what the routes wait for: `streams.api.state.WebState.listeners`) and
+    its timers.
 
     `extra_keys` are API keys accepted besides the configured ones (`memstream run`'s dev
     key); `send`, `embedder` and `llm` replace the app's own (see `create_app`).
@@ -37,8 +42,8 @@ def build_worker(settings: Settings, *, extra_keys: Sequence[KeyEntry] = (),
 
     app = create_app(settings, send=send, embedder=embedder, llm=llm)
     app.faust.task(app.services.warm_up)  # the model loads in a thread while the worker joins
-    agents.register_all(app)
-    web.register(app, extra_keys)
+    web_state = web.register(app, extra_keys)
+    agents.register_all(app, web_state.listeners)
     consumer_lag.register(app)
     return app
 
@@ -61,7 +66,7 @@ def run_worker(settings: Settings, extra_keys: Sequence[KeyEntry] = ()) -> None:
                              "MASTER_KEY_FILE) to the same value on every worker; "
                              "`memstream keys master` makes one")
     from streams.app.topic_admin import ensure_topics
-    from topics.names import ALL_TOPICS
+    from streams.app.topology import ALL_TOPICS
 
     created = ensure_topics(settings.kafka.broker_url, ALL_TOPICS, settings.kafka.topic_partitions, settings)
     if created:

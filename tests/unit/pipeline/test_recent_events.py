@@ -1,4 +1,4 @@
-"""The SSE replay buffer as a ring of chunks (streams/api/recent_events.py): the same list as
+"""The SSE replay buffer as a ring of chunks (streams/pipeline/recent_events.py): the same list as
 `remember` keeps, a batch costing its own events in the table, purges leaving no readable copy,
 and buffers in the format before the ring read and converted."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from streams.api.recent_events import RecentEvents, head_key, remember, slot_key
+from streams.pipeline.recent_events import RecentEvents, head_key, remember, slot_key
 from streams.privacy.crypto import new_key
 from streams.privacy.sealed import TABLE_OWNERS, SealedTable, Sealer
 from streams.privacy.user_keys import UserKeys

@@ -1,8 +1,10 @@
 """The worker's stages in this process, without Kafka: `bench locomo --offline`, quality tools.
 
 Topics become FIFO queues (`LocalTopics`) and tables become dicts; the stages are the very
-objects the worker's agents run (`IngestStage`, `DedupStage`, `CommandsStage`), fed the same raw
-records. `LocalTopics.deliver` decides the order in which queued records reach them:
+objects the worker's agents run (`IngestStage`, `DedupStage`, `CommandsStage`: the stages
+`streams.app.topology.IN_PROCESS` declares), built from the same kit as the worker's
+(`streams.app.stage_kit`) and fed the same raw records. `LocalTopics.deliver` decides the order
+in which queued records reach them:
 
 - turns are ingested in the order they were sent, each as soon as it is delivered;
 - candidates are applied in batches of `DEDUP_BATCH_SIZE` (embedded in one model call), as the
@@ -25,17 +27,14 @@ from typing import Any
 
 from streams.app.services import Services
 from streams.settings import Settings
+from streams.app.stage_kit import NO_LISTENERS, build_stage_kit
+from streams.app.topology import DLQ_OF, IN_PROCESS
 from streams.lifecycle.passes import LifecyclePass
-from streams.lifecycle.runner import LifecycleRunner, service_passes
 from streams.memory.access import touch
-from streams.memory.store import MemoryStore
 from streams.pipeline.commands import CommandsStage
 from streams.pipeline.dedup import DedupStage
 from streams.pipeline.ingest import IngestStage
-from streams.proactivity import ProactivityPolicy
-from streams.pipeline.outputs import Outputs
 from streams.pipeline.records import Record
-from streams.pipeline.tables import stage_tables
 from streams.privacy.crypto import master_key_of, new_key
 from streams.privacy.sealed import TABLE_OWNERS
 from streams.providers.embedders import Embedder
@@ -62,7 +61,7 @@ class Consumers:
 class LocalTopics:
     """Records sent in process: queued per input topic, and logged per topic in send order."""
 
-    INPUTS = (names.CHAT_TURNS, names.MEMORY_CANDIDATES, names.MEMORY_COMMANDS)
+    INPUTS = tuple(stage.reads for stage in IN_PROCESS)
 
     def __init__(self) -> None:
         self.queues: dict[str, deque[Record]] = {topic: deque() for topic in self.INPUTS}
@@ -109,21 +108,17 @@ class InProcessPipeline:
         self.topics = LocalTopics()
         self.services = Services(settings, embedder=embedder)
         self.raw_tables: dict[str, dict[Any, Any]] = {name: {} for name in TABLE_OWNERS}
-        self.sealed = stage_tables(self.raw_tables, {}, master_key_of(settings.privacy) or new_key())
-        self.outputs = outputs = Outputs(self.topics.send, self.sealed.sealer,
-                                         settings.input.dlq_max_raw_bytes)
-        self.tables = self.sealed.memory
-        self.store = MemoryStore(self.tables, self.services.dedup_config)
-        self.ingest_stage = IngestStage(settings, self.sealed.ingest, self.services.llm, outputs,
-                                        embed=self.services.embed)
         self.lifecycle_table: dict[Any, Any] = {}
-        self.lifecycle = LifecycleRunner.of(
-            settings.lifecycle, self.store, self.lifecycle_table,
-            [*service_passes(settings.lifecycle, self.services), *passes], outputs)
-        self.dedup_stage = DedupStage(self.store, self.services.embed, self.services.llm, outputs,
-                                      lifecycle=self.lifecycle if settings.lifecycle.lifecycle_enabled else None,
-                                      proactivity=ProactivityPolicy.of(settings.proactivity))
-        self.commands_stage = CommandsStage(settings, self.store, self.services.embed, outputs)
+        kit = build_stage_kit(settings, self.services, self.raw_tables, {}, self.lifecycle_table,
+                              master_key_of(settings.privacy) or new_key(), self.topics.send,
+                              dlq_of=DLQ_OF, passes=passes)
+        self.sealed, self.outputs, self.store, self.lifecycle = (
+            kit.sealed, kit.outputs, kit.store, kit.lifecycle)
+        self.tables = self.sealed.memory
+        stages = {stage.name: stage.build(kit, NO_LISTENERS) for stage in IN_PROCESS}
+        self.ingest_stage: IngestStage = stages["ingest"]
+        self.dedup_stage: DedupStage = stages["dedup"]
+        self.commands_stage: CommandsStage = stages["commands"]
         self.consumers = Consumers(self.ingest_stage.handle, self.dedup_stage.handle_batch,
                                    self.commands_stage.handle)
         self.weights = ranking.weights_of(settings.read)

@@ -3,7 +3,7 @@ run without Kafka (what `bench locomo --offline` measures)."""
 from __future__ import annotations
 
 from streams.settings import Settings
-from streams.pipeline.inprocess import Consumers, InProcessPipeline, LocalTopics
+from streams.app.inprocess import Consumers, InProcessPipeline, LocalTopics
 from streams.pipeline.records import Record
 from topics import names
 from topics.turns import Turn

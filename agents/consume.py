@@ -1,0 +1,43 @@
+"""How a stage's agent consumes its topic: in batches, or one record at a time. Each agent
+yields once per record (so `test_context().put` can await its processing)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from faust.types import AgentT
+
+from streams.app.faust_compat import record_of
+from streams.app.topology import TopologyError
+
+if TYPE_CHECKING:
+    from streams.app.factory import MemstreamApp
+    from streams.app.topology import Stage
+
+
+def in_batches(app: MemstreamApp, stage: Stage, handler: Any) -> AgentT:
+    """The agent of `stage` on its input topic, handing `handler.handle_batch` the records of
+    each batch (`stage.batching`: the model embeds a batch in one call); yields each result."""
+    if stage.batching is None:
+        raise TopologyError(f"stage {stage.name} declares no batching")
+    size = stage.batching.size(app.settings)
+    within = stage.batching.within_ms(app.settings) / 1000
+
+    async def consume(stream):  # type: ignore[no-untyped-def]
+        async for events in stream.take_events(size, within=within):
+            for result in await handler.handle_batch([record_of(e) for e in events]):
+                yield result
+
+    consume.__doc__ = f"Consume `{stage.reads}` in batches (stage {stage.name})."
+    return app.faust.agent(app.topics.named(stage.reads), name=stage.name)(consume)
+
+
+def one_by_one(app: MemstreamApp, stage: Stage, handler: Any) -> AgentT:
+    """The agent of `stage` on its input topic, handing `handler.handle` each record; yields
+    each result."""
+
+    async def consume(stream):  # type: ignore[no-untyped-def]
+        async for event in stream.events():
+            yield await handler.handle(record_of(event))
+
+    consume.__doc__ = f"Consume `{stage.reads}` one record at a time (stage {stage.name})."
+    return app.faust.agent(app.topics.named(stage.reads), name=stage.name)(consume)
