@@ -35,7 +35,7 @@ def make_turns(count: int, users: int, tag: str) -> list[Turn]:
 
 
 async def bench_producer(broker: str, turns: list[Turn]) -> None:
-    """What streams/eval/bench.py `ingest` does: queue every turn, then flush."""
+    """What benchmarks/bench.py `ingest` does: queue every turn, then flush."""
     async with TurnProducer(broker) as producer:
         for turn in turns:
             await producer.send_turn(turn)

@@ -1,3 +1,3 @@
-from streams.tools.cli import main
+from streams.cli.main import main
 
 main()

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 ROOT = Path(__file__).parents[1]
-TOP_PACKAGES = ("streams", "agents", "topics", "sinks")
-WHOLE_PACKAGES = ("agents", "topics", "sinks")
+TOP_PACKAGES = ("streams", "agents", "topics", "sinks", "benchmarks")
+WHOLE_PACKAGES = ("agents", "topics", "sinks", "benchmarks")
 """These count as one package each; under `streams/`, each sub-package is one package."""
 
 Graph = Mapping[str, frozenset[str]]
@@ -108,7 +108,7 @@ def module_graph(root: Path = ROOT, type_checking: bool = False) -> dict[str, fr
 def package_of(module: str) -> str:
     """`streams.<sub>` for a module under `streams/<sub>/`; `streams` for the root modules
     (`streams/__init__.py`, `streams/errors.py`, `streams/tables.py`); `agents`, `topics`,
-    `sinks` as wholes."""
+    `sinks` and `benchmarks` (the benches, not in the wheel) as wholes."""
     parts = module.split(".")
     if module == "streams.__main__":
         return module  # the CLI's entry point (`python -m streams`), which nothing imports

@@ -2,7 +2,7 @@
 
 The chat backend receives no image, only its caption, appended to the turn's text in one form:
 `<text> [shares an image: <caption>]`. The form is LoCoMo's: its dialogues carry the photo a
-speaker shares as a BLIP caption (`blip_caption`), and `streams/eval/locomo.py` (`_turn_text`)
+speaker shares as a BLIP caption (`blip_caption`), and `streams/tools/locomo.py` (`_make_turn`)
 writes it into the turn in this form; a chat client that shares images can send the same. The
 rules read the caption apart from the text (`split_image_caption`): the text's sentences are
 rules-extracted as usual ("Here's Toby at the park" reads as "I shared a photo of Toby …"), and

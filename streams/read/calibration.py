@@ -6,7 +6,7 @@ nothing alike, and no threshold means the same across users or queries. An item'
 instead a calibrated probability: a logistic curve of its relevance (the cosine in dense
 retrieval, the fused dense + BM25 relevance in hybrid: `streams.read.fusion`), fitted per
 embedder and retrieval mode on the LoCoMo development questions, where an item "answers" when
-its provenance holds an evidence turn (`python -m streams.eval.score_calibration`). It does
+its provenance holds an evidence turn (`python -m benchmarks.score_calibration`). It does
 not depend on the pool, the ranking weights or the item's rank, so `threshold` (and
 `QUERY_THRESHOLD`, which bullets honour by default) means the same for every query.
 

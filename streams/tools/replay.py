@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from streams.errors import MemstreamError
-from streams.eval.locomo import load_conversation, load_turns_jsonl
+from streams.tools.locomo import load_conversation, load_turns_jsonl
 from topics.turns import Turn
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ A sentence with no cue is Personal when it is about the speaker (first person: t
 job, family, tastes, feelings) and Other when it is about something else ("the trail is steep").
 Conversation_Summary is not chosen here: only the episodic capture writes it.
 
-Measured with `python -m streams.eval.category_accuracy` on the labelled set.
+Measured with `python -m benchmarks.category_accuracy` on the labelled set.
 """
 from __future__ import annotations
 

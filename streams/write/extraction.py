@@ -17,7 +17,7 @@ No spaCy: the official English models are not published on PyPI (only third-part
 of their weights are), and even a re-upload of en_core_web_sm 3.8, measured on the LoCoMo
 development turns on the project machine, cost 3.4 ms a turn for sentence splitting alone
 (tok2vec + senter), 8.5 ms with named entities and 9.8 ms for the full pipeline — against about
-1.2 ms for this whole extractor (`python -m streams.eval.extraction_profile`).
+1.2 ms for this whole extractor (`python -m benchmarks.extraction_profile`).
 
 Sentences that open on a pronoun ("It was Matt Patterson.", "They're my rock.") are not written:
 they answer a question or lean on a sentence the fact would not carry. Each fact is one sentence:

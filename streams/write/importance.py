@@ -13,7 +13,7 @@ fact is about (its
 identity, family — ⅔, a keyed profile fact or a big life event 1), and the 0–1 score is
 cut into the five integer levels. A pinned fact is 5 (pin overrides), an explicit
 "remember …" at least 4. The spread on the LoCoMo development turns is printed by
-`python -m streams.eval.extraction_profile`.
+`python -m benchmarks.extraction_profile`.
 """
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 
 from streams.api import auth
-from streams.eval.bench import Completion, start_worker, wait_ready
+from streams.tools.stack import Completion, start_worker, wait_ready
 from streams.privacy.crypto import decode_key, encode_key, new_key
 from streams.tools.unseal import TopicUnsealer
 from topics.dlq import DeadLetter

@@ -26,8 +26,8 @@ from aiokafka.partitioner import DefaultPartitioner
 from streams.app.services import settings_embedder
 from streams.settings import Settings
 from streams.api.registry_models import MemoryView
-from streams.eval.bench import Completion
-from streams.eval.locomo import load_conversation
+from streams.tools.stack import Completion
+from streams.tools.locomo import load_conversation
 from streams.app.inprocess import InProcessPipeline
 from tests.integration.conftest import call
 from topics import names

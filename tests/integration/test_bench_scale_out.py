@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from streams.eval.bench import Stack, _statuses, ingest, start_stack
-from streams.eval.bench_scale import (
+from benchmarks.bench import _statuses, ingest
+from benchmarks.bench_scale import (
     MODEL_CPU_METRIC,
     TURNS_METRIC,
     broker_end_offsets,
@@ -33,11 +33,11 @@ from streams.eval.bench_scale import (
     read_written,
     settled_end_offsets,
     spread_copies,
-    turn_partitions,
     written_ranges,
 )
-from streams.eval.locomo import LocomoConversation, load_conversation
+from streams.tools.locomo import LocomoConversation, load_conversation
 from streams.tools.client import ApiClient
+from streams.tools.stack import Stack, start_stack, turn_partitions
 from topics.names import CHAT_TURNS, MEMORY_PROGRESS
 
 LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "locomo"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from streams.eval.bench import wait_ready
+from streams.tools.stack import wait_ready
 from streams.tools.broker import free_port
 from tests.integration.conftest import ADMIN_KEY
 

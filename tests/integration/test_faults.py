@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from streams.app.topic_admin import create_topics
-from streams.eval.bench import wait_ready
+from streams.tools.stack import wait_ready
 from streams.tools.broker import EmbeddedBroker
 from streams.tools.client import TurnProducer
 from tests.fakes.s3_server import LocalS3

@@ -33,8 +33,8 @@ from streams.app.kafka_security import BrokerConnectionError, client_kwargs
 from streams.settings import Settings, get_settings
 from streams.app.topic_admin import create_topics, started_admin
 from streams.client import AsyncMemstreamClient, MemoryEvent, ProduceError, ProactivityCandidate
-from streams.eval.bench import start_worker
-from streams.tools import cli
+from streams.tools.stack import start_worker
+from streams.cli import main as cli
 from streams.tools.broker import EmbeddedBroker, free_port
 from streams.tools.client import read_topic
 from tests.fakes.tls import STUNNEL, Certs, Stunnel, make_certs

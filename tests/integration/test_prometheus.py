@@ -41,7 +41,7 @@ import yaml
 from aiokafka import AIOKafkaProducer
 
 from streams.api import auth
-from streams.eval.locomo import load_conversation
+from streams.tools.locomo import load_conversation
 from streams.tools.broker import EmbeddedBroker, free_port
 from streams.app.topic_admin import create_topics
 from tests.integration.conftest import (

@@ -9,8 +9,8 @@ import pkgutil
 
 from streams.errors import MemstreamError
 
-PACKAGES = ("streams", "sinks", "agents", "topics")
-RUN_ELSEWHERE = ("__main__", "streams.eval.mem0_runner")
+PACKAGES = ("streams", "sinks", "agents", "topics", "benchmarks")
+RUN_ELSEWHERE = ("__main__", "benchmarks.mem0_runner")
 """Not imported here: the CLI's entry runs on import; mem0's runner runs in mem0's own venv,
 without memstream installed."""
 

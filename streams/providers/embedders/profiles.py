@@ -1,7 +1,7 @@
 """The embedder profiles: each model's name, dimension and dedup bands.
 
 Bands are calibrated per embedder on the 150 labelled pairs of tests/data/same_fact_pairs.jsonl
-(`EMBEDDER=<kind> python -m streams.eval.calibration`). Episodic keeps seed 002's +0.02 offset.
+(`EMBEDDER=<kind> python -m benchmarks.calibration`). Episodic keeps seed 002's +0.02 offset.
 """
 from __future__ import annotations
 

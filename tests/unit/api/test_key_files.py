@@ -9,7 +9,7 @@ import pytest
 
 from streams.api import auth
 from streams.settings import Settings
-from streams.tools import cli
+from streams.cli import keys
 
 
 def test_the_dev_key_is_made_once_with_mode_0600_and_read_back(tmp_path):
@@ -56,7 +56,7 @@ def test_run_says_where_the_dev_key_is_and_never_prints_it(tmp_path, capsys, mon
     for name in ("MEMSTREAM_API_KEYS", "API_KEYS_FILE"):
         monkeypatch.delenv(name, raising=False)
     settings = Settings(data_dir=tmp_path)
-    (entry,) = cli._dev_admin_key(settings)
+    (entry,) = keys.dev_admin_entries(settings)
     key = auth.read_private(auth.dev_key_path(settings))
     assert key is not None and entry.sha256 == auth.hash_key(key)
     captured = capsys.readouterr()
@@ -69,6 +69,6 @@ def test_the_kept_master_key_is_written_by_the_same_writer(tmp_path):
     link = tmp_path / "master-key"
     link.symlink_to(tmp_path / "elsewhere")
     with pytest.raises(auth.KeyFileError):
-        cli._with_kept_master_key(Settings(data_dir=tmp_path), make=True)
+        keys.with_kept_master_key(Settings(data_dir=tmp_path), make=True)
     assert not (tmp_path / "elsewhere").exists()
     os.unlink(link)

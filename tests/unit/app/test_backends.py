@@ -19,7 +19,7 @@ def test_jax_is_kept_on_the_cpu_unless_the_operator_chose(monkeypatch):
 
 def test_the_worker_and_its_stages_import_no_library_that_picks_a_backend():
     """bm25s runs a JAX top-k on import when JAX is installed; numba compiles for what it finds."""
-    code = ("import sys, agents, streams.worker, streams.api.web, streams.tools.cli\n"
+    code = ("import sys, agents, streams.worker, streams.api.web, streams.cli.main\n"
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'bm25s', 'jax', 'numba'}))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True, env=dict(os.environ, HF_HUB_OFFLINE="1"))

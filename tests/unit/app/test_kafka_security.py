@@ -31,7 +31,7 @@ from streams.app.kafka_security import (
 from streams.settings import Settings, get_settings
 from streams.client import AsyncMemstreamClient
 from streams.client.kafka import idempotent_producer, topic_consumer
-from streams.tools import cli
+from streams.cli import main as cli
 from streams.tools.client import make_producer
 from tests.fakes.tls import Certs, make_certs
 

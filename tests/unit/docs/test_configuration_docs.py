@@ -74,7 +74,7 @@ def test_sections_are_frozen():
 def test_memstream_settings_markdown_prints_the_page():
     from typer.testing import CliRunner
 
-    from streams.tools import cli
+    from streams.cli import main as cli
 
     shown = CliRunner().invoke(cli.app, ["settings", "--markdown"])
     assert shown.exit_code == 0, shown.output

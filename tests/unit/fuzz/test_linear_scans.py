@@ -19,7 +19,7 @@ from detect_secrets.plugins import keyword as ds_keyword
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from streams.eval.adversarial_cost import CLASSES
+from benchmarks.adversarial_cost import CLASSES
 from streams.pipeline.dead_letters import kept_bytes
 from streams.language import captions, mentions, rewriting, sentences, signals
 from streams.write import policy, procedural, trigger, writing

@@ -66,7 +66,7 @@ def _scenario_turns() -> Iterator[Turn]:
 
 
 def _locomo_turns() -> Iterator[Turn]:
-    from streams.eval.locomo import load_conversation
+    from streams.tools.locomo import load_conversation
 
     folder = Path(os.environ.get("LOCOMO_DIR", "/work/shared/datasets/locomo"))
     first = load_conversation(folder / "conv-26.json").turns

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from streams.settings import Settings
-from streams.eval.score_calibration import Point, reliability
+from benchmarks.score_calibration import Point, reliability
 from streams.app.inprocess import InProcessPipeline
 from streams.read.calibration import CURVES, FALLBACK, ScoreCurve, curve_for
 from tests.unit.read.test_query_execute import ask, ids, index_of, mem

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from streams.settings import Settings
-from streams.eval.recall import RawTurnBaseline
+from benchmarks.recall import RawTurnBaseline
 from streams.memory.lexical_index import LexicalIndex, tokenize
 from streams.memory.model import Memory
 from streams.memory.vector_index import UserIndex, VectorIndex

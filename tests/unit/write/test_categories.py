@@ -1,11 +1,11 @@
-"""Fact categories against the labelled sets (streams/eval/data), and the reader of those sets."""
+"""Fact categories against the labelled sets (benchmarks/data), and the reader of those sets."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-from streams.eval.category_accuracy import (DEFAULT_SET, HELD_OUT_SET, LabelledSetError, load,
+from benchmarks.category_accuracy import (DEFAULT_SET, HELD_OUT_SET, LabelledSetError, load,
                                             report)
 from streams.write.categories import categorise
 

@@ -1,7 +1,7 @@
 """Importance 1 means small talk (issue 20 item 5): on the labelled set, what the TTL would
 purge is trivia, and the facts a user may ask about stay out of its reach."""
 from streams.settings import Settings
-from streams.eval.importance_report import importance_report, load_labels
+from benchmarks.importance_report import importance_report, load_labels
 
 
 def test_the_ttl_reaches_trivia_and_spares_facts_on_the_labelled_set():

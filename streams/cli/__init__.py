@@ -1,0 +1,1 @@
+"""The `memstream` command line (entry point: `streams.cli.main:main`)."""

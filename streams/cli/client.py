@@ -1,0 +1,215 @@
+"""The client's commands: `send` and `replay` turns, `watch` memory events, `query` memories."""
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from streams.settings import get_settings
+from streams.cli.common import ApiOpt, BrokerOpt, JsonOpt, api_url, broker_url, console, progress
+from streams.cli.keys import master_key, with_kept_master_key
+
+client_app = typer.Typer()
+
+
+@client_app.command()
+def send(
+    text: Annotated[str, typer.Argument(help="What was said.")],
+    user: Annotated[str, typer.Option(help="user_id (the record key).")],
+    thread: Annotated[str, typer.Option(help="thread_id.")] = "main",
+    turn_id: Annotated[Optional[str], typer.Option(help="turn_id (default: a timestamp).")] = None,
+    role: Annotated[str, typer.Option(help="user | assistant | tool | system.")] = "user",
+    speaker: Annotated[Optional[str], typer.Option(help="Display name of the speaker.")] = None,
+    ts: Annotated[Optional[str], typer.Option(help="Event time, ISO 8601 with zone (default: now).")] = None,
+    broker: BrokerOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Send one chat turn to `chat.turns` (through memstream's client, streams/client/)."""
+    from pydantic import ValidationError
+
+    from streams.app.kafka_security import client_kwargs
+    from streams.client import AsyncMemstreamClient, ClientError
+    from topics.turns import Turn
+
+    now = datetime.now(timezone.utc)
+    try:
+        turn = Turn(
+            user_id=user, thread_id=thread, turn_id=turn_id or now.strftime("%Y%m%dT%H%M%S%f"),
+            role=role, speaker=speaker, text=text, ts=ts or now.isoformat(),  # type: ignore[arg-type]
+        )
+    except ValidationError as exc:
+        console.print(f"[red]invalid turn:[/] {exc}")
+        raise typer.Exit(2)
+
+    async def go() -> dict:
+        async with AsyncMemstreamClient(broker_url(broker), kafka_security=client_kwargs(get_settings().kafka)) as client:
+            sent = await client.send_turn(turn)
+        return {"topic": sent.topic, "partition": sent.partition, "offset": sent.offset,
+                "user_id": turn.user_id, "thread_id": turn.thread_id, "turn_id": turn.turn_id}
+
+    try:
+        result = asyncio.run(go())
+    except ClientError as exc:
+        console.print(f"[red]send failed:[/] {exc}")
+        raise typer.Exit(1)
+    if as_json:
+        print(json.dumps(result))
+    else:
+        console.print(f"sent {result['user_id']}/{result['thread_id']}:{result['turn_id']} "
+                      f"-> {result['topic']}[{result['partition']}]@{result['offset']}")
+
+
+@client_app.command()
+def replay(
+    files: Annotated[list[Path], typer.Argument(help="JSON-lines files of turns, or LoCoMo conversation files.", exists=True, dir_okay=False)],
+    fmt: Annotated[str, typer.Option("--format", help="auto | jsonl | locomo.")] = "auto",
+    user_prefix: Annotated[str, typer.Option(help="Prefix added to LoCoMo user ids.")] = "",
+    broker: BrokerOpt = None,
+) -> None:
+    """Replay turns from files to `chat.turns`, with a progress bar.
+
+    LoCoMo files become one user per conversation and one thread per session.
+    """
+    from streams.tools.replay import load_turns
+
+    turns = []
+    for path in files:
+        turns.extend(load_turns(path, fmt, user_prefix))
+
+    async def go() -> None:
+        from streams.tools.client import TurnProducer
+
+        async with TurnProducer(broker_url(broker), get_settings().kafka.kafka_one_record_batches) as producer:
+            with progress() as bar:
+                task = bar.add_task("replaying turns", total=len(turns))
+                pending = []
+                for turn in turns:
+                    pending.append(await producer.send_turn(turn))
+                    bar.advance(task)
+                await asyncio.gather(*pending)
+
+    asyncio.run(go())
+    console.print(f"replayed {len(turns)} turns")
+
+
+@client_app.command()
+def watch(
+    user: Annotated[Optional[str], typer.Option(help="Only this user's events, over the API (its server-sent events).")] = None,
+    from_beginning: Annotated[bool, typer.Option(help="Start at the oldest event (with --user: the oldest the worker keeps, SSE_REPLAY_EVENTS).")] = False,
+    broker: BrokerOpt = None,
+    api: ApiOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Watch memory events live (Ctrl-C to stop).
+
+    With --user, the user's events come from the API (GET /v1/users/{user}/events, through
+    memstream's client), opened, as the API key's scope sees them. Without it, every user's
+    events come from `memory.events`, whose content is sealed per user: with the master key
+    (MEMSTREAM_MASTER_KEY, MASTER_KEY_FILE, or the one `memstream run` keeps in DATA_DIR) it is
+    shown opened, else as "(sealed)".
+    """
+    from pydantic import ValidationError
+
+    from streams.client import AsyncMemstreamClient, ClientError, StreamReset
+    from streams.tools.client import read_topic
+    from streams.tools.unseal import TopicUnsealer
+    from topics.events import MemoryEvent
+    from topics.names import MEMORY_EVENTS
+
+    def show(event: dict) -> None:
+        if as_json:
+            print(json.dumps(event), flush=True)
+        else:
+            console.print(
+                f"[cyan]{event.get('kind', '?'):>9}[/] {event.get('user_id')} "
+                f"rev={event.get('rev')} [{event.get('category')}] {event.get('summary')}"
+            )
+
+    async def from_api(user_id: str) -> None:
+        async with AsyncMemstreamClient.from_settings(api_url=api_url(api)) as client:
+            async for item in client.watch(user_id, replay=from_beginning):
+                if isinstance(item, StreamReset):
+                    console.print("[yellow]events may have been missed[/] (the worker no longer "
+                                  "keeps the last one seen)")
+                else:
+                    show(item.model_dump(mode="json"))
+
+    async def from_topic() -> None:
+        settings = with_kept_master_key(get_settings())
+        master = master_key(settings)
+        unsealer = TopicUnsealer(broker_url(broker), settings.kafka.app_id, master) if master else None
+        async for _key, raw in read_topic(broker_url(broker), MEMORY_EVENTS, from_beginning=from_beginning):
+            try:
+                parsed = MemoryEvent.model_validate(raw)
+            except ValidationError:
+                continue
+            opened = await unsealer.open_event(parsed) if unsealer else None
+            show(opened.model_dump(mode="json") if opened else {**raw, "summary": "(sealed)"})
+
+    try:
+        asyncio.run(from_api(user) if user else from_topic())
+    except ClientError as exc:
+        console.print(f"[red]watch failed:[/] {exc}")
+        raise typer.Exit(1)
+    except KeyboardInterrupt:
+        pass
+
+
+@client_app.command()
+def query(
+    text: Annotated[str, typer.Argument(help="The query text.")],
+    user: Annotated[str, typer.Option(help="Whose memories.")],
+    top_k: Annotated[int, typer.Option(help="How many memories.")] = 5,
+    agent: Annotated[str, typer.Option(help="Asking agent: its category allowlist applies (categories.yaml).")] = "supervisor",
+    category: Annotated[Optional[list[str]], typer.Option(help="Only this category (repeatable; must be in the agent's allowlist).")] = None,
+    threshold: Annotated[Optional[float], typer.Option(help="Drop items with a lower score (the probability, 0-1, that an item answers the query).")] = None,
+    budget_tokens: Annotated[Optional[int], typer.Option(help="Token budget of the answer.")] = None,
+    thread: Annotated[Optional[str], typer.Option(help="Thread of --since-rev.")] = None,
+    since_rev: Annotated[Optional[int], typer.Option(help="Delta header: changes of --thread since this revision.")] = None,
+    filters: Annotated[Optional[str], typer.Option(help='Filters as JSON, e.g. \'{"pinned": true, "importance_min": 3}\'.')] = None,
+    api: ApiOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Query a user's memories (memory.query, docs/architecture.md#read-path, through memstream's client): ranked,
+    filtered, with provenance."""
+    from streams.client import AsyncMemstreamClient, ClientError, QueryResult
+
+    optional = {"categories": category or None, "threshold": threshold, "budget_tokens": budget_tokens,
+                "thread_id": thread, "since_rev": since_rev}
+    fields: dict = {k: v for k, v in optional.items() if v is not None}
+    if filters:
+        try:
+            fields["filters"] = json.loads(filters)
+        except ValueError:
+            console.print("[red]--filters is not valid JSON[/]")
+            raise typer.Exit(2)
+
+    async def go() -> QueryResult:
+        async with AsyncMemstreamClient.from_settings(api_url=api_url(api)) as client:
+            return await client.query(user, text, agent=agent, top_k=top_k, mode="full", **fields)
+
+    try:
+        answer = asyncio.run(go())
+    except ClientError as exc:
+        console.print(f"[red]query failed:[/] {exc}")
+        raise typer.Exit(1)
+    items = [item.model_dump(mode="json") for item in answer.items]
+    if as_json:
+        keys = ("id", "summary", "type", "category", "state", "score", "similarity",
+                "importance", "source_turn_ids", "created_at", "updated_at", "text", "tokens")
+        print(json.dumps([{k: item.get(k) for k in keys} for item in items], indent=2))
+        return
+    if answer.delta and answer.delta.header:
+        console.print(answer.delta.header)
+    if not items:
+        console.print("no memories")
+    for item in items:
+        console.print(
+            f"{item['score']:.3f} [{item['category']}] {item['summary']}  "
+            f"[dim]({', '.join(item['source_turn_ids'])})[/]"
+        )
+    console.print(f"[dim]{answer.tokens} tokens[/]")

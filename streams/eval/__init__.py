@@ -1,1 +1,0 @@
-"""Benchmarks and evaluation: LoCoMo bench, query bench, recall, gold precision, calibration, policy report."""
