@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import faust
 
 from streams.api.command_waiter import CommandWaiter
-from streams.api.sse import Hub
+from streams.api.hub import Hub
 from streams.app.stage_kit import StageListeners
 
 
