@@ -25,7 +25,8 @@ from types import FrameType
 from streams.errors import MemstreamError
 from streams.settings import WriteSettings
 from streams.pipeline.dead_letters import kept_bytes
-from streams.read.recall_intent import has_recall_intent, time_window
+from streams.language.dates import time_window
+from streams.read.recall_intent import has_recall_intent
 from streams.write import policy
 from streams.write.facts import FactPipeline
 from topics.turns import Turn

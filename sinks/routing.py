@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from sinks.base import SinkRecord
 from sinks.runner import DeadLetterSender, RunnerConfig, SinkRunner
-from streams.settings import Settings
+from streams.settings import Settings, SinksSettings
 from topics.events import EVENT_KINDS, MemoryEvent
 from topics.schema_errors import location
 
@@ -81,16 +81,32 @@ def s3vectors_plan(s: Settings, dead_letter: DeadLetterSender) -> SinkPlan:
                     memory_records)
 
 
+@dataclass(frozen=True)
+class Destination:
+    """A kind of destination: when the settings turn it on, and how its plan is made (its
+    module is imported only then, so an unused SDK is never loaded)."""
+
+    name: str
+    enabled: Callable[[SinksSettings], bool]
+    plan: Callable[[Settings, DeadLetterSender], SinkPlan]
+
+
+DESTINATIONS = (
+    Destination("opensearch", lambda sinks: bool(sinks.opensearch_url), opensearch_plan),
+    Destination("s3vectors", lambda sinks: bool(sinks.s3vectors_bucket and sinks.s3vectors_index),
+                s3vectors_plan),
+)
+"""Every destination memstream can copy `memory.events` to; a new one is a row here."""
+
+
 def configured(s: Settings) -> list[str]:
     """The destinations the settings turn on."""
-    on = ["opensearch"] if s.sinks.opensearch_url else []
-    return on + (["s3vectors"] if s.sinks.s3vectors_bucket and s.sinks.s3vectors_index else [])
+    return [destination.name for destination in DESTINATIONS if destination.enabled(s.sinks)]
 
 
 def make_plans(s: Settings, dead_letter: DeadLetterSender) -> list[SinkPlan]:
     """A plan per configured destination; none when nothing is configured."""
-    factories = {"opensearch": opensearch_plan, "s3vectors": s3vectors_plan}
-    return [factories[name](s, dead_letter) for name in configured(s)]
+    return [d.plan(s, dead_letter) for d in DESTINATIONS if d.enabled(s.sinks)]
 
 
 class _Countdown:

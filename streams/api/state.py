@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import faust
 
 from streams.api.command_waiter import CommandWaiter
-from streams.api.sse import Hub
-from streams.api.views import WEB_STATE
+from streams.api.hub import Hub
+from streams.app.faust_slots import AppSlot
 from streams.app.stage_kit import StageListeners
 
 
@@ -31,9 +31,13 @@ class WebState:
 
     def attach(self, faust_app: faust.App) -> None:
         """Make this the state the views of `faust_app` find (`WebState.of`)."""
-        WEB_STATE.attach(faust_app, self)
+        _WEB_STATE.attach(faust_app, self)
 
     @staticmethod
     def of(faust_app: faust.App) -> WebState:
         """The web state of a Faust app (a web view's `self.app`)."""
-        return WEB_STATE.of(faust_app)
+        return _WEB_STATE.of(faust_app)
+
+
+_WEB_STATE: AppSlot[WebState] = AppSlot("memstream_web")
+"""Where a Faust app keeps its web state, for its views (`WebState.of`)."""

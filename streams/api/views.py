@@ -2,22 +2,14 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
-
 from aiohttp import web
 from faust.web import View
 
-from streams.app.faust_slots import MEMSTREAM, AppSlot
-
-if TYPE_CHECKING:
-    from streams.api.state import WebState
-    from streams.app.factory import MemstreamApp
+from streams.api.state import WebState
+from streams.app.factory import MemstreamApp
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Middleware = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
-
-WEB_STATE: AppSlot[WebState] = AppSlot("memstream_web")
-"""The web layer's state, attached by `WebState.attach` (`streams.api.state`)."""
 
 
 class MemstreamView(View):
@@ -25,12 +17,12 @@ class MemstreamView(View):
 
     @property
     def memstream(self) -> MemstreamApp:
-        return MEMSTREAM.of(self.app)
+        return MemstreamApp.of(self.app)
 
     @property
     def web_state(self) -> WebState:
         """The hub of SSE clients and the command waiter (`streams.api.state`)."""
-        return WEB_STATE.of(self.app)
+        return WebState.of(self.app)
 
     def not_ready(self) -> web.Response | None:
         """A 503 while the worker's tables are recovering or a rebalance is under way."""

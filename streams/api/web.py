@@ -23,7 +23,7 @@ from streams.api import auth, hardening, limits, openapi, registry, sse
 from streams.api.query import answer, parse_body, parse_params
 from streams.api.command_waiter import CommandWaiter
 from streams.api.routing import route_to_owner
-from streams.api.sse import Hub
+from streams.api.hub import Hub
 from streams.api.state import WebState
 from streams.api.views import MemstreamView, add_views, error
 from streams.observability import metrics

@@ -20,7 +20,7 @@ import faust
 from faust.types import TopicT
 
 from streams.app.faust_compat import event_scope_of, use_transport_fixes
-from streams.app.faust_slots import MEMSTREAM
+from streams.app.faust_slots import AppSlot
 from streams.app.kafka_security import faust_credentials
 from streams.app.services import Services
 from streams.settings import Settings
@@ -98,6 +98,9 @@ is compacted within a bounded time (`streams.privacy.user_keys.CHANGELOG_CONFIGS
 UNSEALED = ("user_keys", "lifecycle")
 """Tables that hold no user content, so are not sealed (`streams.pipeline.tables`)."""
 
+_MEMSTREAM: AppSlot[MemstreamApp] = AppSlot("memstream")
+"""Where a Faust app keeps the `MemstreamApp` it belongs to, for its views (`MemstreamApp.of`)."""
+
 
 class MemstreamApp:
     """One worker's app: the Faust app, its topics and tables, and what the stages share.
@@ -124,7 +127,7 @@ class MemstreamApp:
         self.sealed = self.kit.sealed
         self.outputs = self.kit.outputs
         self.store = self.kit.store
-        MEMSTREAM.attach(faust_app, self)  # views find it from their app
+        _MEMSTREAM.attach(faust_app, self)  # views find it from their app
         tables.memories.on_recover(self._memories_recovered)
         tables.user_keys.on_recover(self._keys_recovered)
         faust_app.on_partitions_assigned.connect(self._partitions_assigned)
@@ -132,7 +135,7 @@ class MemstreamApp:
     @staticmethod
     def of(faust_app: faust.App) -> MemstreamApp:
         """The `MemstreamApp` a Faust app (a web view's `self.app`) belongs to."""
-        return MEMSTREAM.of(faust_app)
+        return _MEMSTREAM.of(faust_app)
 
     async def _produce(self, topic: str, key: bytes | None, value: bytes) -> None:
         await self.topics.named(topic).send(key=key, value=value)

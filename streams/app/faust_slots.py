@@ -1,17 +1,14 @@
 """Typed attributes on a Faust app, for the web views.
 
 A Faust web view has only its Faust app (`self.app`), so the worker hangs its own objects on
-that app for the views to find: the `MemstreamApp` (`MEMSTREAM`, set by
-`streams.app.factory`) and the web layer's state (`WEB_STATE` in `streams.api.views`, set by
-`streams.api.state`). Faust's `App` declares no such attributes; an `AppSlot` is one of them
-with its type: set with a value of that type, read back as that type.
+that app for the views to find: the `MemstreamApp` (`MemstreamApp.of`,
+`streams.app.factory`) and the web layer's state (`WebState.of`, `streams.api.state`). Faust's
+`App` declares no such attributes; an `AppSlot` is one of them with its type: set with a value
+of that type, read back as that type.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Generic, TypeVar, cast
-
-if TYPE_CHECKING:
-    from streams.app.factory import MemstreamApp
+from typing import Generic, TypeVar, cast
 
 T = TypeVar("T")
 
@@ -31,6 +28,3 @@ class AppSlot(Generic[T]):
         # only `attach` sets the attribute, with a T
         return cast(T, getattr(faust_app, self.name))
 
-
-MEMSTREAM: AppSlot[MemstreamApp] = AppSlot("memstream")
-"""The worker's `MemstreamApp`, attached when it is built."""

@@ -29,7 +29,7 @@ from streams.pipeline.ingest import IngestSettings, IngestStage
 from streams.pipeline.recent_events import RecentEvents
 from streams.pipeline.sse import SseStage
 from streams.proactivity import ProactivityPolicy
-from streams.write.extraction import resolve_dates
+from streams.language.dates import resolve_dates
 from topics import names
 from topics.dlq import DeadLetter
 from topics.sinks_dlq import SinkDeadLetter

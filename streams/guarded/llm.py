@@ -19,7 +19,9 @@ from typing import TypeAlias, TypeVar
 from pydantic import BaseModel
 
 from streams.memory.dedup import same_fact_heuristic
-from streams.write.extraction import RulesExtractor, annotations, fit, resolve_dates
+from streams.language.captions import split_image_caption
+from streams.language.dates import resolve_dates
+from streams.write.extraction import RulesExtractor, annotations, fit
 from streams.write.policy import find_secrets
 from streams.providers.llm.base import LLMProvider, Task
 from streams.providers.llm.errors import LLMError, LLMInvalidOutput, LLMTimeout
@@ -35,7 +37,6 @@ from streams.providers.llm.parsing import parse_output
 from streams.providers.llm.prompts import system_prompt
 from streams.providers.llm.schemas import ExtractionOutput, SameFactOutput, TriggerOutput
 from streams.settings import Settings
-from streams.write.text_rules import strip_caption
 from streams.write.trigger import TriggerDecision, parse_command, rules_trigger
 from topics.candidates import Fact
 from topics.turns import Role, Turn
@@ -59,7 +60,7 @@ def rules_only(turn: Turn) -> bool:
     """
     if turn.role not in (Role.user, Role.assistant) or not turn.text.strip():
         return True
-    if turn.role == Role.user and parse_command(strip_caption(turn.text)[0]):
+    if turn.role == Role.user and parse_command(split_image_caption(turn.text)[0]):
         return True
     return bool(find_secrets(turn.text))
 

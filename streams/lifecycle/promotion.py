@@ -51,7 +51,7 @@ from streams.lifecycle.pass_kit import (
 from streams.memory.lexical_index import tokenize
 from streams.memory.model import Memory
 from streams.memory.state import MemoryState
-from streams.write.text_rules import SIGNAL_TAGS
+from streams.language.signals import SIGNAL_TAGS
 from streams.write.writing import MAX_CHARS, normalise_summary
 from topics.events import MemoryEvent
 

@@ -19,7 +19,6 @@ table under the user, sealed like the rest of the user's record.
 """
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from typing import Any, Literal
 import numpy as np
 
 from streams.errors import MemstreamError
+from streams.language.answers import consent_answer
 from streams.memory.applied import Applied
 from streams.memory.documents import keys_match, new_memory, same_text
 from streams.memory.linking import link
@@ -253,17 +253,6 @@ def pending_note(memory: Memory) -> str:
 
 
 # --- acknowledgements said in chat ---------------------------------------------------------
-_VERB = r"(?:update|change|apply|save|use|switch)"
-_OBJ = r"(?:\s+(?:it|that|this|them|my\s+(?:name|pronouns|city|language|profile)))?"
-_ACCEPT = re.compile(
-    r"^\s*(?:(?:yes|yeah|yep|yup|sure|ok|okay|correct|right)\b[\s,!.]*)+(?:please\s+)?"
-    r"(?:(?:go\s+ahead\s+and\s+)?" + _VERB + _OBJ + r"|do\s+it|go\s+ahead)"
-    r"(?:[\s,]+please)?[\s.!]*$|^\s*(?:please\s+)?(?:go\s+ahead\s+and\s+)?" + _VERB + _OBJ +
-    r"(?:[\s,]+please)?[\s.!]*$", re.I)
-_REJECT = re.compile(
-    r"^\s*(?:(?:no|nope|nah)\b[\s,!.]*)+(?:please\s+)?(?:(?:don'?t|do\s+not)\s+" + _VERB + _OBJ +
-    r"|keep\s+(?:it|the\s+old\s+one|the\s+old\s+value)|leave\s+it)?[\s.!]*$", re.I)
-
 
 def acknowledgement(turn: Turn) -> Literal["accept", "reject"] | None:
     """A user's short answer to a proposal ("yes, update it" / "no, keep the old one"), or None.
@@ -272,11 +261,7 @@ def acknowledgement(turn: Turn) -> Literal["accept", "reject"] | None:
     applies only if a proposal was made in the thread just before (`decide`)."""
     if turn.role != Role.user or len(turn.text) > 80:
         return None
-    if _ACCEPT.match(turn.text):
-        return "accept"
-    if _REJECT.match(turn.text) and len(turn.text.split()) > 1:  # a bare "no" answers anything
-        return "reject"
-    return None
+    return consent_answer(turn.text)
 
 
 def acknowledgement_command(turn: Turn, decision: Literal["accept", "reject"]) -> Command:

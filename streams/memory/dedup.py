@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Mapping, Sequence
 
-import Stemmer
-
+from streams.language.stemming import stem_words
+from streams.language.wordlists import word_list
 from streams.providers.embedders import EmbedderProfile
 from streams.memory.model import Memory
 
@@ -54,9 +54,8 @@ _LIKES = re.compile(r"\b(?:love[sd]?|like[sd]?|enjoy(?:s|ed)?|adore[sd]?|prefer(
                     r"(?:(?:is|are) )?(?:a )?(?:huge |big )?fan of|(?:is )?passionate about|"
                     r"would rather)\b", re.I)
 _DISLIKES = re.compile(r"\b(?:hate[sd]?|dislike[sd]?|can't stand|detest(?:s|ed)?)\b", re.I)
-_TIME_WORDS = frozenset("now nowadays currently these days lately still again".split())
-_STOP = frozenset("the a an and or of to in on at for with is was are were has have had be been "
-                  "his her their its this that who which".split())
+_TIME_WORDS = word_list("time_words")
+_STOP = word_list("stopwords_dedup")
 
 
 def _values(text: str) -> set[str]:
@@ -86,10 +85,7 @@ def _content(text: str) -> set[str]:
 
 
 # Words that carry no fact of their own: a restatement adds or drops them freely.
-_FILLER = frozenset("really very much lot lots always usually just also too so quite pretty own "
-                    "going go do does doing get gets she he they her him them their his its it "
-                    "than over more better rather most best".split())
-_STEMMER = Stemmer.Stemmer("english")
+_FILLER = word_list("dedup_filler")
 
 
 def _stems(text: str) -> set[str]:
@@ -99,7 +95,7 @@ def _stems(text: str) -> set[str]:
     text = _LIKES.sub(" ", _DISLIKES.sub(" ", _NEGATION.sub(" ", text)))
     words = [w.lower().removesuffix("'s").removesuffix("’s") for w in _WORD.findall(text)[1:]]
     words = [w for w in words if w not in _STOP | _TIME_WORDS | _FILLER and len(w) > 1]
-    return set(_STEMMER.stemWords(words))
+    return set(stem_words(words))
 
 
 # Closed classes whose members name different things: "Ana's mother" / "Ana's father", "a dog
@@ -108,21 +104,21 @@ def _stems(text: str) -> set[str]:
 _SYNONYMS = {"mom": "mother", "mum": "mother", "dad": "father", "grandma": "grandmother",
              "grandpa": "grandfather", "neighbor": "neighbour", "kid": "child", "kids": "child",
              "children": "child"}
-_CLASSES = tuple(frozenset(_STEMMER.stemWords(c.split())) for c in (
+_CLASSES = tuple(frozenset(stem_words(c.split())) for c in (
     "mother father sister brother son daughter husband wife boyfriend girlfriend fiance fiancee "
     "grandmother grandfather aunt uncle cousin niece nephew friend neighbour boss colleague",
     "dog cat bird parrot fish horse rabbit hamster turtle snake",
     "reading writing teaching selling buying watching",
 ))
 # Mutually exclusive states: a change from one to another is a changed value.
-_STATES = tuple(frozenset(_STEMMER.stemWords(c.split())) for c in (
+_STATES = tuple(frozenset(stem_words(c.split())) for c in (
     "single dating engaged married divorced widowed separated",
 ))
 
 
 def _class_words(text: str) -> set[str]:
     words = [_SYNONYMS.get(w.lower(), w.lower()) for w in _WORD.findall(text)]
-    return set(_STEMMER.stemWords([w.removesuffix("'s") for w in words]))
+    return set(stem_words([w.removesuffix("'s") for w in words]))
 
 
 def _members_differ(a: str, b: str, classes: tuple[frozenset[str], ...]) -> bool:

@@ -56,7 +56,9 @@ import time
 from collections import Counter
 
 import numpy as np
-import Stemmer
+
+from streams.language.stemming import stem_words
+from streams.language.wordlists import word_list
 
 log = logging.getLogger(__name__)
 
@@ -67,18 +69,15 @@ MERGE_MIN_ROWS = 64
 MERGE_FRACTION = 8
 """Recent is merged into main once more rows changed than 1/MERGE_FRACTION of main's rows."""
 
-_STEMMER = Stemmer.Stemmer("english")
 _WORDS = re.compile(r"(?u)\b\w\w+\b").findall
-STOPWORDS = frozenset((
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
-    "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
-    "they", "this", "to", "was", "will", "with"))
-"""Lucene's English stop set, as bm25s ships it (`bm25s.stopwords.STOPWORDS_EN`; a test checks)."""
+STOPWORDS = word_list("stopwords_lucene")
+"""Lucene's English stop set, as bm25s ships it (`bm25s.stopwords.STOPWORDS_EN`; a test checks):
+streams/language/data/stopwords_lucene.txt."""
 
 
 def tokenize_text(text: str) -> list[str]:
     """One text's BM25 tokens (see the module docstring for the rules)."""
-    return _STEMMER.stemWords([w for w in _WORDS(text.lower()) if w not in STOPWORDS])
+    return stem_words([w for w in _WORDS(text.lower()) if w not in STOPWORDS])
 
 
 def tokenize(texts: list[str]) -> list[list[str]]:

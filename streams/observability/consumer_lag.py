@@ -12,17 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
-
 import faust
 from aiokafka.errors import IllegalStateError
 from faust.exceptions import ConsumerNotStarted
 from faust.types import TP
 
 from streams.observability.metrics import CONSUMER_LAG
-
-if TYPE_CHECKING:
-    from streams.app.factory import MemstreamApp
 
 log = logging.getLogger(__name__)
 
@@ -65,16 +60,16 @@ def publish(lags: dict[TP, int]) -> None:
     _reported.update(current)
 
 
-def register(app: MemstreamApp) -> None:
-    """Refresh this worker's consumer-lag gauge every `METRICS_LAG_INTERVAL_SECONDS`."""
+def register(app: faust.App, interval_seconds: float) -> None:
+    """Refresh the consumer-lag gauge of the worker's Faust `app` every `interval_seconds`
+    (METRICS_LAG_INTERVAL_SECONDS)."""
 
     async def update_consumer_lag() -> None:
         try:
-            publish(await partition_lags(app.faust))
+            publish(await partition_lags(app))
         except ConsumerNotStarted:
             log.debug("consumer not started yet; consumer lag not updated")
         except Exception as exc:  # noqa: BLE001 - a metric must never take the worker down
             log.warning("consumer lag not updated: %s", type(exc).__name__)
 
-    app.faust.timer(interval=app.settings.observability.metrics_lag_interval_seconds,
-                    name="consumer_lag")(update_consumer_lag)
+    app.timer(interval=interval_seconds, name="consumer_lag")(update_consumer_lag)

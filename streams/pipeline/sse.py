@@ -1,6 +1,6 @@
 """The sse stage: `memory.events` → each user's recent events (the `recent_events` table, a ring:
 `streams.pipeline.recent_events`) and whoever listens for them (the worker's connected SSE
-clients: `streams.api.sse.Hub`)."""
+clients: `streams.api.hub.Hub`)."""
 from __future__ import annotations
 
 import logging

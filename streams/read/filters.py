@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 
 from streams.memory.model import Memory
-from streams.read.recall_intent import DateWindow
+from streams.language.dates import DateWindow
 from streams.memory.vector_index import UserIndex
 from topics.query import QueryFilters
 

@@ -16,7 +16,7 @@ candidate pool is drawn by it. Two well-studied fusions, chosen by `RETRIEVAL_FU
 
 `dense` mode is the cosine alone, as before hybrid retrieval existed.
 
-A query that names a time ("in May 2023", "last week": `recall_intent.time_window`) adds
+A query that names a time ("in May 2023", "last week": `streams.language.dates.time_window`) adds
 `RETRIEVAL_WINDOW_BOOST` to the relevance of the memories said or mentioning dates in that
 window (`filters.window_mask`), in either mode: the words of a date rarely match how a memory
 says it (if at all: most summaries were said on a day they do not name), and the episodic time
@@ -32,7 +32,7 @@ import numpy as np
 from streams.memory.vector_index import UserIndex
 from streams.settings import ReadSettings
 from streams.read.filters import window_mask
-from streams.read.recall_intent import DateWindow
+from streams.language.dates import DateWindow
 
 Mode = Literal["dense", "hybrid"]
 Fusion = Literal["blend", "rrf"]

@@ -28,7 +28,8 @@ from streams.memory.consent import pending_note
 from streams.memory.model import Memory
 from streams.read.errors import InvalidQuery
 from streams.read.filters import base_mask, episodic_mask, row_predicate
-from streams.read.recall_intent import DateWindow, has_recall_intent, time_window
+from streams.language.dates import DateWindow, time_window
+from streams.read.recall_intent import has_recall_intent
 from streams.read.token_budget import TokenCounter, fit
 from streams.write.procedural import CATEGORY as PROCEDURAL_CATEGORY
 from streams.memory.vector_index import UserIndex

@@ -19,6 +19,7 @@ from typing import Any
 
 import dateparser
 
+from streams.language.captions import with_image_caption
 from topics.turns import Role, Turn
 
 log = logging.getLogger(__name__)
@@ -158,7 +159,7 @@ def _make_turn(raw: Any, user_id: str, thread_id: str, ts: datetime) -> Turn | N
     text = raw["text"]
     caption = raw.get("blip_caption")
     if isinstance(caption, str) and caption.strip():
-        text = f"{text} [shares an image: {caption.strip()}]"
+        text = with_image_caption(text, caption)
     speaker = raw.get("speaker")
     return Turn(
         user_id=user_id,

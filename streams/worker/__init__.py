@@ -44,7 +44,7 @@ def build_worker(settings: Settings, *, extra_keys: Sequence[KeyEntry] = (),
     app.faust.task(app.services.warm_up)  # the model loads in a thread while the worker joins
     web_state = web.register(app, extra_keys)
     agents.register_all(app, web_state.listeners)
-    consumer_lag.register(app)
+    consumer_lag.register(app.faust, settings.observability.metrics_lag_interval_seconds)
     return app
 
 

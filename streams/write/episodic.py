@@ -17,8 +17,10 @@ from typing import Any, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from streams.observability.metrics import EPISODIC_SKIPS
+from streams.language.captions import split_image_caption
+from streams.language.sentences import STOPWORDS, split_sentences, words
+from streams.language.wordlists import word_list
 from streams.settings import EpisodicSettings, WriteSettings
-from streams.write.text_rules import STOPWORDS, split_sentences, strip_caption, words
 from topics.candidates import Fact
 from topics.turns import Role, Turn
 
@@ -28,10 +30,7 @@ _OUTCOME = re.compile(
     re.I,
 )
 _NAME = re.compile(r"\b[A-Z][a-z]{2,}(?: [A-Z][a-z]{2,})?\b")
-_NOT_TOPICS = frozenset(
-    "hey thanks thank sounds great awesome amazing wow yeah yes really love glad happy totally "
-    "definitely hope good nice cool sure wonderful fantastic incredible beautiful".split()
-)
+_NOT_TOPICS = word_list("episode_not_topics")
 
 
 _VERBISH = ("ed", "ing", "ly")  # past tenses, gerunds, adverbs: rarely what a talk was about
@@ -133,7 +132,7 @@ def topics(window: Sequence[Turn], limit: int = 4) -> list[str]:
     speakers = {t.speaker_name.lower() for t in window}
     counts: Counter[str] = Counter()
     for turn in window:
-        text, caption = strip_caption(turn.text)
+        text, caption = split_image_caption(turn.text)
         for name in _NAME.findall(text):
             if name.lower() not in speakers and name.lower() not in STOPWORDS | _NOT_TOPICS:
                 counts[name] += 2
@@ -155,7 +154,7 @@ def topics(window: Sequence[Turn], limit: int = 4) -> list[str]:
 
 def _approach(window: Sequence[Turn]) -> str | None:
     for turn in reversed(window):
-        for sentence in split_sentences(strip_caption(turn.text)[0]):
+        for sentence in split_sentences(split_image_caption(turn.text)[0]):
             if _OUTCOME.search(sentence) and 3 <= len(sentence.split()) <= 30:
                 return sentence.rstrip(".!?")
     return None

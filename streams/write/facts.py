@@ -8,7 +8,7 @@ from typing import Protocol
 
 from streams.write import policy, procedural
 from streams.write.extraction import RulesExtractor
-from streams.write.sensitivity import sensitive_categories
+from streams.language.sensitive import sensitive_categories
 from streams.settings import WriteSettings
 from streams.write.trigger import CommandKind, ExplicitCommand, TriggerDecision, rules_trigger
 from topics.candidates import Candidate, Fact

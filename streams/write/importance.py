@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from importlib.resources import files
 
 from streams.write.sentiment import affect_words
-from streams.write.text_rules import STOPWORDS, Signals, words
+from streams.language.sentences import STOPWORDS, words
+from streams.language.signals import Signals
+from streams.language.wordlists import word_list
 
 BIG_EVENT = re.compile(
     r"\b(?:adopt(?:ed|ing)?|married|wedding|engaged|divorced?|graduat(?:ed|ing|ion)|moved|"
@@ -36,37 +37,9 @@ _CLOSE = re.compile(  # the people and animals of the user's life
     r"girlfriend|mom|dad|mother|father|parents|brother|sister|grand\w+|family|best friend|"
     r"dogs?|cats?|pets?|puppy|kitten))\b|\b(?:have|has|had|got)\s+an?\s+(?:\w+\s+)?(?:dog|cat|"
     r"pet|puppy|kitten|son|daughter|baby)\b", re.I)
-_GENERIC = frozenset((
-    # light verbs and their forms: what a sentence does without saying what with
-    "be being been am was were do does doing done did get gets getting got gotten go goes "
-    "going went gone make makes making made come comes coming came see sees seeing saw seen "
-    "look looks looking looked check checks checking checked try tries trying tried wait waits "
-    "waiting waited want wants wanted need needs needed know knows knew known think thinks "
-    "thinking thought feel feels feeling say says saying tell tells telling told keep keeps "
-    "keeping kept take takes taking took taken give gives giving gave given let lets hope hopes "
-    "hoping hoped mean means meant guess bet sound sounds sounded seem seems seemed hear heard "
-    "find finds found stop stopped start starts started put puts chat chatting talk talking "
-    "talked catch caught share shares sharing shared show showed wish wishes can't cannot "
-    "can could should would might must help helps helping helped ask asks asking asked "
-    "happen happens happening happened believe mind "
-    # generic nouns, adverbs and adjectives: the frame of a remark, not its topic
-    "thing things stuff something anything everything nothing someone anyone everyone "
-    "somebody everybody people person guy guys time times day days way ways life lot lots "
-    "part bit moment moments place idea ideas kind sort one ones others world story "
-    "photo photos pic pics picture pictures pretty quite really truly actually literally so "
-    "very just even still already again also too ever never always often sometimes lately "
-    "recently soon now then today tonight yesterday tomorrow here there back around away "
-    "together maybe probably definitely totally absolutely sure big little small new old "
-    "same different next last own whole real other another much many more most enough "
-    "long far ahead forward extra yeah yes hey oh wow haha lol thanks thank please okay ok "
-    # words of feeling VADER's lexicon lacks (chat slang)
-    "blast epic stoked rad dope lit"
-).split()) | frozenset(
-    line for line in files("streams.write.data").joinpath("stopwords_en.txt").read_text("utf-8").split("\n")
-    if line and not line.startswith("#"))
+_GENERIC = word_list("generic_words") | word_list("stopwords_nltk")
 """Words that frame a remark without naming what it is about, and NLTK's English stopwords
-(as bm25s ships them, copied to `data/stopwords_en.txt`). A hand list: English has no frequency cut that separates them
-("school" is as common as "thing")."""
+(as bm25s ships them): streams/language/data/generic_words.txt and stopwords_nltk.txt."""
 _CONTRACTED = re.compile(r"['’]")
 """A contraction ("it'll", "they're", "don't") is a function word, never a topic."""
 LEVELS = (0.22, 0.36, 0.50, 0.64)

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 
-from streams.write.extraction import keyed_span
-from streams.write.text_rules import split_sentences, strip_caption
+from streams.language.captions import split_image_caption
+from streams.language.mentions import keyed_span
+from streams.language.sentences import split_sentences
 from topics.turns import Role, Turn
 
 _NOT_FIRST_HAND = re.compile(
@@ -28,7 +29,7 @@ def first_person_keys(turn: Turn) -> list[str]:
     in the first person, as the user's own words in chat; empty for any other turn."""
     if turn.role != Role.user or turn.source != "chat":
         return []
-    text, _ = strip_caption(turn.text)
+    text, _ = split_image_caption(turn.text)
     keys = []
     for sentence in split_sentences(text):
         keyed = keyed_span(sentence)

@@ -5,17 +5,10 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from streams.write.text_rules import (
-    MIN_SCORE,
-    clean_sentence,
-    content_parts,
-    fact_sentences,
-    memory_type,
-    note_sentence,
-    signal_tags,
-    split_sentences,
-    strip_caption,
-)
+from streams.language.captions import split_image_caption
+from streams.language.fact_sentences import MIN_SCORE, content_parts, fact_sentences, note_sentence
+from streams.language.sentences import clean_sentence, split_sentences
+from streams.language.signals import memory_type, signal_tags
 from topics.turns import Role, Turn
 
 # --- explicit commands -----------------------------------------------------------------------
@@ -71,7 +64,7 @@ _TAKE_BACK = ExplicitCommand(CommandKind.dont_remember, "")
 """What "don't remember this" and "forget that" ask: take back what the thread's last turn stored."""
 
 
-_TRAILING_POLITE = re.compile(  # tried where a run of spaces and commas starts (see text_rules)
+_TRAILING_POLITE = re.compile(  # tried where a run of spaces and commas starts (see streams/language/sentences.py)
     r"(?<![\s,])[\s,]++(?:please|pls|plz|thanks|thank you|ok|okay)\W*$", re.I)
 _LEADING_DEICTIC = re.compile(r"^(?:this|that|it)\b(?:\W|$)", re.I)
 
@@ -146,7 +139,7 @@ def rules_trigger(turn: Turn) -> TriggerDecision:
     rules extractor finds at least one fact; a shared photo (LoCoMo caption) alone is one fact
     at 0.6; assistant decisions stay at 0.5.
     """
-    text, caption = strip_caption(turn.text)
+    text, caption = split_image_caption(turn.text)
     if turn.role in (Role.tool, Role.system):
         return TriggerDecision(False, None, (), 0.05)
     if turn.role == Role.user and (cmd := parse_command(text)):

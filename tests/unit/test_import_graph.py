@@ -1,49 +1,17 @@
 """No import cycle between modules, nor between packages (issue 21: "no import knots").
 
 The graph is read from the source by `tests/import_graph.py`: every import that runs, at the top
-of a file or inside a function, so a local import cannot hide a loop; imports under
-`if TYPE_CHECKING:` never run and do not count. A package is `streams.<sub>` for the modules under
-`streams/<sub>/`, `streams` for the root modules (`streams/__init__.py`,
-`streams/errors.py`, `streams/tables.py`), and `agents`,
-`topics`, `sinks` and `benchmarks` as wholes.
+of a file or inside a function, so a local import cannot hide a loop. A package is
+`streams.<sub>` for the modules under `streams/<sub>/`, `streams` for the root modules
+(`streams/__init__.py`, `streams/errors.py`, `streams/tables.py`), and `agents`, `topics`,
+`sinks` and `benchmarks` as wholes. Imports under `if TYPE_CHECKING:` never run, but a reader
+follows them all the same: the graph with them has no cycle either.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import pytest
 
-from tests.import_graph import Cycle, cycles, module_graph, package_graph, package_of
-
-
-@dataclass(frozen=True)
-class Pending:
-    """A knot another part of issue 21 is untying on its own branch."""
-
-    owner: str
-    within: frozenset[str]
-    """Imports from one of these packages into another are not counted, and a module cycle
-    inside them is theirs."""
-
-
-# Cycles other parts of issue 21 are fixing on their branches. This must end EMPTY: whoever merges
-# the part that unties a knot deletes its line here, and the test then holds that knot shut.
-PENDING_ELSEWHERE: frozenset[Pending] = frozenset()
-
-
-def _graph() -> dict[str, frozenset[str]]:
-    """The module graph without the imports `PENDING_ELSEWHERE` leaves to others."""
-    graph = module_graph()
-    groups = [p.within for p in PENDING_ELSEWHERE]
-
-    def theirs(a: str, b: str) -> bool:
-        pa, pb = package_of(a), package_of(b)
-        return pa != pb and any(pa in g and pb in g for g in groups)
-
-    return {m: frozenset(t for t in targets if not theirs(m, t)) for m, targets in graph.items()}
-
-
-def _pending(members: tuple[str, ...]) -> bool:
-    """Whether a module cycle lies inside the packages of one allowance."""
-    return any({package_of(m) for m in members} <= p.within for p in PENDING_ELSEWHERE)
+from tests.import_graph import Cycle, cycles, module_graph, package_graph
 
 
 def _report(kind: str, found: list[Cycle]) -> str:
@@ -51,23 +19,16 @@ def _report(kind: str, found: list[Cycle]) -> str:
         f"  {c}" for c in found)
 
 
-def test_no_module_imports_itself_through_others():
-    found = [c for c in cycles(_graph()) if not _pending(c.members)]
+@pytest.mark.parametrize("type_checking", [False, True], ids=["run-time", "with-type-checking"])
+def test_no_module_imports_itself_through_others(type_checking: bool):
+    found = cycles(module_graph(type_checking=type_checking))
     assert not found, _report("modules", found)
 
 
-def test_no_package_imports_itself_through_others():
-    found = cycles(package_graph(_graph()))
+@pytest.mark.parametrize("type_checking", [False, True], ids=["run-time", "with-type-checking"])
+def test_no_package_imports_itself_through_others(type_checking: bool):
+    found = cycles(package_graph(module_graph(type_checking=type_checking)))
     assert not found, _report("packages", found)
-
-
-def test_every_allowance_is_still_a_knot():
-    """Whoever unties a knot deletes its allowance: the list only shrinks."""
-    graph = module_graph()
-    packages = package_graph(graph)
-    for pending in PENDING_ELSEWHERE:
-        inside = {p: t & pending.within for p, t in packages.items() if p in pending.within}
-        assert cycles(inside), f"no cycle left among {sorted(pending.within)}: delete {pending}"
 
 
 def test_the_graph_sees_local_imports_and_skips_type_checking(tmp_path):

@@ -8,16 +8,17 @@ import pytest
 from aiohttp.test_utils import make_mocked_request
 
 from streams.api import auth, sse
+from streams.api.hub import Hub, StreamLimits, TooManyStreams
 from streams.settings import Settings
 
-LIMITS = sse.StreamLimits(total=3, per_user=2)
+LIMITS = StreamLimits(total=3, per_user=2)
 
 
 def test_the_hub_refuses_a_stream_past_the_users_limit_and_counts_closed_ones_out():
-    hub = sse.Hub(limit=10)
+    hub = Hub(limit=10)
     first = hub.subscribe("ana", LIMITS)
     hub.subscribe("ana", LIMITS)
-    with pytest.raises(sse.TooManyStreams, match="this user has 2 event streams"):
+    with pytest.raises(TooManyStreams, match="this user has 2 event streams"):
         hub.subscribe("ana", LIMITS)
     hub.unsubscribe("ana", first)
     hub.subscribe("ana", LIMITS)
@@ -25,10 +26,10 @@ def test_the_hub_refuses_a_stream_past_the_users_limit_and_counts_closed_ones_ou
 
 
 def test_the_hub_refuses_a_stream_past_the_workers_limit():
-    hub = sse.Hub(limit=10)
+    hub = Hub(limit=10)
     for user in ("ana", "bob", "cy"):
         hub.subscribe(user, LIMITS)
-    with pytest.raises(sse.TooManyStreams, match="this worker serves 3 event streams"):
+    with pytest.raises(TooManyStreams, match="this worker serves 3 event streams"):
         hub.subscribe("dee", LIMITS)
     hub.close_all()
     assert hub.streams() == 0
@@ -36,13 +37,13 @@ def test_the_hub_refuses_a_stream_past_the_workers_limit():
 
 
 def test_the_limits_are_settings():
-    limits = sse.StreamLimits.of(Settings(sse_max_streams=7, sse_max_streams_per_user=2).api)
-    assert limits == sse.StreamLimits(total=7, per_user=2)
+    limits = StreamLimits.of(Settings(sse_max_streams=7, sse_max_streams_per_user=2).api)
+    assert limits == StreamLimits(total=7, per_user=2)
 
 
 async def test_a_stream_over_the_limit_is_answered_429_before_anything_is_streamed(monkeypatch):
     settings = Settings(sse_max_streams_per_user=1)
-    hub = sse.Hub(settings.api.sse_queue_events)
+    hub = Hub(settings.api.sse_queue_events)
     hub.subscribe("ana")  # the user's one allowed stream is open
     memstream = SimpleNamespace(settings=settings)
     monkeypatch.setattr(sse, "owner_of", lambda view, user_id: None)  # this worker owns ana

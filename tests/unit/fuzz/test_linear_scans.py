@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from benchmarks.adversarial_cost import CLASSES
 from streams.pipeline.dead_letters import kept_bytes
-from streams.write import extraction, policy, procedural, text_rules, trigger, writing
+from streams.language import captions, mentions, rewriting, sentences, signals
+from streams.write import policy, procedural, trigger, writing
 from tests.fuzzing import fuzz_settings
 from tests.unit.fuzz.adversarial import RULE_PIECES, SECRET_PIECES, mixes, runs
 
@@ -158,20 +159,20 @@ def test_names_are_compared_pairwise_only_up_to_the_cap(monkeypatch: pytest.Monk
         assert calls <= cap, "names compared with every other name"
         return search(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(text_rules.re, "search", counted)
+    monkeypatch.setattr(signals.re, "search", counted)
     names = CLASSES["distinct names"](8000).removeprefix("I met ")
     sentence = "I met Ann, Ann " + names.replace(", ", ", Ann ")  # Ann, Ann Aaaa, Ann Aaab, …
-    entities = text_rules.sentence_signals(sentence).entities
-    assert len(entities) == text_rules.MAX_ENTITIES - 1 and "Ann" not in entities
+    entities = signals.sentence_signals(sentence).entities
+    assert len(entities) == signals.MAX_ENTITIES - 1 and "Ann" not in entities
     assert 0 < calls  # "Ann" was compared with the others
 
 
 def _entities_compared_with_every_other(sentence: str) -> tuple[str, ...]:
     """The names of a sentence as they were chosen before the cap (a square of comparisons)."""
-    found = [e for e in text_rules._ENTITY.findall(sentence) if e not in text_rules._NOT_ENTITIES]
-    if m := text_rules._LEADING_NAME.match(sentence):
+    found = [e for e in signals._ENTITY.findall(sentence) if e not in signals._NOT_ENTITIES]
+    if m := signals._LEADING_NAME.match(sentence):
         first = m.group(1).split()[0].rstrip(".,")
-        if first not in text_rules._NOT_ENTITIES and first.lower() not in text_rules._NOT_NAME_OPENERS:
+        if first not in signals._NOT_ENTITIES and first.lower() not in signals._NOT_NAME_OPENERS:
             found.insert(0, m.group(1).rstrip("."))
     return tuple(e for e in dict.fromkeys(found)
                  if not any(e != o and re.search(r"\b" + re.escape(e) + r"\b", o) for o in found))
@@ -183,30 +184,30 @@ def _entities_compared_with_every_other(sentence: str) -> tuple[str, ...]:
                       max_size=30))
 def test_names_are_chosen_as_before(words: list[str]) -> None:
     sentence = "I met " + " ".join(words)
-    assert text_rules._entities_of(sentence) == _entities_compared_with_every_other(sentence)
+    assert signals._entities_of(sentence) == _entities_compared_with_every_other(sentence)
 
 
 @lru_cache(maxsize=1)
 def _quadratic_originals() -> dict[str, tuple[re.Pattern[str], re.Pattern[str], str]]:
     """Pattern → (its linear form, its form before issue 24, how the rules use it)."""
     return {
-        "_SENTENCE_END": (text_rules._SENTENCE_END, re.compile(
+        "_SENTENCE_END": (sentences._SENTENCE_END, re.compile(
             r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[!?])\s+|\s*\n+\s*|(?<=[.!?])\s+-\s+"),
             "split"),
-        "_JUST_SO": (text_rules._JUST_SO, re.compile(
+        "_JUST_SO": (sentences._JUST_SO, re.compile(
             r",?\s*\b(?:just )?so (?:that )?you (?:know|are aware)\b,?\s*|\bfyi\b,?\s*", re.I),
             "sub"),
-        "_TRAILING_LOOK": (text_rules._TRAILING_LOOK, re.compile(
+        "_TRAILING_LOOK": (sentences._TRAILING_LOOK, re.compile(
             r"\s*[,;–-]\s*(?:take a look|have a look|check it out|look|see)\s*[!.]*$", re.I), "sub"),
-        "_STEPS": (text_rules._STEPS, re.compile(
+        "_STEPS": (signals._STEPS, re.compile(
             r"(?:\bstep \d|\bfirst(?:ly)?,? .+\bthen\b|(?:^|\n)\s*\d+[.)]\s|\bto \w+ .{0,40}\byou "
             r"(?:need|have|should)\b)", re.I), "found"),
         "_TRAILING_POLITE": (trigger._TRAILING_POLITE, re.compile(
             r"[\s,]+(?:please|pls|plz|thanks|thank you|ok|okay)\W*$", re.I), "sub"),
-        "_INTENSIFIER": (extraction._INTENSIFIER, re.compile(
-            extraction._INTENSIFIER.pattern.replace(r"(?<!\s)\s++(?:really", r"\s+(?:really", 1),
-            extraction._INTENSIFIER.flags), "sub"),
-        "_ATTRIBUTE": (extraction._ATTRIBUTE, re.compile(extraction._ATTRIBUTE.pattern.replace(
+        "_INTENSIFIER": (rewriting._INTENSIFIER, re.compile(
+            rewriting._INTENSIFIER.pattern.replace(r"(?<!\s)\s++(?:really", r"\s+(?:really", 1),
+            rewriting._INTENSIFIER.flags), "sub"),
+        "_ATTRIBUTE": (mentions._ATTRIBUTE, re.compile(mentions._ATTRIBUTE.pattern.replace(
             r"(?<!\s)(?:\s*+[,;]|\s++(?:-|–|and))", r"\s*(?:,|;|\s-|\s–|\sand)", 1)), "sub"),
         "_LIST_SEPARATOR": (procedural._LIST_SEPARATOR, re.compile(
             r"\s*(?:;|\n|,\s*(?:and\s+)?)\s*"), "split"),
@@ -252,8 +253,8 @@ def test_rule_patterns_match_as_their_quadratic_originals(name: str, text: str) 
 
 
 _NAMED_AGE_BEFORE = re.compile(
-    r"\b" + extraction._PET + r"\s+(?:named|called)\s+([A-Z][a-z]+)\b.*?\b(?:[Ss]he|[Hh]e|[Ii]t|who|\2)"
-    r"(?:\s+is|" + extraction._APOS + r"s|\s+turned|\s+turns)\s+(?:now\s+)?(\d{1,2})\b")
+    r"\b" + mentions._PET + r"\s+(?:named|called)\s+([A-Z][a-z]+)\b.*?\b(?:[Ss]he|[Hh]e|[Ii]t|who|\2)"
+    r"(?:\s+is|" + mentions._APOS + r"s|\s+turned|\s+turns)\s+(?:now\s+)?(\d{1,2})\b")
 NAMED_PIECES = ["a dog", " ", "named", "called", "Max", "Luna", "She", "she", "It", "who", "is",
                 "turned", "’s", "'s", "now", "3", "12", ",", ".", "and", "Max is 4"]
 
@@ -262,7 +263,7 @@ NAMED_PIECES = ["a dog", " ", "named", "called", "Max", "Luna", "She", "she", "I
 @given(text=mixes(NAMED_PIECES).filter(lambda t: len(t) <= 200))
 @example(text="a dog named Max and a cat named Luna. Luna is 3")
 def test_a_named_age_is_found_as_before_within_200_characters(text: str) -> None:
-    named_age = next(p for p, _ in extraction._KEYS if ".{0,200}?" in p.pattern)
+    named_age = next(p for p, _ in mentions._KEYS if ".{0,200}?" in p.pattern)
     new = named_age.search(text)
     old = _NAMED_AGE_BEFORE.search(text)
     assert (new and (new.span(), new.groups())) == (old and (old.span(), old.groups()))
@@ -270,7 +271,7 @@ def test_a_named_age_is_found_as_before_within_200_characters(text: str) -> None
 
 def _pronouns_named_one_by_one(s: str) -> str:
     """How pronouns were named before issue 24: each naming rescanned the rest of the text."""
-    for m in extraction._NAMED.finditer(s):
+    for m in mentions._NAMED.finditer(s):
         named = m.group(1) or m.group(3)
         s = s[: m.end()] + re.sub(r"\b(?:[Ss]he|[Hh]e)\b", named, s[m.end():], count=1)
     return s
@@ -281,14 +282,14 @@ def _pronouns_named_one_by_one(s: str) -> str:
                    "and", "loves", ",", ".", "the", "Sheila", "BobShe", "x"]))
 def test_pronouns_are_named_as_before(text: str) -> None:
     # names as long as the pronouns: the old loop's positions never drifted
-    assert extraction._name_the_pronouns(text)[0] == _pronouns_named_one_by_one(text)
+    assert mentions._name_the_pronouns(text)[0] == _pronouns_named_one_by_one(text)
 
 
 def test_pronouns_are_named_where_they_are() -> None:
     # the old loop read later positions in the text as rewritten so far: "Bo" for "she" moved
     # the rest one character, twice, and the last "he" was missed
     text = "named Bo she, named Bo she, named Lu he is"
-    assert extraction._name_the_pronouns(text)[0] == "named Bo Bo, named Bo Bo, named Lu Lu is"
+    assert mentions._name_the_pronouns(text)[0] == "named Bo Bo, named Bo Bo, named Lu Lu is"
 
 
 def test_naming_pronouns_reads_a_sentence_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -300,9 +301,9 @@ def test_naming_pronouns_reads_a_sentence_once(monkeypatch: pytest.MonkeyPatch) 
         read += len(string)
         return sub(pattern, repl, string, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(extraction.re, "sub", counted)
+    monkeypatch.setattr(mentions.re, "sub", counted)
     sentence = CLASSES["a dog named Max…"](8000)
-    extraction._resolve_he_she(["I have a dog named Rex.", sentence])
+    mentions.resolve_he_she(["I have a dog named Rex.", sentence])
     assert read <= 2 * len(sentence)  # the old loop handed re.sub the rest of it per naming
 
 
@@ -315,4 +316,4 @@ _CAPTION_BEFORE = re.compile(r"\s*\[shares an image:\s*(?P<caption>[^\]]*)\]\s*$
 def test_captions_are_split_off_as_before(text: str) -> None:
     m = _CAPTION_BEFORE.search(text)
     before = (text[: m.start()].rstrip(), m.group("caption").strip() or None) if m else (text, None)
-    assert text_rules.strip_caption(text) == before
+    assert captions.split_image_caption(text) == before

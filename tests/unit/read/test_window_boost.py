@@ -3,7 +3,7 @@ from datetime import date, datetime, timezone
 
 from streams.read.filters import window_mask
 from streams.read.query import rank
-from streams.read.recall_intent import DateWindow
+from streams.language.dates import DateWindow
 from tests.unit.read.test_query_execute import NOW, Q, ask, ids, index_of, mem
 from tests import defaults
 

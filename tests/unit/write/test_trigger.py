@@ -5,13 +5,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from streams.write.text_rules import (
-    is_filler,
-    is_greeting,
-    is_question,
-    split_sentences,
-    strip_caption,
-)
+from streams.language.sentences import is_filler, is_greeting, is_question, split_sentences
 from streams.write.trigger import CommandKind, TriggerDecision, parse_command, rules_trigger
 from topics.turns import Role, Turn
 
@@ -148,8 +142,6 @@ def test_commands_only_from_users() -> None:
 def test_helpers() -> None:
     assert split_sentences("I went out. It rained! Did you? ok") == [
         "I went out.", "It rained!", "Did you?", "ok"]
-    assert strip_caption("Look! [shares an image: a photo of a cat]") == ("Look!", "a photo of a cat")
-    assert strip_caption("No image here.") == ("No image here.", None)
     assert is_greeting("Hey Mel!", ("Caroline",))
     assert not is_greeting("Hey, I moved to Lisbon last week")
 

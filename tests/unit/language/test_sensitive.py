@@ -1,7 +1,7 @@
 import pytest
 
 from streams.write.facts import FactPipeline
-from streams.write.sensitivity import PATTERNS, sensitive_categories
+from streams.language.sensitive import PATTERNS, sensitive_categories
 from streams.settings import WriteSettings
 from topics.turns import Turn
 

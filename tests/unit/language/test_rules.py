@@ -5,13 +5,11 @@ from datetime import datetime, timezone
 
 import pytest
 
-from streams.write.extraction import RulesExtractor, third_person
-from streams.write.text_rules import (
-    clean_sentence,
-    fact_sentences,
-    is_expletive_it,
-    sentence_signals,
-)
+from streams.language.rewriting import third_person
+from streams.write.extraction import RulesExtractor
+from streams.language.fact_sentences import fact_sentences, is_expletive_it
+from streams.language.sentences import clean_sentence
+from streams.language.signals import sentence_signals
 from streams.write.writing import validate_summary
 from topics.turns import Role, Turn
 
