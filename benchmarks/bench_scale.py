@@ -224,8 +224,8 @@ def _consumer(broker_url: str) -> AIOKafkaConsumer:
 
 async def broker_end_offsets(broker_url: str) -> dict[TopicPartition, int]:
     """The end offset of every partition of every topic on the broker (internal `__…` topics
-    left out), corrected where the broker answers ListOffsets low (`streams.app.highwaters`)."""
-    from streams.app.highwaters import true_end_offsets
+    left out), corrected where the broker answers ListOffsets low (`streams.kafka.highwaters`)."""
+    from streams.kafka.highwaters import true_end_offsets
 
     consumer = _consumer(broker_url)
     await consumer.start()

@@ -21,7 +21,7 @@ from faust.types import TopicT
 
 from streams.app.faust_compat import event_scope_of, use_transport_fixes
 from streams.app.faust_slots import AppSlot
-from streams.app.kafka_security import faust_credentials
+from streams.kafka.security import faust_credentials
 from streams.app.services import Services
 from streams.settings import Settings
 from streams.app.stage_kit import build_stage_kit
@@ -159,7 +159,7 @@ class MemstreamApp:
 
 def create_faust_app(settings: Settings) -> faust.App:
     """A Faust app configured from `settings` (tables on `TABLE_STORE`, web server on, Kafka
-    security from KAFKA_SECURITY_PROTOCOL and the rest: `streams.app.kafka_security`), consuming
+    security from KAFKA_SECURITY_PROTOCOL and the rest: `streams.kafka.security`), consuming
     and producing through `streams.app.faust_compat.MemstreamTransport`."""
     one_record = 1 if settings.kafka.kafka_one_record_batches else 16384
     app = faust.App(

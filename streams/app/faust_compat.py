@@ -16,7 +16,7 @@ from faust.transport.drivers.aiokafka import Consumer as AIOKafkaDriverConsumer
 from faust.transport.drivers.aiokafka import Transport as AIOKafkaTransport
 from faust.types import TP, EventT
 
-from streams.app.highwaters import true_end_offsets
+from streams.kafka.highwaters import true_end_offsets
 from streams.pipeline.records import Record
 
 DEFAULT_FETCH_MAX_WAIT_MS = 100
@@ -68,7 +68,7 @@ class ReadOffsets(defaultdict):
 class TunedConsumerThread(AIOKafkaConsumerThread):
     """The driver's consumer thread, with two changes:
 
-    - highwaters are checked against a fetch (`streams.app.highwaters`: the embedded broker's
+    - highwaters are checked against a fetch (`streams.kafka.highwaters`: the embedded broker's
       ListOffsets answer is low after a multi-record batch, and Faust's table recovery reads
       changelogs up to it);
     - fetches wait at most `fetch_max_wait_ms` (`KAFKA_FETCH_MAX_WAIT_MS`) for records, not

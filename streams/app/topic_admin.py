@@ -1,7 +1,7 @@
 """Creating memstream's topics on a broker (all with one partition count: docs/architecture.md#topics).
 
 The admin client connects as the settings say (KAFKA_SECURITY_PROTOCOL, ...:
-`streams.app.kafka_security`), after a bounded connection check, so a refused certificate or
+`streams.kafka.security`), after a bounded connection check, so a refused certificate or
 login is a `BrokerConnectionError` that says so."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import TopicAlreadyExistsError
 
-from streams.app.kafka_security import admin_kwargs, check_connection
+from streams.kafka.security import admin_kwargs, check_connection
 
 if TYPE_CHECKING:
     from streams.settings import Settings

@@ -31,7 +31,7 @@ def send(
     """Send one chat turn to `chat.turns` (through memstream's client, streams/client/)."""
     from pydantic import ValidationError
 
-    from streams.app.kafka_security import client_kwargs
+    from streams.kafka.security import client_kwargs
     from streams.client import AsyncMemstreamClient, ClientError
     from topics.turns import Turn
 

@@ -16,7 +16,7 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
 from pydantic import ValidationError
 
-from streams.app.kafka_security import BrokerConnectionError, check_connection
+from streams.kafka.security import BrokerConnectionError, check_connection
 from streams.client.errors import (
     ApiError,
     ApiUnreachable,
@@ -70,7 +70,7 @@ class AsyncMemstreamClient:
         that ended is opened again (unless the worker asked for longer with Retry-After);
         `kafka_security`: aiokafka's connection arguments for a broker that needs TLS or SASL
         (security_protocol, ssl_context, sasl_mechanism, sasl_plain_username, ...), as
-        `streams.app.kafka_security.client_kwargs` makes them from memstream's settings."""
+        `streams.kafka.security.client_kwargs` makes them from memstream's settings."""
         self.broker = broker
         self.kafka_security = dict(kafka_security or {})
         self.api_url = api_url.rstrip("/") if api_url else None
@@ -91,7 +91,7 @@ class AsyncMemstreamClient:
         or the embedded broker with KAFKA_SECURITY_PROTOCOL and the rest, http://WEB_HOST:WEB_PORT,
         MEMSTREAM_API_KEY or the key `memstream run` keeps in DATA_DIR): what the CLI uses."""
         from streams.api.auth import client_key
-        from streams.app.kafka_security import client_kwargs
+        from streams.kafka.security import client_kwargs
         from streams.settings import get_settings
 
         settings = settings or get_settings()

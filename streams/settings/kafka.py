@@ -30,7 +30,7 @@ class KafkaSettings(Section):
         False,
         description="Produce one record per batch (slow). Only for a broker whose ListOffsets "
         "answer is wrong after multi-record batches and whose fetch high watermark is wrong too; "
-        "the embedded Tansu broker's low answer is corrected from a fetch (streams/app/highwaters.py).",
+        "the embedded Tansu broker's low answer is corrected from a fetch (streams/kafka/highwaters.py).",
     )
     kafka_producer_linger_ms: int = Field(
         10, ge=0, le=1000,

@@ -4,7 +4,7 @@ memstream's client, `streams.client`.
 
 Producers and consumers connect as `security` says (aiokafka's security_protocol, ssl_context,
 sasl_* arguments); by default as the process's settings say (KAFKA_SECURITY_PROTOCOL, ...:
-`streams.app.kafka_security.client_kwargs`)."""
+`streams.kafka.security.client_kwargs`)."""
 from __future__ import annotations
 
 import json
@@ -23,7 +23,7 @@ def kafka_security(security: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """`security`, or the connection arguments of the process's settings when None."""
     if security is not None:
         return dict(security)
-    from streams.app.kafka_security import client_kwargs
+    from streams.kafka.security import client_kwargs
     from streams.settings import get_settings
 
     return client_kwargs(get_settings().kafka)

@@ -3,7 +3,7 @@ re-wrapped under the new master key (`streams.privacy.rotation` decides the reco
 there), with the workers stopped.
 
 An operator's run over the topics, like `streams.tools.unseal`, so it may use the app's Kafka
-plumbing (`streams.app.kafka_security`, `streams.app.highwaters`) that the privacy package,
+plumbing (`streams.kafka.security`, `streams.kafka.highwaters`) that the privacy package,
 below the app, does not.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
-from streams.app.highwaters import true_end_offsets
+from streams.kafka.highwaters import true_end_offsets
 from streams.errors import MemstreamError
 from streams.privacy.crypto import MasterKeys
 from streams.privacy.rotation import Latest, RotationReport, rotate_records
@@ -40,8 +40,8 @@ async def rotate_changelog(bootstrap: str, topic: str, masters: MasterKeys, grou
 
 
 def _security() -> dict[str, Any]:
-    """The Kafka connection arguments of the settings (TLS, SASL: streams.app.kafka_security)."""
-    from streams.app.kafka_security import client_kwargs
+    """The Kafka connection arguments of the settings (TLS, SASL: streams.kafka.security)."""
+    from streams.kafka.security import client_kwargs
     from streams.settings import get_settings
 
     return client_kwargs(get_settings().kafka)

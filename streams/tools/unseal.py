@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from streams.app.highwaters import true_end_offsets
+from streams.kafka.highwaters import true_end_offsets
 from streams.privacy.crypto import SealError
 from streams.privacy.payloads import open_event, open_record
 from streams.privacy.sealed import Sealer

@@ -11,7 +11,7 @@ import asyncio
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from streams.app.highwaters import true_end_offsets
+from streams.kafka.highwaters import true_end_offsets
 from streams.app.topic_admin import create_topics
 from streams.tools.broker import EmbeddedBroker
 from streams.tools.client import make_producer

@@ -1,4 +1,4 @@
-"""Kafka over TLS, and SASL refusals (streams/app/kafka_security.py), against the embedded broker
+"""Kafka over TLS, and SASL refusals (streams/kafka/security.py), against the embedded broker
 behind stunnel.
 
 Tansu 0.6 has no TLS of its own (its --cert/--key options are dead), so stunnel terminates TLS
@@ -29,7 +29,7 @@ import pytest
 from aiokafka.abc import AbstractTokenProvider
 from typer.testing import CliRunner
 
-from streams.app.kafka_security import BrokerConnectionError, client_kwargs
+from streams.kafka.security import BrokerConnectionError, client_kwargs
 from streams.settings import Settings, get_settings
 from streams.app.topic_admin import create_topics, started_admin
 from streams.client import AsyncMemstreamClient, MemoryEvent, ProduceError, ProactivityCandidate

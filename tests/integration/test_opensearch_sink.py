@@ -19,7 +19,7 @@ from osmem_server import OsmemServer
 from sinks.base import SinkRecord, TransientSinkError
 from sinks.opensearch import OpenSearchDestination, records_for_event
 from sinks.runner import RunnerConfig, SinkRunner
-from streams.app.highwaters import true_end_offsets
+from streams.kafka.highwaters import true_end_offsets
 from streams.tools.broker import EmbeddedBroker, free_port
 from streams.app.topic_admin import create_topics
 from tests.integration.conftest import (

@@ -1,4 +1,4 @@
-"""The Kafka security settings (streams/app/kafka_security.py) as each client gets them: aiokafka's
+"""The Kafka security settings (streams/kafka/security.py) as each client gets them: aiokafka's
 producers and consumers (tools, bench, client library), the admin client, the worker's Faust
 app; incomplete or contradictory settings are named errors; secrets never print.
 
@@ -17,9 +17,10 @@ from faust.auth import OAuthCredentials, SASLCredentials, SSLCredentials
 from faust.transport.drivers.aiokafka import credentials_to_aiokafka_auth
 from typer.testing import CliRunner
 
-from streams.app import kafka_security, topic_admin
+from streams.app import topic_admin
+from streams.kafka import security as kafka_security
 from streams.app.factory import create_faust_app
-from streams.app.kafka_security import (
+from streams.kafka.security import (
     BrokerConnectionError,
     KafkaSettingsError,
     admin_kwargs,
@@ -301,4 +302,4 @@ def test_the_module_is_the_one_place_that_reads_the_security_settings() -> None:
     root = Path(kafka_security.__file__).parents[2]
     readers = sorted(str(p.relative_to(root)) for p in (root / "streams").rglob("*.py")
                      if "kafka_sasl_" in p.read_text() or "kafka_ssl_" in p.read_text())
-    assert readers == ["streams/app/kafka_security.py", "streams/settings/kafka.py"]
+    assert readers == ["streams/kafka/security.py", "streams/settings/kafka.py"]

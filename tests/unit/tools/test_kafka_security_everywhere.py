@@ -1,5 +1,5 @@
 """Every Kafka client the tools make takes the settings' connection arguments (TLS, SASL:
-streams/app/kafka_security.py), not only the worker's and the client library's."""
+streams/kafka/security.py), not only the worker's and the client library's."""
 from __future__ import annotations
 
 from typing import Any
@@ -24,7 +24,7 @@ def made(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         seen.append(kwargs)
         raise Made
 
-    monkeypatch.setattr("streams.app.kafka_security.client_kwargs", lambda settings: dict(SECURE))
+    monkeypatch.setattr("streams.kafka.security.client_kwargs", lambda settings: dict(SECURE))
     for module in (unseal, rotation):
         for name in ("AIOKafkaConsumer", "AIOKafkaProducer", "AIOKafkaAdminClient"):
             if hasattr(module, name):
