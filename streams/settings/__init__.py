@@ -89,8 +89,8 @@ class Settings(BaseModel):
                 flat.setdefault(section_name_of(name), {})[name.lower()] = value
         for section, values in flat.items():
             given = routed.get(section)
-            if isinstance(given, Section):
-                routed[section] = given.model_copy(update=values)
+            if isinstance(given, Section):  # validated like the rest, not copied over
+                routed[section] = type(given).model_validate({**given.model_dump(), **values})
             else:
                 model = _section_model(cls.model_fields[section])
                 routed[section] = model(**{**(given or {}), **values})
@@ -99,13 +99,8 @@ class Settings(BaseModel):
     def with_values(self, **values: Any) -> Settings:
         """These settings with some changed, by flat name (`with_values(lifecycle_enabled=False)`);
         each value is validated as when read from the environment."""
-        sections: dict[str, dict[str, Any]] = {}
-        for name, value in values.items():
-            sections.setdefault(section_name_of(name), {})[name.lower()] = value
-        return self.model_copy(update={
-            section: type(getattr(self, section)).model_validate(
-                {**getattr(self, section).model_dump(), **changed})
-            for section, changed in sections.items()})
+        return Settings(**{section: getattr(self, section) for section in Settings.model_fields},
+                        **values)
 
 
 def sections() -> dict[str, type[Section]]:
