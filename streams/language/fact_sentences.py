@@ -111,28 +111,6 @@ def skippable(sentence: str, names: tuple[str, ...] = ()) -> bool:
             or is_question(sentence) or bool(_NOT_A_FACT.match(sentence)))
 
 
-def scored_sentences(sentences: list[str], role: Role,
-                     names: tuple[str, ...] = ()) -> list[tuple[float, int, str, Signals]]:
-    """(score, index, sentence, signals) of every sentence that may hold a fact.
-
-    `sentences` are cleaned (`clean_sentence`). User sentences must be about the speaker (first
-    person), not about the listener, and not empty; assistant sentences count only when they
-    state a decision (scored `MIN_SCORE`). The caller keeps those scoring `MIN_SCORE` and up.
-    """
-    out: list[tuple[float, int, str, Signals]] = []
-    for i, s in enumerate(sentences):
-        if not s or is_greeting(s, names) or is_filler(s) or is_question(s) or _NOT_A_FACT.match(s):
-            continue
-        sig = sentence_signals(s)
-        if role == Role.assistant:
-            if sig.decision:
-                out.append((MIN_SCORE, i, s, sig))
-        elif not sig.second_person and sig.first_person and content_words(s) >= 2:
-            out.append((fact_score(s, sig), i, s, sig))
-    return out
-
-
-
 OTHER_MIN = 1.0
 """A sentence without first person scoring this much (`other_score`) is a fact of its own
 ("Fox Hollow is a great trail to hike on weekends." → "Andrew said Fox Hollow is …")."""
