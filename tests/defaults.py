@@ -5,13 +5,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from streams.lifecycle.forgetting import ForgetConfig
 from streams.memory.config import ConsentConfig, DedupConfig
 from streams.proactivity.policy import ProactivityPolicy
 from streams.providers.embedders import EmbedderProfile
 from streams.read.fusion import Retrieval
 from streams.read.query import QueryLimits
 from streams.read.ranking import RankWeights, weights_of
-from streams.settings import (ConsentSettings, DedupSettings, EpisodicSettings, ProactivitySettings,
+from streams.settings import (ConsentSettings, DedupSettings, EpisodicSettings, LifecycleSettings,
+                              ProactivitySettings,
                               ReadSettings, WriteSettings)
 from streams.write.episodic import EpisodeRules, rules_from
 
@@ -45,3 +47,7 @@ def dedup(profile: EmbedderProfile, **changes: Any) -> DedupConfig:
     tests that write many memories in an event-time hour are not about the budget)."""
     return replace(DedupConfig.of(profile, DedupSettings(), ConsentSettings()),
                    **{"write_rate_limit_per_hour": 0, **changes})
+
+
+def forget(**changes: Any) -> ForgetConfig:
+    return replace(ForgetConfig.of(LifecycleSettings()), **changes)

@@ -10,17 +10,12 @@ from streams.lifecycle.forgetting import ForgetConfig, ForgettingPass
 from streams.memory.decay import decay_weight, half_life_days
 from streams.memory.model import Memory
 from streams.memory.vector_index import encode_vector
-from streams.settings import LifecycleSettings
+from tests import defaults
 from tests.unit.memory.test_memory_state import state as memory_state
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
-
-def forget_config(**changes: object) -> ForgetConfig:
-    """The settings' forgetting (their defaults), with `changes`."""
-    return replace(ForgetConfig.of(LifecycleSettings()), **changes)  # type: ignore[arg-type]
-
-CONFIG = forget_config(ttl_days=60, ttl_importance_max=2, purge_after_days=30,
+CONFIG = defaults.forget(ttl_days=60, ttl_importance_max=2, purge_after_days=30,
                       archive_weight_min=0.05, archive_unused_days=30, memory_cap=200)
 
 
@@ -105,7 +100,7 @@ def test_decay_weight_follows_the_seed_half_lives():
 
 
 async def test_the_cap_evicts_lowest_weight_then_oldest_and_never_a_pinned_memory():
-    config = forget_config(ttl_days=10_000, archive_unused_days=10_000, memory_cap=3)
+    config = defaults.forget(ttl_days=10_000, archive_unused_days=10_000, memory_cap=3)
     s = seeded(memory("pinned-old", importance=1, pinned=True, accessed=T0),
                memory("weak", importance=2, accessed=T0 + timedelta(days=5)),
                memory("weak-older", importance=2, accessed=T0 + timedelta(days=4)),
@@ -122,7 +117,7 @@ async def test_the_cap_evicts_lowest_weight_then_oldest_and_never_a_pinned_memor
 
 async def test_a_run_makes_at_most_max_changes_and_the_rest_wait():
     s = seeded(*(memory(f"m{i}") for i in range(5)))
-    config = forget_config(ttl_importance_max=2, max_changes=2)
+    config = defaults.forget(ttl_importance_max=2, max_changes=2)
     assert len(await run(s, 61, config)) == 2
     assert len(await run(s, 61, config)) == 2
     assert len(await run(s, 61, config)) == 1
@@ -151,18 +146,18 @@ async def test_by_default_only_trivia_ages_towards_a_purge_and_the_archive_is_ke
     """ForgetConfig's defaults (the settings' own): the TTL takes importance 1 (small talk) only;
     a plain fact decays into the archive and stays there, however long it is unused."""
     s = seeded(memory("small-talk", importance=1), memory("fact", importance=2))
-    events = await run(s, 75, forget_config())
+    events = await run(s, 75, defaults.forget())
     assert [(e.kind, e.memory_id, e.meta["reason"]) for e in events] == [
         ("soft_deleted", "small-talk", "ttl")]
     # importance 2: half-life 90 d, weight 0.25 · 0.5^(d/90) < 0.05 after ~209 days
-    events = await run(s, 215, forget_config())
+    events = await run(s, 215, defaults.forget())
     assert [(e.kind, e.memory_id) for e in events] == [("purged", "small-talk"), ("archived", "fact")]
-    assert await run(s, 2000, forget_config()) == [], "no retention window unless one is set"
+    assert await run(s, 2000, defaults.forget()) == [], "no retention window unless one is set"
     assert s.memory("fact").state == "archived"  # type: ignore[union-attr]
 
 
 async def test_an_archived_memory_read_again_returns_to_the_active_tier():
-    config = forget_config()
+    config = defaults.forget()
     s = seeded(memory("fact", importance=2))
     await run(s, 215, config)
     assert s.memory("fact").state == "archived"  # type: ignore[union-attr]
