@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import faust
 from faust.types import TopicT
 
-from streams.app.faust_compat import event_scope_of, use_transport_fixes
+from streams.app.faust_compat import EVENT_CAPTURE, event_scope_of, use_transport_fixes
 from streams.app.faust_slots import AppSlot
 from streams.kafka.security import faust_credentials
 from streams.app.services import Services
@@ -123,7 +123,7 @@ class MemstreamApp:
         raw = {name: getattr(tables, name) for name in TABLES if name not in UNSEALED}
         self.kit = build_stage_kit(settings, services, raw, tables.user_keys, tables.lifecycle,
                                    master_key, send or self._produce, dlq_of=DLQ_OF,
-                                   record_scope=event_scope_of)
+                                   record_scope=event_scope_of, capture=EVENT_CAPTURE)
         self.sealed = self.kit.sealed
         self.outputs = self.kit.outputs
         self.store = self.kit.store

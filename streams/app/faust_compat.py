@@ -4,7 +4,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections import defaultdict
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, Callable, Iterator
 
 import faust
@@ -18,6 +18,7 @@ from faust.types import TP, EventT
 
 from streams.kafka.highwaters import true_end_offsets
 from streams.pipeline.records import Record
+from streams.pipeline.write_cache import ScopeCapture
 
 DEFAULT_FETCH_MAX_WAIT_MS = 100
 """How long a fetch waits for records unless the app says otherwise (`KAFKA_FETCH_MAX_WAIT_MS`)."""
@@ -226,4 +227,13 @@ def record_of(event: EventT) -> Record:
 def event_scope_of(record: Record) -> AbstractContextManager[None]:
     """`event_scope` of the Faust event a record came from (a `DedupStage` record scope)."""
     return event_scope(record.source)
+
+
+def _scope_of_event(event: EventT | None) -> AbstractContextManager[object]:
+    return nullcontext() if event is None else event_scope(event)
+
+
+EVENT_CAPTURE = ScopeCapture(current=faust.current_event, enter=_scope_of_event)
+"""A held table write remembers the Faust event being processed, and is made in its scope (its
+partition's changelog) when the batch ends (`streams.pipeline.write_cache`)."""
 

@@ -21,6 +21,7 @@ from streams.pipeline.outputs import Outputs, Sender
 from streams.pipeline.records import RecordScope, no_scope
 from streams.pipeline.sse import EventListener
 from streams.pipeline.tables import StageTables, stage_tables
+from streams.pipeline.write_cache import NO_CAPTURE, ScopeCapture
 from streams.privacy.crypto import MasterKeys
 
 
@@ -56,12 +57,14 @@ def build_stage_kit(settings: Settings, services: Services, raw_tables: Mapping[
                     user_keys: Table, lifecycle_table: Table, master_key: bytes | MasterKeys,
                     send: Sender, *, dlq_of: Mapping[str, str],
                     passes: Sequence[LifecyclePass] = (),
-                    record_scope: RecordScope = no_scope) -> StageKit:
+                    record_scope: RecordScope = no_scope,
+                    capture: ScopeCapture = NO_CAPTURE) -> StageKit:
     """The kit over `raw_tables` (the sealed ones by name: `streams.privacy.sealed.TABLE_OWNERS`),
     `user_keys` wrapped with `master_key`, and the lifecycle's `lifecycle_table`; stages send
     with `send`, dead letters to the topics of `dlq_of`. The lifecycle runs the service's
-    passes (`service_passes`) and `passes`."""
-    sealed = stage_tables(raw_tables, user_keys, master_key)
+    passes (`service_passes`) and `passes`; a held table write is made in the scope `capture`
+    remembers (`streams.pipeline.write_cache`)."""
+    sealed = stage_tables(raw_tables, user_keys, master_key, capture)
     outputs = Outputs(send, sealed.sealer, settings.input.dlq_max_raw_bytes, dlq_of)
     store = MemoryStore(sealed.memory, services.dedup_config)
     lifecycle = LifecycleRunner.of(settings.lifecycle, store, lifecycle_table,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from streams.privacy.user_keys import UserKeys
@@ -36,6 +37,9 @@ class MemoryTables:
     """memory_id -> audit entries, oldest first."""
     keys: UserKeys | None = None
     """The users' data keys (a purge deletes the user's)."""
+    flush: Callable[[], object] = lambda: None
+    """Make the writes held for the batch (`streams.pipeline.write_cache`): each stage calls it
+    as its batch ends."""
 
 
 def composite_key(*parts: str) -> str:

@@ -33,6 +33,12 @@ STAGE_SECONDS = Histogram(
     "memstream_stage_duration_seconds", "Processing time of one record per stage.", ["stage"],
     buckets=_LATENCY_BUCKETS, registry=REGISTRY,
 )
+TABLE_WRITES = Counter(
+    "memstream_table_writes_total",
+    "Table writes the stages made (`held`) and those made to the tables at their batches' ends "
+    "(`flushed`: one per key per batch, `streams/pipeline/write_cache.py`).", ["phase"],
+    registry=REGISTRY,
+)
 STAGE_QUEUED_SECONDS = Histogram(
     "memstream_stage_queued_seconds",
     "How long a record waited before its stage took it (from its produce timestamp).", ["stage"],

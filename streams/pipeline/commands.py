@@ -113,6 +113,7 @@ class CommandsStage:
                       record.offset, describe_failure(exc))
             await self._reject(record, command, "internal_error", type(exc).__name__)
         finally:
+            self.store.tables.flush()
             metrics.STAGE_SECONDS.labels(stage=STAGE).observe(time.perf_counter() - started)
         return "dlq"
 

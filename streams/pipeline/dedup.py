@@ -90,6 +90,7 @@ class DedupStage:
             # Applying a candidate is CPU work on the event loop: let ingest take the next turn
             # (and the web routes answer) between two, rather than after the whole batch.
             await asyncio.sleep(0)
+        self.store.tables.flush()
         metrics.STAGE_SECONDS.labels(stage=STAGE).observe(
             (time.perf_counter() - started) / max(len(records), 1))
         return outcomes

@@ -66,6 +66,8 @@ class IngestTables:
     """user_id -> {blocked_topics, …} (written by the commands stage)."""
     keys: UserKeys
     """The users' data keys: when a user was purged."""
+    flush: Callable[[], object] = lambda: None
+    """Make the writes held for the batch (`streams.pipeline.write_cache`); called as it ends."""
 
 
 @dataclass
@@ -181,6 +183,7 @@ class IngestStage:
             with self.record_scope(record):
                 sent = await self._guarded(record, self._send(plan))
             emitted.append(sent or 0)
+        self.tables.flush()
         metrics.STAGE_SECONDS.labels(stage=STAGE).observe(
             (time.perf_counter() - started) / max(len(records), 1))
         return emitted

@@ -93,8 +93,10 @@ class SealedTable(MutableMapping[Any, Any]):
         return orjson.loads(plaintext)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        user_id = self.user_of(key_text(key), value)
-        plaintext = orjson.dumps(value)
+        self.put_plaintext(key, self.user_of(key_text(key), value), orjson.dumps(value))
+
+    def put_plaintext(self, key: Any, user_id: str, plaintext: bytes) -> None:
+        """Store a value given as its JSON (UTF-8), sealed for `user_id` (its `user_of`)."""
         envelope = self.sealer.seal_bytes(user_id, plaintext)
         self.table[key] = envelope.model_dump()
         self._remember(key, envelope.sealed, self._data_key(envelope), plaintext)

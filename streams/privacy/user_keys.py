@@ -17,7 +17,7 @@ wrapped with the current one.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -69,6 +69,9 @@ class UserKeys:
         self.table = table
         self.masters = MasterKeys.of(master_key)
         self._cache: dict[str, bytes] = {}
+        self.before_shred: list[Callable[[], None]] = []
+        """Called before a key is shredded: a write held for its user must be made with it
+        first (`streams.pipeline.write_cache`)."""
 
     @property
     def master_key(self) -> bytes:
@@ -105,6 +108,8 @@ class UserKeys:
         """Delete the user's data key, whatever it is; keep the purge's epoch (`shredded_at`:
         now, unless given). Raises `MisroutedRecord` for a record on another partition."""
         check_routed(user_id)
+        for flush in self.before_shred:
+            flush()
         self._cache.pop(user_id, None)
         self.table[user_id] = {"purged_at": purged_at.isoformat(),
                                "shredded_at": (shredded_at or wall_clock()).isoformat()}
