@@ -97,6 +97,10 @@ is compacted within a bounded time (`streams.privacy.user_keys.CHANGELOG_CONFIGS
 
 UNSEALED = ("user_keys", "lifecycle")
 """Tables that hold no user content, so are not sealed (`streams.pipeline.tables`)."""
+RAW_VALUES = {"value_type": bytes}
+"""The sealed tables' values are bytes, stored as they are (Faust's raw serializer;
+`streams.privacy.table_values`). Values the JSON serializer wrote before the upgrade read back
+as their JSON text, which `unpack` reads too."""
 
 _MEMSTREAM: AppSlot[MemstreamApp] = AppSlot("memstream")
 """Where a Faust app keeps the `MemstreamApp` it belongs to, for its views (`MemstreamApp.of`)."""
@@ -207,7 +211,8 @@ def create_app(settings: Settings, *, send: Sender | None = None,
     # the user. Code indexes the tables with str keys (encoded as UTF-8); iteration yields bytes.
     tables = Tables(**{
         name: app.Table(name, partitions=settings.kafka.topic_partitions, help=help, key_type=bytes,
-                        extra_topic_configs=TABLE_TOPIC_CONFIGS.get(name))
+                        extra_topic_configs=TABLE_TOPIC_CONFIGS.get(name),
+                        **({} if name in UNSEALED else RAW_VALUES))
         for name, help in TABLES.items()
     })
     master_key = master_keys_of(settings.privacy)

@@ -56,10 +56,14 @@ def decode_key(text: str) -> bytes:
 
 
 def seal(key: bytes, plaintext: bytes, context: bytes) -> str:
-    """`plaintext` sealed with `key`, bound to `context` (the user id)."""
+    """`plaintext` sealed with `key`, bound to `context` (the user id), as url-safe base64."""
+    return base64.urlsafe_b64encode(seal_raw(key, plaintext, context)).decode("ascii")
+
+
+def seal_raw(key: bytes, plaintext: bytes, context: bytes) -> bytes:
+    """`plaintext` sealed with `key`, bound to `context`: version | nonce | ciphertext+tag."""
     nonce = os.urandom(_NONCE)
-    sealed = _VERSION + nonce + AESGCM(key).encrypt(nonce, plaintext, context)
-    return base64.urlsafe_b64encode(sealed).decode("ascii")
+    return _VERSION + nonce + AESGCM(key).encrypt(nonce, plaintext, context)
 
 
 def open_sealed(key: bytes, sealed: str, context: bytes) -> bytes:
@@ -68,6 +72,11 @@ def open_sealed(key: bytes, sealed: str, context: bytes) -> bytes:
         raw = base64.urlsafe_b64decode(sealed.encode("ascii"))
     except (binascii.Error, ValueError, UnicodeEncodeError):
         raise SealError("not a sealed value") from None
+    return open_raw(key, raw, context)
+
+
+def open_raw(key: bytes, raw: bytes, context: bytes) -> bytes:
+    """The plaintext of what `seal_raw` made; raises `SealError` if it does not open."""
     if len(raw) < 1 + _NONCE + 16 or raw[:1] != _VERSION:
         raise SealError("not a sealed value")
     try:

@@ -2,12 +2,13 @@
 
 `Sealer` turns a JSON value into a `topics.sealed.Sealed` envelope and back. `SealedTable`
 wraps a table (a Faust table in the worker, a dict in process): every value is stored sealed
-for its user, so the table's changelog topic and its local store never hold a user's content in
-clear. A value whose user's key was shredded reads as absent; its key is still `in` the table
+for its user, in a binary envelope (`streams.privacy.table_values`), so the table's changelog
+topic and its local store never hold a user's content in clear. A value whose user's key was shredded reads as absent; its key is still `in` the table
 (the `applied` records of a purged user keep blocking replays).
 """
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import orjson
 
 from streams.privacy.crypto import SealError
+from streams.privacy.table_values import StoredValue, pack, unpack
 from streams.privacy.user_keys import UserKeys
 from streams.tables import Table, key_text
 from topics.sealed import Sealed
@@ -53,6 +55,13 @@ class Sealer:
         """The value inside `envelope`; raises `SealError` when it does not open."""
         return orjson.loads(self.open_bytes(envelope))
 
+    def open_stored(self, stored: StoredValue) -> bytes:
+        """The JSON (UTF-8) inside a table value; raises `SealError` when it does not open."""
+        if stored.by == "transit":
+            return self.keys.open_in_transit(
+                stored.user_id, base64.urlsafe_b64encode(stored.sealed).decode("ascii"))
+        return self.keys.open_raw(stored.user_id, stored.sealed)
+
     def open_bytes(self, envelope: Sealed) -> bytes:
         """The JSON (UTF-8) inside `envelope`; raises `SealError` when it does not open."""
         if envelope.by == "transit":
@@ -69,8 +78,8 @@ class SealedTable(MutableMapping[Any, Any]):
         self.table = table
         self.sealer = sealer
         self.user_of = user_of
-        self._opened: dict[Any, tuple[str, bytes | None, bytes]] = {}
-        """key -> (sealed text, the data key it was sealed with, its plaintext) of values read
+        self._opened: dict[Any, tuple[bytes, bytes | None, bytes]] = {}
+        """key -> (sealed bytes, the data key it was sealed with, its plaintext) of values read
         or written lately: a stage reads the same documents many times per record, and opening
         (base64, AES-GCM) is most of the cost. Checked on every read against the stored
         envelope and the user's current data key, so a change made elsewhere (a recovery) or a
@@ -80,42 +89,43 @@ class SealedTable(MutableMapping[Any, Any]):
     def __getitem__(self, key: Any) -> Any:
         raw = self.table[key]
         try:
-            envelope = Sealed.model_validate(raw)
+            stored = unpack(raw)
             opened = self._opened.get(key)
-            data_key = self._data_key(envelope)
-            if opened is not None and opened[0] == envelope.sealed and opened[1] is data_key:
+            data_key = self._data_key(stored)
+            if opened is not None and opened[0] == stored.sealed and opened[1] is data_key:
                 return orjson.loads(opened[2])
-            plaintext = self.sealer.open_bytes(envelope)
+            plaintext = self.sealer.open_stored(stored)
         except SealError:
             self._opened.pop(key, None)
             raise KeyError(key) from None
-        self._remember(key, envelope.sealed, data_key, plaintext)
+        self._remember(key, stored.sealed, data_key, plaintext)
         return orjson.loads(plaintext)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         self.put_plaintext(key, self.user_of(key_text(key), value), orjson.dumps(value))
 
     def put_plaintext(self, key: Any, user_id: str, plaintext: bytes) -> None:
-        """Store a value given as its JSON (UTF-8), sealed for `user_id` (its `user_of`)."""
-        envelope = self.sealer.seal_bytes(user_id, plaintext)
-        self.table[key] = envelope.model_dump()
-        self._remember(key, envelope.sealed, self._data_key(envelope), plaintext)
+        """Store a value given as its JSON (UTF-8), sealed for `user_id` (its `user_of`), in the
+        binary form (`streams.privacy.table_values`)."""
+        sealed = self.sealer.keys.seal_raw(user_id, plaintext)
+        self.table[key] = pack(user_id, sealed)
+        self._remember(key, sealed, self.sealer.keys.data_key(user_id), plaintext)
 
-    def stamp(self, key: Any) -> tuple[str, bytes | None] | None:
-        """What is stored under `key`, cheaply: its sealed text and the data key it opens with
+    def stamp(self, key: Any) -> tuple[bytes, bytes | None] | None:
+        """What is stored under `key`, cheaply: its sealed bytes and the data key it opens with
         now (None: nothing). While the stamp is the same, so is the value (a new value is sealed
         with a new nonce), and it opens as it did: a reader may keep what it made of it."""
         raw = self.table.get(key)
         if raw is None:
             return None
-        envelope = Sealed.model_validate(raw)
-        return envelope.sealed, self._data_key(envelope)
+        stored = unpack(raw)
+        return stored.sealed, self._data_key(stored)
 
-    def _data_key(self, envelope: Sealed) -> bytes | None:
-        """The key the envelope opens with now (None: none, or the master key in transit)."""
-        return None if envelope.by == "transit" else self.sealer.keys.data_key(envelope.user_id)
+    def _data_key(self, stored: StoredValue) -> bytes | None:
+        """The key the value opens with now (None: none, or the master key in transit)."""
+        return None if stored.by == "transit" else self.sealer.keys.data_key(stored.user_id)
 
-    def _remember(self, key: Any, sealed: str, data_key: bytes | None, plaintext: bytes) -> None:
+    def _remember(self, key: Any, sealed: bytes, data_key: bytes | None, plaintext: bytes) -> None:
         if len(self._opened) >= OPENED_CACHE_SIZE:
             self._opened.pop(next(iter(self._opened)))
         self._opened[key] = (sealed, data_key, plaintext)

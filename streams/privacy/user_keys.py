@@ -139,12 +139,25 @@ class UserKeys:
         assert key is not None
         return crypto.seal(key, plaintext, user_id.encode("utf-8"))
 
+    def seal_raw(self, user_id: str, plaintext: bytes) -> bytes:
+        """`seal`, as bytes (not base64): for the tables' binary values."""
+        key = self.data_key(user_id, create=True)
+        assert key is not None
+        return crypto.seal_raw(key, plaintext, user_id.encode("utf-8"))
+
     def open(self, user_id: str, sealed: str) -> bytes:
         """What `seal` sealed for `user_id`; raises `SealError` when the key is gone."""
+        return crypto.open_sealed(self._opening_key(user_id), sealed, user_id.encode("utf-8"))
+
+    def open_raw(self, user_id: str, sealed: bytes) -> bytes:
+        """What `seal_raw` sealed for `user_id`; raises `SealError` when the key is gone."""
+        return crypto.open_raw(self._opening_key(user_id), sealed, user_id.encode("utf-8"))
+
+    def _opening_key(self, user_id: str) -> bytes:
         key = self.data_key(user_id)
         if key is None:
             raise SealError("the user has no data key (never had one, or was purged)")
-        return crypto.open_sealed(key, sealed, user_id.encode("utf-8"))
+        return key
 
     def seal_in_transit(self, user_id: str, plaintext: bytes) -> str:
         """Sealed with the master key: for a web handler that finds no data key for the user

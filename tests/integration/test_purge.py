@@ -31,6 +31,7 @@ from tests.integration.conftest import (
 )
 from tests.integration.test_sse import events
 from topics.names import CHAT_TURNS, CHAT_TURNS_DLQ
+from streams.privacy import table_values
 from topics.sealed import Sealed
 
 pytestmark = pytest.mark.integration
@@ -79,9 +80,20 @@ def _json_or(text: str) -> Any:
         return text
 
 
+def record_text(value: bytes, unsealer: TopicUnsealer) -> str:
+    """`opened_text` of a record value: a sealed table's binary value (its changelog), or JSON."""
+    if value[:1] == table_values.FORMAT:
+        try:
+            return opened_text(json.loads(unsealer.sealer.open_stored(table_values.unpack(value))),
+                               unsealer)
+        except SealError:
+            return "<sealed for good>"
+    return opened_text(_json_or(value.decode("utf-8", "replace")), unsealer)
+
+
 def readable(records: dict[str, list[bytes]], unsealer: TopicUnsealer) -> dict[str, str]:
-    return {topic: " ".join(opened_text(_json_or(v.decode("utf-8", "replace")), unsealer)
-                            for v in values) for topic, values in records.items()}
+    return {topic: " ".join(record_text(v, unsealer) for v in values)
+            for topic, values in records.items()}
 
 
 def test_after_a_purge_nothing_of_the_user_is_readable_anywhere(worker):

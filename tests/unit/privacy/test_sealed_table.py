@@ -16,9 +16,9 @@ class CountingSealer(Sealer):
         super().__init__(keys)
         self.opened = 0
 
-    def open_bytes(self, envelope):  # type: ignore[no-untyped-def]
+    def open_stored(self, stored):  # type: ignore[no-untyped-def]
         self.opened += 1
-        return super().open_bytes(envelope)
+        return super().open_stored(stored)
 
 
 @pytest.fixture

@@ -1,0 +1,67 @@
+"""Sealed tables store a binary envelope, and still read the JSON envelopes written before it
+(`streams.privacy.table_values`): a worker upgraded over old tables opens every value."""
+from __future__ import annotations
+
+import orjson
+import pytest
+from faust.serializers import codecs
+
+from streams.privacy.crypto import SealError, new_key
+from streams.privacy.sealed import Sealer, SealedTable, user_first_in_key, user_in_value
+from streams.privacy.table_values import FORMAT, pack, unpack
+from streams.privacy.user_keys import UserKeys
+
+DOC = {"id": "m1", "user_id": "ana", "summary": "Ana adopted a dog named Luna.",
+       "embedding_b64": "h:" + "A" * 1024}
+
+
+def old_value(sealer: Sealer, user_id: str, value: object) -> dict:
+    """A table value as memstream wrote it before: the `Sealed` envelope, as a dict."""
+    return sealer.seal_bytes(user_id, orjson.dumps(value)).model_dump()
+
+
+@pytest.fixture
+def sealer() -> Sealer:
+    return Sealer(UserKeys({}, new_key()))
+
+
+def test_values_written_before_the_upgrade_open_and_are_rewritten_binary(sealer):
+    raw: dict = {}
+    old_dict = old_value(sealer, "ana", DOC)
+    raw["m1"] = old_dict                                    # in process: the dict
+    raw["m2"] = codecs.dumps("json", old_value(sealer, "ana", {**DOC, "id": "m2"}))  # a Faust table: the JSON text
+    table = SealedTable(raw, sealer, user_in_value)
+
+    assert table["m1"] == DOC and table["m2"]["id"] == "m2"
+    assert dict(table.items()).keys() == {"m1", "m2"}
+
+    table["m1"] = table["m1"]
+    assert raw["m1"][:1] == FORMAT and table["m1"] == DOC
+    assert len(raw["m1"]) < 0.8 * len(codecs.dumps("json", old_dict)), "a fifth smaller at least"
+
+
+def test_a_binary_value_names_its_user_and_opens_only_with_their_key(sealer):
+    table = SealedTable({}, sealer, user_first_in_key)
+    table['["ana","t"]'] = {"n": 1}
+    stored = unpack(table.table['["ana","t"]'])
+    assert stored.user_id == "ana" and stored.by == "user"
+    assert sealer.open_stored(stored) == b'{"n":1}'
+    with pytest.raises(SealError):
+        sealer.keys.open_raw("bo", stored.sealed)
+
+
+@pytest.mark.parametrize("value", [b"", b"\x01", b"\x01\x00\x00\x05ana", b"\x01\x07\x00\x03anaXXXX",
+                                   b"not json", b'{"user_id": "ana"}', {"sealed": "x"}, 42])
+def test_anything_else_is_not_a_sealed_value(value):
+    with pytest.raises(SealError):
+        unpack(value)
+
+
+def test_a_damaged_stored_value_reads_as_absent(sealer):
+    table = SealedTable({"k": b"\x01garbage"}, sealer, user_first_in_key)
+    assert table.get("k") is None and "k" in table
+
+
+def test_pack_round_trips_any_user_id():
+    user = "ü" * 300
+    assert unpack(pack(user, b"\x01" + b"s" * 40)).user_id == user
