@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-import orjson
 import pytest
 
 from streams.pipeline.recent_events import RecentEvents, head_key, remember, slot_key
