@@ -11,12 +11,17 @@ land (`redo`). So does the replay of a candidate whose writes landed in the loca
 in the changelog, which Faust's recovery then rolls back to an older value: a write is made
 again wherever the key still holds the value it replaced (and only there: a key someone changed
 since is left alone, and so is everything when an old turn is re-sent much later).
+
+What the replayed record itself carries is not listed again (`Carried`): a memory created from
+a candidate stores the candidate's embedding and context vectors, two thirds of its document;
+its `applied` record names them instead, and a replay, which has the candidate at hand, puts
+them back.
 """
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +33,10 @@ from topics.progress import Outcome
 
 WRITTEN_TABLES = ("memories", "users", "thread_revs", "audit")
 """The tables a candidate writes (besides its own `applied` record)."""
+Carried = Mapping[str, str]
+"""Values the record being applied carries, by name (e.g. the candidate's `vector_b64`): a
+listed write names them (`{"$carried": name}`) instead of repeating them."""
+_CARRIED = "$carried"
 
 
 @dataclass
@@ -172,16 +181,22 @@ class WriteSet:
         self.held = {name: HeldTable(getattr(tables, name), {}) for name in names}
         self.tables = dataclasses.replace(tables, **self.held)
 
-    def listed(self) -> list[list[Any]]:
-        """The held writes as [table, key, *`change`]."""
-        return [[name, *write] for name, held in self.held.items() for write in held.listed()]
+    def listed(self, carried: Carried | None = None) -> list[list[Any]]:
+        """The held writes as [table, key, *`change`], naming the `carried` values they hold."""
+        writes = [[name, *write] for name, held in self.held.items() for write in held.listed()]
+        if not carried:
+            return writes
+        names = {value: {_CARRIED: name} for name, value in carried.items()}
+        return [[name, key, replaced, written, _named(patch, names)]
+                for name, key, replaced, written, patch in writes]
 
-    def commit(self, key: str, result: Applied) -> None:
-        """Record `result` and the held writes under `key`, then make the writes.
+    def commit(self, key: str, result: Applied, carried: Carried | None = None) -> None:
+        """Record `result` and the held writes under `key` (naming the `carried` values), then
+        make the writes.
 
         The writes are made directly: nothing ran between listing them and making them, so
         every key still holds the value its write replaces (`redo` is for replays)."""
-        remember(self.base.applied, key, result, self.listed())
+        remember(self.base.applied, key, result, self.listed(carried))
         self.make()
 
     def make(self) -> None:
@@ -213,19 +228,46 @@ def redo_change(table: Table, key: Any, write: list[Any]) -> Any:
     return value
 
 
-def redo(tables: MemoryTables, writes: list[list[Any]]) -> list[tuple[str, Any]]:
-    """`redo_change` each of the writes of a `WriteSet`; return the (table, value) written (a
-    key deleted again is not listed)."""
+def _named(patch: Any, names: Mapping[str, dict[str, str]]) -> Any:
+    """`patch` with each string that is a carried value replaced by its name."""
+    if isinstance(patch, str):
+        return names.get(patch, patch)
+    if isinstance(patch, dict):
+        return {k: _named(v, names) for k, v in patch.items()}
+    if isinstance(patch, list):
+        return [_named(v, names) for v in patch]
+    return patch
+
+
+def _restored(patch: Any, carried: Carried) -> Any:
+    """`patch` with each carried value's name replaced by the value (`_named` undone)."""
+    if isinstance(patch, dict):
+        if set(patch) == {_CARRIED}:
+            return carried.get(patch[_CARRIED])
+        return {k: _restored(v, carried) for k, v in patch.items()}
+    if isinstance(patch, list):
+        return [_restored(v, carried) for v in patch]
+    return patch
+
+
+def redo(tables: MemoryTables, writes: list[list[Any]],
+         carried: Carried | None = None) -> list[tuple[str, Any]]:
+    """`redo_change` each of the writes of a `WriteSet`, with the values they name from
+    `carried` (the replayed record's); return the (table, value) written (a key deleted again
+    is not listed)."""
     made = []
-    for name, key, *write in writes:
+    for name, key, replaced, written, patch in writes:
+        write = [replaced, written, _restored(patch, carried or {})]
         value = redo_change(getattr(tables, name), key, write)
         if value is not None:
             made.append((name, value))
     return made
 
 
-def replay(tables: MemoryTables, key: str) -> tuple[Applied | None, list[tuple[str, Any]]]:
-    """`prior` of a candidate, with the writes its replay made again (`redo`)."""
+def replay(tables: MemoryTables, key: str,
+           carried: Carried | None = None) -> tuple[Applied | None, list[tuple[str, Any]]]:
+    """`prior` of a candidate, with the writes its replay made again (`redo`, with the values
+    the candidate carries)."""
     result = prior(tables.applied, key)
     record = tables.applied.get(key) if result is not None else None
-    return result, redo(tables, record.get("writes", [])) if record else []
+    return result, redo(tables, record.get("writes", []), carried) if record else []

@@ -39,7 +39,8 @@ def apply_candidate(state: MemoryState, candidate: Candidate, vector: np.ndarray
     """
     cid = candidate_id(candidate)
     applied_key = candidate_key(candidate.turn.user_id, cid)
-    replay, made = applied.replay(state.tables, applied_key)
+    carried = carried_values(candidate)
+    replay, made = applied.replay(state.tables, applied_key, carried)
     state.reindex(made)
     if replay is not None:
         return replay
@@ -49,8 +50,15 @@ def apply_candidate(state: MemoryState, candidate: Candidate, vector: np.ndarray
     except Exception:
         writes.make()  # a candidate that fails leaves what it wrote, as it always did
         raise
-    writes.commit(applied_key, result)
+    writes.commit(applied_key, result, carried)
     return result
+
+
+def carried_values(candidate: Candidate) -> applied.Carried:
+    """What a candidate carries that its memory's document stores as it is: its vectors, which
+    its `applied` record then names instead of repeating (`streams.memory.applied.Carried`)."""
+    return {name: value for name in ("vector_b64", "context_b64")
+            if isinstance(value := getattr(candidate, name), str) and value}
 
 
 def _apply(state: MemoryState, candidate: Candidate, vector: np.ndarray,

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import random
 
+import orjson
 import pytest
 
 from streams.memory import applied
 from streams.memory.applied import WriteSet, patch_of, patched
-from streams.memory.candidates import _apply, apply_candidate
+from streams.memory.candidates import _apply, apply_candidate, carried_values
 from streams.memory.documents import candidate_id
 from streams.memory.state import MemoryState
 from streams.memory.tables import candidate_key
+from streams.memory.vector_index import encode_vector
 from tests.unit.memory.test_memory_state import cand, state, vec
 
 TABLES = ("memories", "users", "thread_revs", "audit", "applied")
@@ -55,6 +57,25 @@ def test_a_worker_killed_between_the_record_and_its_writes_ends_as_if_uninterrup
     assert contents(killed) == contents(whole)
     assert [m.id for m, _ in killed.index.user("u").search(vec(0.6, 0.8), 2)] == \
         [m.id for m, _ in whole.index.user("u").search(vec(0.6, 0.8), 2)], "the index shows it"
+
+
+def test_the_record_names_the_candidates_vectors_and_a_replay_puts_them_back():
+    second = cand("2", "Ana lives in Lisbon.").model_copy(update={
+        "vector_b64": encode_vector(vec(0.6, 0.8)), "context_b64": encode_vector(vec(0.8, 0.6))})
+    whole = state()
+    apply_candidate(whole, second, vec(0.6, 0.8))
+
+    killed = state()
+    writes = WriteSet(killed.tables)
+    result = _apply(killed.over(writes.tables), second, vec(0.6, 0.8), None, candidate_id(second))
+    listed = writes.listed(carried_values(second))
+    assert second.vector_b64 not in orjson.dumps(listed).decode(), "named, not repeated"
+    assert {"$carried": "vector_b64"} in listed[0][4]["value"].values()
+    applied.remember(killed.tables.applied, candidate_key("u", candidate_id(second)), result, listed)
+    again = apply_candidate(killed, second, vec(0.6, 0.8))
+
+    assert again.replayed
+    assert contents(killed)["memories"] == contents(whole)["memories"], "vectors included"
 
 
 def test_a_replay_writes_again_what_a_recovery_rolled_back():
