@@ -90,3 +90,14 @@ def test_the_outbox_keeps_the_last_records_entries_only(monkeypatch):
     assert outbox.kept(0, 12) == {"now": "hour-12", "runs": [], "clock": []}
     assert outbox.kept(0, 13) is None and outbox.kept(1, 12) is None
     assert len(table) == 3, "two records and their index"
+
+
+def test_marks_written_before_as_iso_times_still_give_their_hour():
+    old = {'["partition","0"]': {"marks": [[4, T0.isoformat()], [9, (T0 + timedelta(hours=2)).isoformat()]],
+                                 "slots": {}}}
+    clock = PartitionClock(old)
+    assert clock.watermark(0, offset=5) == H0 and clock.watermark(0) == H0 + timedelta(hours=2)
+    assert clock.advance(0, T0 + timedelta(hours=2, minutes=10), offset=10) == H0 + timedelta(hours=2)
+    assert clock.advance(0, T0 + timedelta(hours=3), offset=11) == H0 + timedelta(hours=3)
+    assert clock.watermark(0, offset=5) == H0, "old and new marks side by side"
+    assert old['["partition","0"]']["marks"][-1] == [11, int((H0 + timedelta(hours=3)).timestamp()) // 3600]
