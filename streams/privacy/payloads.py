@@ -1,7 +1,9 @@
 """Sealing what memstream writes to topics, and opening it again.
 
 - `memory.events`: `summary` and `meta` sealed into `sealed`; the envelope stays in clear.
-- `memory.candidates`: the whole record sealed (a fact carries the turn's text).
+- `memory.candidates`: the whole record sealed (a fact carries the turn's text), in the binary
+  envelope of the sealed tables (`streams.privacy.table_values`; the JSON `Sealed` envelope
+  written before still opens).
 - `memory.commands`: `query`, `text` and `topic` sealed into `sealed` (commands from other
   producers may arrive in clear and are accepted as they are).
 - dead letters: the kept bytes sealed (`streams.pipeline.dead_letters`).
@@ -11,6 +13,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import orjson
+
+from streams.privacy import table_values
+from streams.privacy.crypto import SealError
 from streams.privacy.sealed import Sealer
 from topics.commands import Command
 from topics.events import MemoryEvent
@@ -53,13 +59,20 @@ def open_command(sealer: Sealer, command: Command) -> Command:
 
 
 def seal_record(sealer: Sealer, user_id: str, value: Any) -> bytes:
-    """A whole record sealed for `user_id`: the bytes of a `Sealed` envelope."""
-    return sealer.seal(user_id, value).model_dump_json().encode("utf-8")
+    """A whole record sealed for `user_id`, in the binary envelope (`table_values.pack`)."""
+    return table_values.pack(user_id, sealer.keys.seal_raw(user_id, orjson.dumps(value)))
 
 
 def open_record(sealer: Sealer, raw: bytes) -> Any:
-    """The JSON value of a record written by `seal_record` (a record in clear is returned as
-    it is); raises `SealError` when it does not open, ValueError when it is not JSON."""
+    """The JSON value of a record written by `seal_record`, or by it before as a JSON `Sealed`
+    envelope (a record in clear is returned as it is); raises `SealError` when it does not
+    open, ValueError when it is neither."""
+    if raw[:1] == table_values.FORMAT:
+        try:
+            stored = table_values.unpack(raw)
+        except SealError:
+            raise ValueError("not a sealed record") from None
+        return orjson.loads(sealer.open_stored(stored))
     value = json.loads(raw)
     if isinstance(value, dict) and set(value) >= {"user_id", "sealed"}:
         return sealer.open(Sealed.model_validate(value))

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from streams.kafka.highwaters import true_end_offsets
+from streams.privacy import table_values
 from streams.privacy.crypto import SealError
 from streams.privacy.payloads import open_event, open_record
 from streams.privacy.sealed import Sealer
@@ -28,6 +29,11 @@ T = TypeVar("T")
 
 def _user_of_record(raw: bytes) -> str:
     """The user a sealed record names (its envelope's `user_id`), or "" if none."""
+    if raw[:1] == table_values.FORMAT:
+        try:
+            return table_values.unpack(raw).user_id
+        except SealError:
+            return ""
     try:
         value = json.loads(raw)
     except ValueError:

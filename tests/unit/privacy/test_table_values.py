@@ -1,12 +1,16 @@
-"""Sealed tables store a binary envelope, and still read the JSON envelopes written before it
-(`streams.privacy.table_values`): a worker upgraded over old tables opens every value."""
+"""Sealed tables and `memory.candidates` records use a binary envelope, and still read the JSON
+envelopes written before it (`streams.privacy.table_values`): a worker upgraded over old tables
+and topics opens every value."""
 from __future__ import annotations
+
+from datetime import datetime, timezone
 
 import orjson
 import pytest
 from faust.serializers import codecs
 
 from streams.privacy.crypto import SealError, new_key
+from streams.privacy.payloads import open_record, seal_record
 from streams.privacy.sealed import Sealer, SealedTable, user_first_in_key, user_in_value
 from streams.privacy.table_values import FORMAT, pack, unpack
 from streams.privacy.user_keys import UserKeys
@@ -65,3 +69,25 @@ def test_a_damaged_stored_value_reads_as_absent(sealer):
 def test_pack_round_trips_any_user_id():
     user = "ü" * 300
     assert unpack(pack(user, b"\x01" + b"s" * 40)).user_id == user
+
+
+def test_a_sealed_record_is_binary_and_one_sealed_before_as_json_still_opens(sealer):
+    candidate = {"kind": "fact", "summary": "Ana adopted a dog named Luna.", "vector_b64": "h:" + "A" * 1024}
+    record = seal_record(sealer, "ana", candidate)
+    before = sealer.seal("ana", candidate).model_dump_json().encode()  # as memory.candidates held it
+    assert record[:1] == FORMAT and len(record) < 0.8 * len(before)
+    assert open_record(sealer, record) == candidate == open_record(sealer, before)
+    assert open_record(sealer, b'{"in": "clear"}') == {"in": "clear"}
+
+
+@pytest.mark.parametrize("raw", [b"\x01", b"\x01\x00\x00\x09ana", b"not json"])
+def test_a_record_that_is_no_sealed_record_is_refused_as_invalid(sealer, raw):
+    with pytest.raises(ValueError):
+        open_record(sealer, raw)
+
+
+def test_a_record_sealed_for_a_purged_user_does_not_open(sealer):
+    record = seal_record(sealer, "ana", {"n": 1})
+    sealer.keys.shred("ana", datetime(2026, 1, 1, tzinfo=timezone.utc))
+    with pytest.raises(SealError):
+        open_record(sealer, record)
