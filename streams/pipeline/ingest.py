@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Literal, TypeVar
 
-import numpy as np
-
 from streams.settings import ConsentSettings, EpisodicSettings, InputSettings, Settings, WriteSettings
 from streams.errors import InvalidRecord
 from streams.memory import applied, consent, ids
@@ -46,10 +44,6 @@ from topics.turns import Turn
 
 log = logging.getLogger(__name__)
 STAGE = "ingest"
-PIPELINE_CHUNK = 8
-"""Turns of a batch decided before their texts go to the model (`IngestStage.handle_batch`):
-small enough that the model starts early and the loop has the next chunk to decide meanwhile,
-large enough that a chunk's turns share their texts (a turn is the previous turn of the next)."""
 HOT_COMMANDS = (CommandKind.forget, CommandKind.dont_remember)
 T = TypeVar("T")
 
@@ -134,22 +128,20 @@ class IngestStage:
         self.facts = FactPipeline(settings.write)
         self.episodes = rules_from(settings.episodic, settings.write)
 
-    async def with_vectors(self, plans: Sequence[TurnPlan],
-                           known: dict[str, np.ndarray] | None = None) -> None:
+    async def with_vectors(self, plans: Sequence[TurnPlan]) -> None:
         """Give the plans' candidates their vectors, every text embedded once in one model
         call: the summary's embedding (`Candidate.vector_b64`) and, for a fact of one turn, its
         context vector (`Candidate.context_b64`, `streams.write.contextual`). The model runs
         off the event loop, so in a worker it embeds these facts while dedup applies earlier
         ones: the two costs overlap instead of adding up. On a failure the candidates go
-        without (dedup embeds their summaries; they are then searched without context).
-        `known`: texts the batch embedded already (`fact_vectors`)."""
+        without (dedup embeds their summaries; they are then searched without context)."""
         if self.embed is None:
             return
         texts = [t for plan in plans for t in plan.fact_texts()]
         if not texts:
             return
         try:
-            vectors = iter(await fact_vectors(texts, self.embed, known))
+            vectors = iter(await fact_vectors(texts, self.embed))
         except Exception as exc:  # noqa: BLE001 - dedup embeds what ingest could not
             metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
             log.warning("ingest could not embed candidates, dedup will: %s", describe_failure(exc))
@@ -168,55 +160,32 @@ class IngestStage:
         """Process records in order; return the facts emitted by each.
 
         Each turn is decided first (trigger, extraction, policy, its thread's buffer), then the
-        candidates are embedded in one model call, then each turn's records are sent, in turn
-        order. A batch of more than `PIPELINE_CHUNK` turns goes in chunks: while the model
-        embeds one chunk's texts (off the event loop), the next chunk is decided, so the loop
-        and the model work at once rather than in turn. Never raises: a bad record, or any
-        failure while processing one, dead-letters that record (`chat.turns.dlq`) and the
-        others go on; the partition never blocks.
+        candidates of the whole batch are embedded in one model call, then each turn's records
+        are sent, in turn order. Never raises: a bad record, or any failure while processing
+        one, dead-letters that record (`chat.turns.dlq`) and the others go on; the partition
+        never blocks.
         """
         started = time.perf_counter()
         metrics.STAGE_RECORDS.labels(stage=STAGE).inc(len(records))
-        known: dict[str, np.ndarray] = {}
-        emitted: list[int] = []
-        embedding: asyncio.Future[None] | None = None
-        decided: list[tuple[Record, TurnPlan | None]] = []
-        for start in range(0, len(records), PIPELINE_CHUNK):
-            chunk = [(record, await self._decide(record)) for record in records[start:start + PIPELINE_CHUNK]]
-            if embedding is not None:
-                await embedding
-                emitted += await self._send_all(decided)
-            decided = chunk
-            embedding = asyncio.ensure_future(
-                self.with_vectors([plan for _, plan in chunk if plan is not None], known))
-            await asyncio.sleep(0)  # the model starts on this chunk now, not after the next turn
-        if embedding is not None:
-            await embedding
-            emitted += await self._send_all(decided)
-        self.tables.flush()
-        metrics.STAGE_SECONDS.labels(stage=STAGE).observe(
-            (time.perf_counter() - started) / max(len(records), 1))
-        return emitted
-
-    async def _decide(self, record: Record) -> TurnPlan | None:
-        """A turn's plan, decided in its record's scope; None once it is dead-lettered."""
-        with self.record_scope(record):
-            plan = await self._guarded(record, self._plan(record))
-        # Deciding a turn is CPU work on the event loop: let dedup apply a candidate (and the
-        # web routes answer) between two turns, rather than after the whole batch.
-        await asyncio.sleep(0)
-        return plan
-
-    async def _send_all(self, decided: Sequence[tuple[Record, TurnPlan | None]]) -> list[int]:
-        """Send each decided turn's records in its record's scope; return the facts emitted."""
+        plans: list[TurnPlan | None] = []
+        for record in records:
+            with self.record_scope(record):
+                plans.append(await self._guarded(record, self._plan(record)))
+            # Deciding a turn is CPU work on the event loop: let dedup apply a candidate (and the
+            # web routes answer) between two turns, rather than after the whole batch.
+            await asyncio.sleep(0)
+        await self.with_vectors([plan for plan in plans if plan is not None])
         emitted = []
-        for record, plan in decided:
+        for record, plan in zip(records, plans):
             if plan is None:
                 emitted.append(0)
                 continue
             with self.record_scope(record):
                 sent = await self._guarded(record, self._send(plan))
             emitted.append(sent or 0)
+        self.tables.flush()
+        metrics.STAGE_SECONDS.labels(stage=STAGE).observe(
+            (time.perf_counter() - started) / max(len(records), 1))
         return emitted
 
     async def _guarded(self, record: Record, work: Awaitable[T]) -> T | None:

@@ -83,20 +83,16 @@ def context_of(turn: Turn, buffered: Sequence[dict[str, Any]]) -> tuple[str, str
     return turn_text(source), turn_text(before) if answered and before is not None else None
 
 
-async def fact_vectors(facts: Sequence[FactTexts], embed: Callable[[list[str]], Awaitable[np.ndarray]],
-                       known: dict[str, np.ndarray] | None = None
+async def fact_vectors(facts: Sequence[FactTexts], embed: Callable[[list[str]], Awaitable[np.ndarray]]
                        ) -> list[tuple[np.ndarray, np.ndarray | None]]:
     """(summary embedding, context vector or None) per fact, every distinct text embedded once
     in one model call (the facts of one turn share its turns, and a turn is the previous turn
-    of the next). `known`: texts embedded already (e.g. by the batch's earlier chunks), reused
-    and added to."""
+    of the next)."""
     if not facts:
         return []
-    at = {} if known is None else known
     texts = list(dict.fromkeys(t for fact in facts for t in (fact.summary, *(p for p, _ in fact.context()))))
-    new = [text for text in texts if text not in at]
-    if new:
-        at.update(zip(new, np.asarray(await embed(new), dtype=np.float32)))
+    rows = np.asarray(await embed(texts), dtype=np.float32)
+    at = {text: row for text, row in zip(texts, rows)}
     out: list[tuple[np.ndarray, np.ndarray | None]] = []
     for fact in facts:
         parts = fact.context()

@@ -8,7 +8,6 @@ from typing import Iterator
 
 from streams.settings import Settings
 from streams.app.inprocess import InProcessPipeline
-from streams.pipeline.ingest import PIPELINE_CHUNK
 from streams.pipeline.records import Record
 from topics import names
 from topics.candidates import CANDIDATE_RECORD, Candidate
@@ -79,41 +78,3 @@ async def test_when_the_model_fails_the_batch_goes_without_vectors(tmp_path, min
     candidate = CANDIDATE_RECORD.validate_python(open_record(pipeline.sealed.sealer, sent.value or b""))
     assert isinstance(candidate, Candidate) and candidate.vector_b64 is None
     assert candidate.context_b64 is None
-
-
-async def test_a_large_batch_is_embedded_chunk_by_chunk_while_the_next_chunk_is_decided(
-        tmp_path, minilm_embedder):
-    pipeline = InProcessPipeline(Settings(table_store="memory://", data_dir=tmp_path), minilm_embedder)
-    stage = pipeline.ingest_stage
-    log: list[tuple[str, object]] = []
-    real = stage.embed
-
-    async def embed(texts):  # type: ignore[no-untyped-def]
-        log.append(("embed", len(texts)))
-        return await real(texts)
-
-    @contextmanager
-    def scope(r: Record) -> Iterator[None]:
-        log.append(("scope", r.offset))
-        yield
-
-    stage.embed, stage.record_scope = embed, scope
-    facts = ["I adopted a dog named Luna last year.", "I work as a nurse at the city hospital.",
-             "My sister Maria lives in Porto.", "I play the violin in a small orchestra."]
-    records = [turn_record(n, facts[n % len(facts)].replace("I ", f"I ({n}) ", 1))
-               for n in range(1, PIPELINE_CHUNK * 2 + 3)]
-
-    emitted = await stage.handle_batch(records)
-
-    calls = [i for i, (what, _) in enumerate(log) if what == "embed"]
-    assert len(calls) == 3, "one model call per chunk"
-    decided_second_chunk = log.index(("scope", PIPELINE_CHUNK + 1))
-    assert calls[0] < decided_second_chunk, "the first chunk goes to the model before the next is decided"
-    sends = [offset for what, offset in log[calls[0]:] if what == "scope" and offset <= PIPELINE_CHUNK]
-    assert sends == list(range(1, PIPELINE_CHUNK + 1)), "then sent in turn order"
-    sent = [Candidate.model_validate(CANDIDATE_RECORD.validate_python(
-        open_record(pipeline.sealed.sealer, r.value or b"")))
-            for r in pipeline.topics.sent[names.MEMORY_CANDIDATES]]
-    assert [int(c.turn.turn_id) for c in sent] == sorted(int(c.turn.turn_id) for c in sent)
-    assert len(sent) == sum(emitted) and all(c.vector_b64 for c in sent)
-    assert all(c.context_b64 for c in sent if not c.source_refs), "a fact of one turn has its context"
