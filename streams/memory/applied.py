@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,7 @@ Carried = Mapping[str, str]
 """Values the record being applied carries, by name (e.g. the candidate's `vector_b64`): a
 listed write names them (`{"$carried": name}`) instead of repeating them."""
 _CARRIED = "$carried"
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -239,11 +241,18 @@ def _named(patch: Any, names: Mapping[str, dict[str, str]]) -> Any:
     return patch
 
 
+class _NotCarried(LookupError):
+    """A listed write names a value the replayed record does not carry."""
+
+
 def _restored(patch: Any, carried: Carried) -> Any:
-    """`patch` with each carried value's name replaced by the value (`_named` undone)."""
+    """`patch` with each carried value's name replaced by the value (`_named` undone); raises
+    `_NotCarried` when the record does not carry it."""
     if isinstance(patch, dict):
         if set(patch) == {_CARRIED}:
-            return carried.get(patch[_CARRIED])
+            if patch[_CARRIED] not in carried:
+                raise _NotCarried(patch[_CARRIED])
+            return carried[patch[_CARRIED]]
         return {k: _restored(v, carried) for k, v in patch.items()}
     if isinstance(patch, list):
         return [_restored(v, carried) for v in patch]
@@ -254,10 +263,16 @@ def redo(tables: MemoryTables, writes: list[list[Any]],
          carried: Carried | None = None) -> list[tuple[str, Any]]:
     """`redo_change` each of the writes of a `WriteSet`, with the values they name from
     `carried` (the replayed record's); return the (table, value) written (a key deleted again
-    is not listed)."""
+    is not listed). A write naming a value the record no longer carries (a turn re-sent whose
+    embedding failed this time) is left undone rather than made without it."""
     made = []
     for name, key, replaced, written, patch in writes:
-        write = [replaced, written, _restored(patch, carried or {})]
+        try:
+            write = [replaced, written, _restored(patch, carried or {})]
+        except _NotCarried as missing:
+            log.warning("a replay cannot redo a %s write: its record no longer carries %s",
+                        name, missing)
+            continue
         value = redo_change(getattr(tables, name), key, write)
         if value is not None:
             made.append((name, value))

@@ -3,8 +3,9 @@
 `Sealer` turns a JSON value into a `topics.sealed.Sealed` envelope and back. `SealedTable`
 wraps a table (a Faust table in the worker, a dict in process): every value is stored sealed
 for its user, in a binary envelope (`streams.privacy.table_values`), so the table's changelog
-topic and its local store never hold a user's content in clear. A value whose user's key was shredded reads as absent; its key is still `in` the table
-(the `applied` records of a purged user keep blocking replays).
+topic and its local store never hold a user's content in clear. A value whose user's key was
+shredded reads as absent; its key is still `in` the table (the `applied` records of a purged
+user keep blocking replays).
 """
 from __future__ import annotations
 

@@ -103,3 +103,17 @@ def test_an_old_candidate_re_sent_later_changes_nothing(change):
     later = contents(s)
     apply_candidate(s, first, vec(1, 0))
     assert contents(s) == later
+
+
+def test_a_write_naming_a_vector_the_replayed_candidate_lacks_is_left_undone():
+    second = cand("2", "Ana lives in Lisbon.").model_copy(update={
+        "vector_b64": encode_vector(vec(0.6, 0.8)), "context_b64": encode_vector(vec(0.8, 0.6))})
+    killed = state()
+    writes = WriteSet(killed.tables)
+    result = _apply(killed.over(writes.tables), second, vec(0.6, 0.8), None, candidate_id(second))
+    applied.remember(killed.tables.applied, candidate_key("u", candidate_id(second)), result,
+                     writes.listed(carried_values(second)))
+    resent = second.model_copy(update={"vector_b64": None, "context_b64": None})
+    again = apply_candidate(killed, resent, vec(0.6, 0.8))
+    assert again.replayed
+    assert candidate_id(second) not in killed.tables.memories, "not written without its vector"
