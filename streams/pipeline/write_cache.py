@@ -42,6 +42,9 @@ from streams.privacy.sealed import SealedTable
 from streams.tables import key_text
 
 log = logging.getLogger(__name__)
+MAX_HELD = 20_000
+"""Keys a table holds at most: one more flushes every table (a caller that never ends a batch,
+a tool seeding a store, must not hold writes without bound; a stage's batch holds far fewer)."""
 _DELETED = object()
 """A held deletion."""
 _MISSING = object()
@@ -91,13 +94,17 @@ class CachedTable(MutableMapping[Any, Any]):
     def __setitem__(self, key: Any, value: Any) -> None:
         user_id = self.table.user_of(key_text(key), value)
         self.table.sealer.keys.data_key(user_id, create=True)  # made (and the record's partition checked) now
-        self.held[key] = _Held(orjson.dumps(value), user_id, self.cache.capture.current())
-        metrics.TABLE_WRITES.labels(phase="held").inc()
+        self._hold(key, _Held(orjson.dumps(value), user_id, self.cache.capture.current()))
 
     def __delitem__(self, key: Any) -> None:
         if key not in self:
             raise KeyError(key)
-        self.held[key] = _Held(_DELETED, None, self.cache.capture.current())
+        self._hold(key, _Held(_DELETED, None, self.cache.capture.current()))
+
+    def _hold(self, key: Any, held: _Held) -> None:
+        if key not in self.held and len(self.held) >= MAX_HELD:
+            self.cache.flush()
+        self.held[key] = held
         metrics.TABLE_WRITES.labels(phase="held").inc()
 
     def __contains__(self, key: object) -> bool:

@@ -147,3 +147,15 @@ async def test_a_batch_of_one_threads_turns_writes_its_buffer_once(tmp_path, min
     written = [key for key, _ in buffers.writes]
     assert written and len(written) == len(set(written)), "each key once for the batch"
     assert pipeline.sealed.writes.pending() == 0, "the stage flushed as the batch ended"
+
+
+def test_a_table_holding_too_many_keys_makes_them(monkeypatch) -> None:
+    monkeypatch.setattr("streams.pipeline.write_cache.MAX_HELD", 3)
+    sealed, raw = tables()
+    for n in range(3):
+        sealed.memory.users[f"u{n}"] = {"n": n}
+    sealed.memory.users["u0"] = {"n": 10}
+    assert raw["users"] == {}, "a key held again is no new key"
+    sealed.memory.users["u3"] = {"n": 3}
+    assert len(raw["users"]) == 3 and sealed.writes.pending() == 1
+    assert [sealed.memory.users[f"u{n}"]["n"] for n in range(4)] == [10, 1, 2, 3]
