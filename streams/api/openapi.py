@@ -97,7 +97,8 @@ class WorkerUrl(RootModel[str]):
 
 
 class TableEntry(RootModel[Any]):
-    """A raw table entry, as stored (its content sealed)."""
+    """A raw table entry, as stored: in a sealed table the binary envelope (its user id, then
+    the sealed bytes), which Faust shows as a bytes literal."""
 
 
 # --- operations ---------------------------------------------------------------------------------
