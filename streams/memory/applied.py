@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from streams.errors import MemstreamError
 from streams.memory.tables import MemoryTables, Table
 from topics.events import MemoryEvent
 from topics.progress import Outcome
@@ -241,7 +242,7 @@ def _named(patch: Any, names: Mapping[str, dict[str, str]]) -> Any:
     return patch
 
 
-class _NotCarried(LookupError):
+class _NotCarried(MemstreamError, LookupError):
     """A listed write names a value the replayed record does not carry."""
 
 
