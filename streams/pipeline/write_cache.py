@@ -93,7 +93,8 @@ class CachedTable(MutableMapping[Any, Any]):
 
     def __setitem__(self, key: Any, value: Any) -> None:
         user_id = self.table.user_of(key_text(key), value)
-        self.table.sealer.keys.data_key(user_id, create=True)  # made (and the record's partition checked) now
+        # The user's key is made now, inside the record (whose partition it checks).
+        self.table.sealer.keys.data_key(user_id, create=True)
         self._hold(key, _Held(orjson.dumps(value), user_id, self.cache.capture.current()))
 
     def __delitem__(self, key: Any) -> None:
@@ -163,8 +164,8 @@ class CachedTable(MutableMapping[Any, Any]):
                 made += 1
             except Exception as exc:  # noqa: BLE001 - one key's failure must not hold the others back
                 metrics.STAGE_ERRORS.labels(stage="tables", error=type(exc).__name__).inc()
-                log.error("table write of %s failed at the batch's end: %s", key_text(key),
-                          describe_failure(exc))
+                # The key names a user: only the failure is logged.
+                log.error("a held table write failed at the batch's end: %s", describe_failure(exc))
         return made
 
 
