@@ -236,4 +236,3 @@ def _scope_of_event(event: EventT | None) -> AbstractContextManager[object]:
 EVENT_CAPTURE = ScopeCapture(current=faust.current_event, enter=_scope_of_event)
 """A held table write remembers the Faust event being processed, and is made in its scope (its
 partition's changelog) when the batch ends (`streams.pipeline.write_cache`)."""
-

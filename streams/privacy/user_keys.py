@@ -69,7 +69,7 @@ class UserKeys:
         self.table = table
         self.masters = MasterKeys.of(master_key)
         self._cache: dict[str, bytes] = {}
-        self.before_shred: list[Callable[[], None]] = []
+        self.before_shred: list[Callable[[], object]] = []
         """Called before a key is shredded: a write held for its user must be made with it
         first (`streams.pipeline.write_cache`)."""
 
