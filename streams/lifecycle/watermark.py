@@ -50,11 +50,12 @@ class PartitionClock:
 
     A partition's record keeps the marks where its watermark entered a new hour: [offset of the
     record that moved it, the hour it entered, in hours since the epoch]. Writing the exact
-    watermark for every record would add a changelog message to each; a mark is written once an hour of event time. The
-    lifecycle's `now` is the watermark's hour (`hour_floor`), which the marks give exactly for any
-    record: a record redelivered after a crash (its offset at or before the last mark) gets the
-    hour it had the first time, not the hour later records moved the watermark to since. So a
-    killed run and an uninterrupted one run the same passes at the same `now`.
+    watermark for every record would add a changelog message to each; a mark is written once an
+    hour of event time. The lifecycle's `now` is the watermark's hour (`hour_floor`), which the
+    marks give exactly for any record: a record redelivered after a crash (its offset at or
+    before the last mark) gets the hour it had the first time, not the hour later records moved
+    the watermark to since. So a killed run and an uninterrupted one run the same passes at the
+    same `now`.
     """
 
     def __init__(self, table: Table) -> None:
