@@ -37,24 +37,21 @@ class Sealer:
 
     def seal(self, user_id: str, value: Any) -> Sealed:
         """`value` sealed with the user's data key (made if the user has none)."""
-        return self.seal_bytes(user_id, orjson.dumps(value))
-
-    def seal_bytes(self, user_id: str, plaintext: bytes) -> Sealed:
-        """JSON (UTF-8) sealed with the user's data key (made if the user has none)."""
-        return Sealed(user_id=user_id, sealed=self.keys.seal(user_id, plaintext))
+        return Sealed(user_id=user_id, sealed=self.keys.seal(user_id, orjson.dumps(value)))
 
     def seal_for_transit(self, user_id: str, value: Any) -> Sealed:
         """Sealed with the user's key if the user has one, else with the master key: for a
         web handler, which cannot make a key (it cannot write a table)."""
-        plaintext = orjson.dumps(value)
         if self.keys.data_key(user_id) is not None:
-            return Sealed(user_id=user_id, sealed=self.keys.seal(user_id, plaintext))
+            return self.seal(user_id, value)
         return Sealed(user_id=user_id, by="transit",
-                      sealed=self.keys.seal_in_transit(user_id, plaintext))
+                      sealed=self.keys.seal_in_transit(user_id, orjson.dumps(value)))
 
     def open(self, envelope: Sealed) -> Any:
         """The value inside `envelope`; raises `SealError` when it does not open."""
-        return orjson.loads(self.open_bytes(envelope))
+        if envelope.by == "transit":
+            return orjson.loads(self.keys.open_in_transit(envelope.user_id, envelope.sealed))
+        return orjson.loads(self.keys.open(envelope.user_id, envelope.sealed))
 
     def open_stored(self, stored: StoredValue) -> bytes:
         """The JSON (UTF-8) inside a table value; raises `SealError` when it does not open."""
@@ -62,14 +59,6 @@ class Sealer:
             return self.keys.open_in_transit(
                 stored.user_id, base64.urlsafe_b64encode(stored.sealed).decode("ascii"))
         return self.keys.open_raw(stored.user_id, stored.sealed)
-
-    def open_bytes(self, envelope: Sealed) -> bytes:
-        """The JSON (UTF-8) inside `envelope`; raises `SealError` when it does not open."""
-        if envelope.by == "transit":
-            plaintext = self.keys.open_in_transit(envelope.user_id, envelope.sealed)
-        else:
-            plaintext = self.keys.open(envelope.user_id, envelope.sealed)
-        return plaintext
 
 
 class SealedTable(MutableMapping[Any, Any]):

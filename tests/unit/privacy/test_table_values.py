@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-import orjson
 import pytest
 from faust.serializers import codecs
 
@@ -21,7 +20,7 @@ DOC = {"id": "m1", "user_id": "ana", "summary": "Ana adopted a dog named Luna.",
 
 def old_value(sealer: Sealer, user_id: str, value: object) -> dict:
     """A table value as memstream wrote it before: the `Sealed` envelope, as a dict."""
-    return sealer.seal_bytes(user_id, orjson.dumps(value)).model_dump()
+    return sealer.seal(user_id, value).model_dump()
 
 
 @pytest.fixture
