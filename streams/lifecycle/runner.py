@@ -22,11 +22,15 @@ raised: the partition never blocks on the lifecycle.
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
+
+import orjson
 
 from streams.settings import LifecycleSettings
 from streams.lifecycle.consent_expiry import ConsentExpiryPass
@@ -40,7 +44,8 @@ from streams.memory.tables import Table
 from streams.observability import metrics
 from streams.observability.logs import describe_failure
 from streams.privacy.crypto import SealError
-from streams.privacy.payloads import seal_event
+from streams.privacy import table_values
+from streams.privacy.payloads import seal_event, seal_record
 from streams.privacy.sealed import Sealer
 from topics import names
 from topics.events import MemoryEvent
@@ -63,11 +68,25 @@ class UserRun:
     events: list[MemoryEvent]
     writes: WriteSet
 
-    def sealed(self, sealer: Sealer) -> dict[str, Any]:
-        """The run as the outbox keeps it: sealed for the user (it holds their content)."""
+    def sealed(self, sealer: Sealer) -> str:
+        """The run as the outbox keeps it: sealed for the user (it holds their content), as a
+        sealed table value is (`streams.privacy.table_values`: its memory documents deflate to
+        a third), in base64 (the outbox is a JSON table)."""
         content = {"events": [e.model_dump(mode="json") for e in self.events],
                    "writes": self.writes.listed()}
-        return sealer.seal(self.user_id, content).model_dump(mode="json")
+        return base64.b64encode(seal_record(sealer, self.user_id, content)).decode("ascii")
+
+
+def open_run(sealer: Sealer, kept: str | dict[str, Any]) -> dict[str, Any]:
+    """A run the outbox kept (`UserRun.sealed`), or kept before as a JSON `Sealed` envelope;
+    raises `SealError` when it does not open (its user was purged since)."""
+    if isinstance(kept, dict):
+        return sealer.open(Sealed.model_validate(kept))
+    try:
+        stored = table_values.unpack(base64.b64decode(kept, validate=True))
+    except binascii.Error:
+        raise SealError("not a kept lifecycle run") from None
+    return orjson.loads(sealer.open_stored(stored))
 
 
 class EventOutlet(Protocol):
@@ -165,7 +184,7 @@ class LifecycleRunner:
         state = self.store.state()
         for sealed in kept.get("runs", []):
             try:
-                content = self.outputs.sealer.open(Sealed.model_validate(sealed))
+                content = open_run(self.outputs.sealer, sealed)
             except SealError:
                 continue
             made = redo(state.tables, content["writes"])

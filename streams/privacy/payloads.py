@@ -60,14 +60,14 @@ def open_command(sealer: Sealer, command: Command) -> Command:
 
 def seal_record(sealer: Sealer, user_id: str, value: Any) -> bytes:
     """A whole record sealed for `user_id`, in the binary envelope (`table_values.pack`)."""
-    return table_values.pack(user_id, sealer.keys.seal_raw(user_id, orjson.dumps(value)))
+    return sealer.seal_stored(user_id, orjson.dumps(value))[0]
 
 
 def open_record(sealer: Sealer, raw: bytes) -> Any:
     """The JSON value of a record written by `seal_record`, or by it before as a JSON `Sealed`
     envelope (a record in clear is returned as it is); raises `SealError` when it does not
     open, ValueError when it is neither."""
-    if raw[:1] == table_values.FORMAT:
+    if table_values.is_packed(raw):
         try:
             stored = table_values.unpack(raw)
         except SealError:

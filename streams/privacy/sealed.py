@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from streams.privacy.crypto import SealError
-from streams.privacy.table_values import StoredValue, pack, unpack
+from streams.privacy.table_values import StoredValue, deflate, inflate, pack, unpack
 from streams.privacy.user_keys import UserKeys
 from streams.tables import Table, key_text
 from topics.sealed import Sealed
@@ -53,12 +53,20 @@ class Sealer:
             return orjson.loads(self.keys.open_in_transit(envelope.user_id, envelope.sealed))
         return orjson.loads(self.keys.open(envelope.user_id, envelope.sealed))
 
+    def seal_stored(self, user_id: str, plaintext: bytes) -> tuple[bytes, bytes]:
+        """A table value (or a record) holding `plaintext` (JSON, UTF-8), deflated when that
+        is shorter and sealed with the user's data key (`streams.privacy.table_values`), and
+        its sealed bytes."""
+        body, deflated = deflate(plaintext)
+        sealed = self.keys.seal_raw(user_id, body)
+        return pack(user_id, sealed, deflated), sealed
+
     def open_stored(self, stored: StoredValue) -> bytes:
         """The JSON (UTF-8) inside a table value; raises `SealError` when it does not open."""
         if stored.by == "transit":
             return self.keys.open_in_transit(
                 stored.user_id, base64.urlsafe_b64encode(stored.sealed).decode("ascii"))
-        return self.keys.open_raw(stored.user_id, stored.sealed)
+        return inflate(self.keys.open_raw(stored.user_id, stored.sealed), stored.deflated)
 
 
 class SealedTable(MutableMapping[Any, Any]):
@@ -97,8 +105,7 @@ class SealedTable(MutableMapping[Any, Any]):
     def put_plaintext(self, key: Any, user_id: str, plaintext: bytes) -> None:
         """Store a value given as its JSON (UTF-8), sealed for `user_id` (its `user_of`), in the
         binary form (`streams.privacy.table_values`)."""
-        sealed = self.sealer.keys.seal_raw(user_id, plaintext)
-        self.table[key] = pack(user_id, sealed)
+        self.table[key], sealed = self.sealer.seal_stored(user_id, plaintext)
         self._remember(key, sealed, self.sealer.keys.data_key(user_id), plaintext)
 
     def stamp(self, key: Any) -> tuple[bytes, bytes | None] | None:

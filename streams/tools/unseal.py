@@ -29,7 +29,7 @@ T = TypeVar("T")
 
 def _user_of_record(raw: bytes) -> str:
     """The user a sealed record names (its envelope's `user_id`), or "" if none."""
-    if raw[:1] == table_values.FORMAT:
+    if table_values.is_packed(raw):
         try:
             return table_values.unpack(raw).user_id
         except SealError:

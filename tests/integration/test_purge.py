@@ -82,7 +82,7 @@ def _json_or(text: str) -> Any:
 
 def record_text(value: bytes, unsealer: TopicUnsealer) -> str:
     """`opened_text` of a record value: a sealed table's binary value (its changelog), or JSON."""
-    if value[:1] == table_values.FORMAT:
+    if table_values.is_packed(value):
         try:
             return opened_text(json.loads(unsealer.sealer.open_stored(table_values.unpack(value))),
                                unsealer)

@@ -1,16 +1,16 @@
-"""A worker upgraded over tables written before the binary sealed values recovers and serves them.
+"""A worker upgraded over tables written in the forms before recovers and serves them.
 
 Until issue 22 a sealed table value was the JSON `Sealed` envelope (its ciphertext in base64),
-written by Faust's JSON serializer; now it is a binary envelope that Faust stores as it is
-(`streams/privacy/table_values.py`). This test makes a user's memories with a worker, rewrites
-every sealed table's changelog records of that user in the old form (the same keys, values and
-ciphertexts, only the envelope differs), and starts a worker on a fresh data directory: it
-rebuilds its tables from the changelogs alone, serves the same memories and goes on writing.
+written by Faust's JSON serializer; then a binary envelope (`b"\\x01"`) that Faust stores as it
+is; now a binary one whose JSON is deflated before it is sealed (`b"\\x02"`,
+`streams/privacy/table_values.py`). This test makes a user's memories with a worker, rewrites
+every sealed table's changelog records of that user in the old forms, by turns (the same keys
+and values, sealed again with the user's key), and starts a worker on a fresh data directory:
+it rebuilds its tables from the changelogs alone, serves the same memories and goes on writing.
 """
 from __future__ import annotations
 
 import asyncio
-import base64
 from collections import Counter
 from pathlib import Path
 
@@ -21,11 +21,13 @@ from streams.app.topic_admin import create_topics
 from streams.app.topology import ALL_TOPICS
 from streams.privacy import table_values
 from streams.privacy.placement import partition_for
+from streams.privacy.crypto import decode_key
 from streams.privacy.sealed import TABLE_OWNERS
 from streams.tools.broker import EmbeddedBroker
 from streams.tools.client import make_producer
-from streams.tools.unseal import changelog_topic, read_records
+from streams.tools.unseal import TopicUnsealer, changelog_topic, read_records
 from tests.integration.conftest import (
+    MASTER_KEY,
     NO_LIFECYCLE,
     PARTITIONS,
     Worker,
@@ -41,28 +43,37 @@ pytestmark = pytest.mark.integration
 APP_ID = "memstream-upgrade"
 
 
-def old_form(value: bytes) -> bytes:
-    """A binary table value as the version before wrote it: the `Sealed` envelope as JSON."""
+def old_form(value: bytes, unsealer: TopicUnsealer, as_json: bool) -> bytes:
+    """A table value as a version before wrote it, its JSON sealed again with the user's key:
+    the `Sealed` envelope as JSON (`as_json`), else the binary envelope of the JSON as it is."""
     stored = table_values.unpack(value)
-    envelope = Sealed(user_id=stored.user_id, by=stored.by,
-                      sealed=base64.urlsafe_b64encode(stored.sealed).decode("ascii"))
+    assert stored.deflated, "values are deflated now"
+    keys = unsealer.sealer.keys
+    plaintext = unsealer.sealer.open_stored(stored)
+    if not as_json:
+        return table_values.pack(stored.user_id, keys.seal_raw(stored.user_id, plaintext))
+    envelope = Sealed(user_id=stored.user_id, sealed=keys.seal(stored.user_id, plaintext))
     return codecs.dumps("json", envelope.model_dump())
 
 
-async def rewrite_in_old_form(broker_url: str, user_id: str) -> int:
-    """Append the old form of every binary value of the sealed tables' changelogs (all the
-    user's, on the user's partition); return how many."""
+async def rewrite_in_old_forms(broker_url: str, user_id: str) -> Counter:
+    """Append an old form of every deflated value of the sealed tables' changelogs (all the
+    user's, on the user's partition), JSON and binary by turns; return how many of each."""
+    unsealer = TopicUnsealer(broker_url, APP_ID, decode_key(MASTER_KEY))
+    await unsealer.refresh()
     producer = make_producer(broker_url, one_record_batches=True)
     await producer.start()
-    rewritten = 0
+    rewritten: Counter = Counter()
     try:
         for table in TABLE_OWNERS:
             topic = changelog_topic(APP_ID, table)
             for key, value in await read_records(broker_url, topic):
-                if value and value[:1] == table_values.FORMAT:
-                    await producer.send_and_wait(topic, key=key, value=old_form(value),
+                if value and table_values.unpack(value).deflated:
+                    as_json = sum(rewritten.values()) % 2 == 0
+                    await producer.send_and_wait(topic, key=key,
+                                                 value=old_form(value, unsealer, as_json),
                                                  partition=partition_for(user_id, PARTITIONS))
-                    rewritten += 1
+                    rewritten["json" if as_json else "binary"] += 1
     finally:
         await producer.stop()
     return rewritten
@@ -87,7 +98,8 @@ def test_a_worker_upgraded_over_tables_in_the_old_form_serves_them(tmp_path: Pat
         finally:
             worker.stop()
         assert before, "the turns made memories"
-        assert asyncio.run(rewrite_in_old_form(broker.url, user)) >= len(before)
+        rewritten = asyncio.run(rewrite_in_old_forms(broker.url, user))
+        assert rewritten["json"] + rewritten["binary"] >= len(before) and min(rewritten.values())
 
         worker = Worker(broker.url, tmp_path / "after", APP_ID, tmp_path / "after.log",
                         env=NO_LIFECYCLE).start()

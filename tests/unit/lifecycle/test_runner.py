@@ -2,8 +2,13 @@
 whose event times the test sets, idle users aged by the partition's watermark, passes that fail."""
 from __future__ import annotations
 
+import base64
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
+from streams.lifecycle.runner import open_run
+from streams.privacy import table_values
 from streams.settings import Settings
 from streams.lifecycle.passes import ordered
 from streams.memory.state import MemoryState
@@ -118,11 +123,27 @@ def end_state(p: InProcessPipeline, user: str) -> dict[str, tuple]:
             for m in p.store.user_memories(user)}
 
 
+def keep_runs_as_before(p: InProcessPipeline) -> int:
+    """Rewrite the runs of every outbox entry as the version before kept them (a JSON `Sealed`
+    envelope of the run's JSON); return how many."""
+    sealer = p.sealed.sealer
+    rewritten = 0
+    for key, entry in list(p.lifecycle_table.items()):
+        if isinstance(entry, dict) and entry.get("runs"):
+            users = [table_values.unpack(base64.b64decode(run)).user_id for run in entry["runs"]]
+            entry["runs"] = [sealer.seal(user, open_run(sealer, run)).model_dump(mode="json")
+                             for user, run in zip(users, entry["runs"])]
+            rewritten += len(users)
+    return rewritten
+
+
+@pytest.mark.parametrize("outbox_form", ["now", "before"])
 async def test_a_redelivered_record_makes_again_the_lifecycle_writes_that_did_not_land(
-        tmp_path, minilm_embedder):
+        tmp_path, minilm_embedder, outbox_form):
     """A kill after the record's outbox entry landed but before its writes to the memory tables
     did (separate changelog topics): the redelivered record must not run the passes again (it
-    would find nothing due, the user's last run being noted) but make the writes it made."""
+    would find nothing due, the user's last run being noted) but make the writes it made; an
+    entry kept by the version before (`outbox_form`) as well."""
     turns = [turn("idle", "1", "I play the cello.", 0), turn("busy", "1", "I drive a red Toyota.", 61)]
     reference = pipeline(tmp_path / "reference", minilm_embedder, ttl_importance_max=2)
     await reference.ingest(turns)
@@ -136,6 +157,8 @@ async def test_a_redelivered_record_makes_again_the_lifecycle_writes_that_did_no
         p.raw_tables[name].clear()
         p.raw_tables[name].update(table)
     p.store.mark_stale()  # a restart rebuilds the index from the tables
+    if outbox_form == "before":
+        assert keep_runs_as_before(p) > 0
     assert [m.state for m in p.store.user_memories("idle")] == ["active"]
     sent = len(events(p))
     redelivered = REGISTRY.get_sample_value("memstream_lifecycle_redelivered_total",

@@ -1,17 +1,22 @@
-"""Sealed tables and `memory.candidates` records use a binary envelope, and still read the JSON
-envelopes written before it (`streams.privacy.table_values`): a worker upgraded over old tables
-and topics opens every value."""
+"""Sealed tables and `memory.candidates` records use a binary envelope of deflated JSON, and
+still read the forms written before it (the JSON envelope; the binary one of JSON as it is)
+(`streams.privacy.table_values`): a worker upgraded over old tables and topics opens every
+value."""
 from __future__ import annotations
 
+import os
+import zlib
 from datetime import datetime, timezone
 
+import orjson
 import pytest
 from faust.serializers import codecs
 
 from streams.privacy.crypto import SealError, new_key
 from streams.privacy.payloads import open_record, seal_record
+from streams.privacy import table_values
 from streams.privacy.sealed import Sealer, SealedTable, user_first_in_key, user_in_value
-from streams.privacy.table_values import FORMAT, pack, unpack
+from streams.privacy.table_values import DEFLATED, FORMAT, pack, unpack
 from streams.privacy.user_keys import UserKeys
 
 DOC = {"id": "m1", "user_id": "ana", "summary": "Ana adopted a dog named Luna.",
@@ -39,8 +44,42 @@ def test_values_written_before_the_upgrade_open_and_are_rewritten_binary(sealer)
     assert dict(table.items()).keys() == {"m1", "m2"}
 
     table["m1"] = table["m1"]
-    assert raw["m1"][:1] == FORMAT and table["m1"] == DOC
+    assert raw["m1"][:1] == DEFLATED and table["m1"] == DOC
     assert len(raw["m1"]) < 0.8 * len(codecs.dumps("json", old_dict)), "a fifth smaller at least"
+
+
+def test_a_binary_value_of_json_as_it_is_written_before_deflating_opens(sealer):
+    raw = {"m1": pack("ana", sealer.keys.seal_raw("ana", orjson.dumps(DOC)))}
+    table = SealedTable(raw, sealer, user_in_value)
+    assert raw["m1"][:1] == FORMAT and table["m1"] == DOC
+
+
+def test_a_value_is_deflated_only_when_that_makes_it_shorter(sealer):
+    table = SealedTable({}, sealer, user_in_value)
+    table["short"] = {"user_id": "ana", "n": 1}
+    table["doc"] = DOC
+    assert table.table["short"][:1] == FORMAT, "too short to gain"
+    assert table.table["doc"][:1] == DEFLATED and len(table.table["doc"]) < 300
+    assert table["doc"] == DOC and table["short"]["n"] == 1
+    noise = os.urandom(3000)
+    assert table_values.deflate(noise) == (noise, False), "deflate would make it longer"
+
+
+@pytest.mark.parametrize("body", [b"not deflate", zlib.compress(b"x" * 5000)[:-6]],
+                         ids=["garbage", "cut short"])
+def test_a_deflated_value_that_does_not_inflate_reads_as_absent(sealer, body):
+    raw = {"k": pack("ana", sealer.keys.seal_raw("ana", body), deflated=True)}
+    table = SealedTable(raw, sealer, user_in_value)
+    assert table.get("k") is None and "k" in table
+
+
+def test_a_value_that_would_inflate_past_the_limit_is_refused(sealer, monkeypatch):
+    monkeypatch.setattr(table_values, "MAX_INFLATED", 1000)
+    table = SealedTable({}, sealer, user_in_value)
+    table["big"] = {"user_id": "ana", "text": "a" * 2000}
+    assert table.table["big"][:1] == DEFLATED
+    table._opened.clear()
+    assert table.get("big") is None
 
 
 def test_a_binary_value_names_its_user_and_opens_only_with_their_key(sealer):
@@ -74,7 +113,7 @@ def test_a_sealed_record_is_binary_and_one_sealed_before_as_json_still_opens(sea
     candidate = {"kind": "fact", "summary": "Ana adopted a dog named Luna.", "vector_b64": "h:" + "A" * 1024}
     record = seal_record(sealer, "ana", candidate)
     before = sealer.seal("ana", candidate).model_dump_json().encode()  # as memory.candidates held it
-    assert record[:1] == FORMAT and len(record) < 0.8 * len(before)
+    assert record[:1] == DEFLATED and len(record) < 0.8 * len(before)
     assert open_record(sealer, record) == candidate == open_record(sealer, before)
     assert open_record(sealer, b'{"in": "clear"}') == {"in": "clear"}
 
