@@ -71,6 +71,7 @@ from streams.tools.stack import (
 )
 from topics.events import MemoryEvent
 from topics.names import CHAT_TURNS, MEMORY_EVENTS, MEMORY_PROACTIVITY, MEMORY_PROGRESS
+from topics.progress import progress_entries
 from topics.turns import Turn
 
 
@@ -128,8 +129,7 @@ async def ingest(broker_url: str, turns: list[Turn], one_record: bool, idle_time
             batch = await consumer.getmany(timeout_ms=200)
             now = time.perf_counter()
             for records in batch.values():
-                for record in records:
-                    p = json.loads(record.value)
+                for p in (p for record in records for p in progress_entries(record.value)):
                     if p["user_id"] not in users:
                         continue
                     last_progress = time.monotonic()

@@ -1,9 +1,16 @@
-"""`memory.progress` (internal): what became of each turn, so callers know when it is done."""
+"""`memory.progress` (internal): what became of each turn, so callers know when it is done.
+
+A record holds the progress of one user's turns in one batch of a stage, as a JSON array of
+`TurnProgress` (in order): a stage sends one record per user per batch, not one per turn and
+fact (two records a turn before). A record written before holds one `TurnProgress` object;
+`progress_entries` reads both.
+"""
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel
+import orjson
+from pydantic import BaseModel, TypeAdapter
 
 Outcome = Literal[
     "skipped", "created", "updated", "superseded", "duplicate", "blocked", "dlq", "disabled", "command",
@@ -32,3 +39,22 @@ class TurnProgress(BaseModel):
     memory_id: str | None = None
     queued_ms: float | None = None
     work_ms: float | None = None
+
+
+PROGRESS_RECORD: TypeAdapter[list[TurnProgress]] = TypeAdapter(list[TurnProgress])
+"""A `memory.progress` record as the stages write it: the entries of one user's batch."""
+
+
+def progress_entries(value: bytes | None) -> list[dict[str, Any]]:
+    """The progress entries (as JSON objects) of a `memory.progress` record, old or new form
+    (module doc); raises ValueError for anything else."""
+    parsed = orjson.loads(value or b"")  # orjson.JSONDecodeError is a ValueError
+    entries = parsed if isinstance(parsed, list) else [parsed]
+    if not all(isinstance(entry, dict) for entry in entries):
+        raise ValueError("a progress record holds something other than progress entries")
+    return entries
+
+
+def parse_progress(value: bytes | None) -> list[TurnProgress]:
+    """`progress_entries`, validated; raises ValueError (pydantic's too) when they are not."""
+    return PROGRESS_RECORD.validate_python(progress_entries(value))

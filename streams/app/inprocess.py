@@ -44,7 +44,7 @@ from streams.read.categories import load_policy
 from streams.read.query import QueryHit, QueryLimits, execute, plan_query
 from streams.read.token_budget import get_counter
 from topics import names
-from topics.progress import TurnProgress
+from topics.progress import parse_progress
 from topics.query import QueryRequest
 from topics.turns import Turn
 
@@ -141,8 +141,8 @@ class InProcessPipeline:
 
     def outcomes(self) -> Counter[str]:
         """What the dedup stage did with every candidate so far (its progress records)."""
-        progress = (TurnProgress.model_validate_json(r.value or b"")
-                    for r in self.topics.sent[names.MEMORY_PROGRESS])
+        progress = (p for r in self.topics.sent[names.MEMORY_PROGRESS]
+                    for p in parse_progress(r.value))
         return Counter(p.outcome for p in progress if p.stage == "dedup")
 
     async def query(self, user_id: str, text: str, top_k: int, *, agent: str = "supervisor",

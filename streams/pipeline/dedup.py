@@ -69,7 +69,8 @@ class DedupStage:
         self.record_scope = record_scope
 
     async def handle_batch(self, records: Sequence[Record]) -> list[str]:
-        """Process records in order, embedding all new summaries in one model call.
+        """Process records in order, embedding all new summaries in one model call; the
+        progress of the batch goes last, one record per user (`Outputs.progress_per_batch`).
 
         Never raises: a bad record, or any failure while processing one, dead-letters that
         record (`memory.candidates.dlq`) and the others go on; the partition never blocks.
@@ -80,17 +81,18 @@ class DedupStage:
         parsed = [(record, self.parse(record)) for record in records]
         await self._index_ready()
         vectors = await self._embed_new([c for _, c in parsed if isinstance(c, Candidate)])
-        outcomes = []
-        for (record, item), clock in zip(parsed, clocks):
-            with self.record_scope(record):
-                outcomes.append(await self._handle_one(record, item, vectors.get(id(item)), clock))
-                if self.lifecycle is not None:
-                    user_id, ts = event_time_of(item)
-                    await self.lifecycle.after_record(record.partition, user_id, ts, record.offset)
-            # Applying a candidate is CPU work on the event loop: let ingest take the next turn
-            # (and the web routes answer) between two, rather than after the whole batch.
-            await asyncio.sleep(0)
-        self.store.tables.flush()
+        async with self.outputs.progress_per_batch(STAGE):
+            outcomes = []
+            for (record, item), clock in zip(parsed, clocks):
+                with self.record_scope(record):
+                    outcomes.append(await self._handle_one(record, item, vectors.get(id(item)), clock))
+                    if self.lifecycle is not None:
+                        user_id, ts = event_time_of(item)
+                        await self.lifecycle.after_record(record.partition, user_id, ts, record.offset)
+                # Applying a candidate is CPU work on the event loop: let ingest take the next turn
+                # (and the web routes answer) between two, rather than after the whole batch.
+                await asyncio.sleep(0)
+            self.store.tables.flush()
         metrics.STAGE_SECONDS.labels(stage=STAGE).observe(
             (time.perf_counter() - started) / max(len(records), 1))
         return outcomes

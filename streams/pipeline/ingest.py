@@ -161,9 +161,10 @@ class IngestStage:
 
         Each turn is decided first (trigger, extraction, policy, its thread's buffer), then the
         candidates of the whole batch are embedded in one model call, then each turn's records
-        are sent, in turn order. Never raises: a bad record, or any failure while processing
-        one, dead-letters that record (`chat.turns.dlq`) and the others go on; the partition
-        never blocks.
+        are sent, in turn order; their progress goes last, one record per user
+        (`Outputs.progress_per_batch`). Never raises: a bad record, or any failure while
+        processing one, dead-letters that record (`chat.turns.dlq`) and the others go on; the
+        partition never blocks.
         """
         started = time.perf_counter()
         metrics.STAGE_RECORDS.labels(stage=STAGE).inc(len(records))
@@ -175,15 +176,16 @@ class IngestStage:
             # web routes answer) between two turns, rather than after the whole batch.
             await asyncio.sleep(0)
         await self.with_vectors([plan for plan in plans if plan is not None])
-        emitted = []
-        for record, plan in zip(records, plans):
-            if plan is None:
-                emitted.append(0)
-                continue
-            with self.record_scope(record):
-                sent = await self._guarded(record, self._send(plan))
-            emitted.append(sent or 0)
-        self.tables.flush()
+        async with self.outputs.progress_per_batch(STAGE):
+            emitted = []
+            for record, plan in zip(records, plans):
+                if plan is None:
+                    emitted.append(0)
+                    continue
+                with self.record_scope(record):
+                    sent = await self._guarded(record, self._send(plan))
+                emitted.append(sent or 0)
+            self.tables.flush()
         metrics.STAGE_SECONDS.labels(stage=STAGE).observe(
             (time.perf_counter() - started) / max(len(records), 1))
         return emitted

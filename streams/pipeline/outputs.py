@@ -7,7 +7,9 @@ both build it the same way (`streams.app.stage_kit`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
 
 from streams.observability import metrics
 from streams.observability.logs import describe_failure
@@ -20,12 +22,18 @@ from topics.candidates import Candidate, ChatCommand
 from topics.commands import Command
 from topics.events import MemoryEvent
 from topics.proactivity import ProactivityCandidate
-from topics.progress import TurnProgress
+from topics.progress import PROGRESS_RECORD, TurnProgress
 
 log = logging.getLogger(__name__)
 
 Sender = Callable[[str, bytes | None, bytes], Awaitable[None]]
 """send(topic, key, value): produce one record."""
+
+_HELD_PROGRESS: ContextVar[dict[str, list[TurnProgress]] | None] = ContextVar(
+    "held_progress", default=None)
+"""The progress entries of the batch the current task is processing, by user
+(`Outputs.progress_per_batch`); None outside one. A context variable, not an attribute: the
+stages share one `Outputs` and run their batches as concurrent tasks."""
 
 class Outputs:
     """Typed sends of the stages over one `Sender`, a user's content sealed for the user
@@ -50,8 +58,37 @@ class Outputs:
                         candidate.model_dump_json().encode())
 
     async def progress(self, progress: TurnProgress) -> None:
-        await self.send(names.MEMORY_PROGRESS, progress.user_id.encode(),
-                        progress.model_dump_json().encode())
+        """Send `progress`, or hold it until the batch ends inside `progress_per_batch`."""
+        held = _HELD_PROGRESS.get()
+        if held is not None:
+            held.setdefault(progress.user_id, []).append(progress)
+            return
+        await self._send_progress(progress.user_id, [progress])
+
+    @asynccontextmanager
+    async def progress_per_batch(self, stage: str) -> AsyncIterator[None]:
+        """Hold the progress entries `stage` makes while its batch runs; when it ends, send
+        them in one record per user (`topics.progress`): a turn's progress record would
+        otherwise be two of the fourteen records a turn costs. The entries go out after
+        everything the batch sent, which is when a caller may count its turns done anyway.
+        A record that cannot be sent is counted and logged: progress is bookkeeping, and the
+        partition moves on. A batch that raises sends none (its records are redelivered)."""
+        held: dict[str, list[TurnProgress]] = {}
+        token = _HELD_PROGRESS.set(held)
+        try:
+            yield
+        finally:
+            _HELD_PROGRESS.reset(token)
+        for user_id, entries in held.items():
+            try:
+                await self._send_progress(user_id, entries)
+            except Exception as exc:  # noqa: BLE001 - progress is bookkeeping
+                metrics.STAGE_ERRORS.labels(stage=stage, error=type(exc).__name__).inc()
+                log.error("%s progress of %d turn(s) not sent: %s", stage, len(entries),
+                          describe_failure(exc))
+
+    async def _send_progress(self, user_id: str, entries: list[TurnProgress]) -> None:
+        await self.send(names.MEMORY_PROGRESS, user_id.encode(), PROGRESS_RECORD.dump_json(entries))
 
     async def candidate(self, candidate: Candidate) -> None:
         user_id = candidate.turn.user_id

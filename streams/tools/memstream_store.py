@@ -80,7 +80,7 @@ from streams.memory.ids import memory_id as derived_memory_id
 from streams.privacy.placement import partition_for
 from streams.tools.client import kafka_security
 from topics.names import CHAT_TURNS, MEMORY_PROGRESS
-from topics.progress import TurnProgress
+from topics.progress import TurnProgress, parse_progress
 from topics.turns import Role, Turn
 
 TEXT_FIELDS = ("summary", "text", "content", "memory")
@@ -496,8 +496,7 @@ async def _first_fact(consumer: AIOKafkaConsumer, turn: Turn, deadline: float) -
     while (left := deadline - time.monotonic()) > 0:
         batch = await consumer.getmany(timeout_ms=max(1, int(min(left, 1.0) * 1000)))
         for records in batch.values():
-            for record in records:
-                progress = TurnProgress.model_validate_json(record.value)
+            for progress in (p for record in records for p in parse_progress(record.value)):
                 if (progress.user_id, progress.thread_id, progress.turn_id) != wanted:
                     continue
                 if progress.fact_count == 0 or (progress.stage != "ingest" and progress.fact_index == 0):

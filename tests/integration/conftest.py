@@ -28,6 +28,7 @@ from streams.app.topic_admin import create_topics
 from streams.tools.client import TurnProducer
 from streams.app.topology import ALL_TOPICS
 from topics.names import MEMORY_EVENTS, MEMORY_PROGRESS
+from topics.progress import progress_entries
 from topics.turns import Turn
 
 PARTITIONS = 4
@@ -250,8 +251,7 @@ async def wait_processed(broker_url: str, turns: list[Turn], timeout: float = 30
                     f"{[(k, seen.get(k, [])) for k in missing]}")
             batch = await consumer.getmany(timeout_ms=500)
             for records in batch.values():
-                for record in records:
-                    p = json.loads(record.value)
+                for p in (p for record in records for p in progress_entries(record.value)):
                     key = (p["user_id"], p["thread_id"], p["turn_id"])
                     if p["user_id"] not in users or key not in wanted:
                         continue

@@ -31,6 +31,7 @@ from streams.tools.locomo import load_conversation
 from streams.app.inprocess import InProcessPipeline
 from tests.integration.conftest import call
 from topics import names
+from topics.progress import progress_entries
 from topics.turns import Turn
 
 LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "locomo"
@@ -89,7 +90,8 @@ def reference_state(turns: list[Turn], lifecycle: bool = False) -> EndState:
             state.memories[memory.id] = _plain({**MemoryView.of(memory),
                                                 "history": current.history(memory.id)})
     for record in pipeline.topics.sent[names.MEMORY_PROGRESS]:
-        state.add_progress(json.loads(record.value or b""))
+        for progress in progress_entries(record.value):
+            state.add_progress(progress)
     return state
 
 
@@ -174,8 +176,7 @@ class ProgressLog:
                                      f"complete, e.g. missing {sorted(self.wanted - self.done)[:3]}")
             batch = await self._consumer.getmany(timeout_ms=500)
             for records in batch.values():
-                for record in records:
-                    p = json.loads(record.value)
+                for p in (p for record in records for p in progress_entries(record.value)):
                     key = (p["user_id"], p["thread_id"], p["turn_id"])
                     if key not in self.wanted:
                         continue

@@ -117,5 +117,5 @@ def test_two_workers_end_in_the_same_memories_as_one():
     for figures in (one_figures, two_figures):
         msgs = figures["kafka"]["kafka_msgs_per_turn"]["by_topic"]
         assert msgs[CHAT_TURNS] == 1.0  # each turn one record, counted once
-        assert msgs[MEMORY_PROGRESS] >= 1.0  # at least the ingest stage's record per turn
+        assert msgs[MEMORY_PROGRESS] > 0  # one record per user per stage batch
         assert any(t.endswith("-changelog") for t in msgs)  # the tables' writes are counted

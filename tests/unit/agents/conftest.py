@@ -19,7 +19,7 @@ from topics.candidates import CANDIDATE_RECORD, Candidate, ChatCommand
 from topics.commands import Command
 from topics.dlq import DeadLetter
 from topics.events import MemoryEvent
-from topics.progress import TurnProgress
+from topics.progress import parse_progress
 from topics.turns import Turn
 
 
@@ -37,7 +37,8 @@ class Captured:
     def events(self) -> list[MemoryEvent]:
         return [open_event(self.sealer, e) for e in self._parsed(MemoryEvent, names.MEMORY_EVENTS)]
 
-    progress = property(lambda self: self._parsed(TurnProgress, names.MEMORY_PROGRESS))
+    progress = property(lambda self: [p for r in self.topics.sent[names.MEMORY_PROGRESS]
+                                      for p in parse_progress(r.value)])
     commands = property(lambda self: self._parsed(Command, names.MEMORY_COMMANDS))
 
     @property

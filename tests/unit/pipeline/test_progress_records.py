@@ -1,0 +1,105 @@
+"""A stage sends the progress of a batch in one `memory.progress` record per user, after
+everything else the batch sent; readers take records of the form before too (`topics.progress`)."""
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from streams.app.inprocess import InProcessPipeline
+from streams.observability.metrics import REGISTRY
+from streams.pipeline.records import Record
+from streams.settings import Settings
+from topics import names
+from topics.progress import TurnProgress, parse_progress, progress_entries
+from topics.turns import Turn
+
+
+def turn_record(offset: int, user: str, text: str) -> Record:
+    turn = Turn(user_id=user, thread_id="t1", turn_id=str(offset), role="user", speaker="Ana",
+                text=text, ts="2024-05-01T10:00:00+00:00")  # type: ignore[arg-type]
+    return Record(names.CHAT_TURNS, 0, offset, user.encode(), turn.model_dump_json().encode(), None)
+
+
+@pytest.fixture
+def pipeline(tmp_path, minilm_embedder) -> InProcessPipeline:
+    pipeline = InProcessPipeline(Settings(table_store="memory://", data_dir=tmp_path), minilm_embedder)
+    pipeline.sent_topics = []  # type: ignore[attr-defined]
+    real = pipeline.outputs.send
+
+    async def send(topic: str, key: bytes | None, value: bytes) -> None:
+        pipeline.sent_topics.append(topic)  # type: ignore[attr-defined]
+        await real(topic, key, value)
+
+    pipeline.outputs.send = send
+    return pipeline
+
+
+BATCH = [turn_record(1, "ana", "I adopted a dog named Luna last year."),
+         turn_record(2, "bo", "I work as a nurse at the city hospital."),
+         turn_record(3, "ana", "Hi there!"),
+         turn_record(4, "ana", "My sister Maria lives in Porto.")]
+
+
+async def test_an_ingest_batch_sends_one_progress_record_per_user_after_the_rest(pipeline):
+    await pipeline.ingest_stage.handle_batch(BATCH)
+
+    records = pipeline.topics.sent[names.MEMORY_PROGRESS]
+    assert [r.key for r in records] == [b"ana", b"bo"]
+    ana, bo = (parse_progress(r.value) for r in records)
+    assert [(p.turn_id, p.outcome) for p in ana] == [("1", "candidates"), ("3", "skipped"),
+                                                     ("4", "candidates")]
+    assert [p.turn_id for p in bo] == ["2"] and all(p.user_id == "ana" for p in ana)
+    assert pipeline.sent_topics[-2:] == [names.MEMORY_PROGRESS] * 2, "after everything else"
+
+
+async def test_a_dedup_batch_sends_one_progress_record_per_user(pipeline):
+    await pipeline.ingest_stage.handle_batch(BATCH)
+    candidates = pipeline.topics.sent[names.MEMORY_CANDIDATES]
+    before = len(pipeline.topics.sent[names.MEMORY_PROGRESS])
+
+    await pipeline.dedup_stage.handle_batch(candidates)
+
+    records = pipeline.topics.sent[names.MEMORY_PROGRESS][before:]
+    assert sorted(r.key for r in records) == [b"ana", b"bo"]
+    entries = [p for r in records for p in parse_progress(r.value)]
+    assert len(entries) == len(candidates) and {p.stage for p in entries} == {"dedup"}
+    assert pipeline.sent_topics[-len(records):] == [names.MEMORY_PROGRESS] * len(records)
+
+
+async def test_progress_that_cannot_be_sent_is_counted_and_the_batch_goes_on(pipeline):
+    real = pipeline.outputs.send
+
+    async def progress_down(topic: str, key: bytes | None, value: bytes) -> None:
+        if topic == names.MEMORY_PROGRESS:
+            raise ConnectionError("broker gone")
+        await real(topic, key, value)
+
+    pipeline.outputs.send = progress_down
+    labels = {"stage": "ingest", "error": "ConnectionError"}
+    errors = REGISTRY.get_sample_value("memstream_stage_errors_total", labels) or 0
+
+    emitted = await pipeline.ingest_stage.handle_batch(BATCH)
+
+    assert emitted[0] >= 1 and len(pipeline.topics.sent[names.MEMORY_CANDIDATES]) == sum(emitted)
+    assert not pipeline.topics.sent[names.CHAT_TURNS_DLQ], "no turn is dead-lettered for it"
+    assert REGISTRY.get_sample_value("memstream_stage_errors_total", labels) == errors + 2
+
+
+async def test_progress_outside_a_batch_is_sent_at_once(pipeline):
+    progress = TurnProgress(user_id="ana", thread_id="t1", turn_id="9", stage="commands",
+                            outcome="applied", fact_count=1)
+    await pipeline.outputs.progress(progress)
+    [record] = pipeline.topics.sent[names.MEMORY_PROGRESS]
+    assert parse_progress(record.value) == [progress]
+
+
+def test_a_record_of_the_form_before_reads_as_one_entry():
+    one = TurnProgress(user_id="ana", thread_id="t1", turn_id="1", stage="ingest", outcome="skipped")
+    assert parse_progress(one.model_dump_json().encode()) == [one]
+    assert progress_entries(orjson.dumps([one.model_dump(), one.model_dump()])) == [one.model_dump()] * 2
+
+
+@pytest.mark.parametrize("value", [b"", b"{not json", b"[1, 2]", b"42"])
+def test_anything_else_is_not_a_progress_record(value):
+    with pytest.raises(ValueError):
+        progress_entries(value)
