@@ -69,7 +69,8 @@ TOPICS: tuple[Topic, ...] = (
           "created, updated, merged, superseded, linked, soft_deleted, restored, deleted, "
           "purged, archived, consolidated, promoted, error), the memory and the thread "
           "revision, event time, sealed content", read_by="any consumer"),
-    Topic(names.MEMORY_PROGRESS, "what became of each turn at each stage (no content)",
+    Topic(names.MEMORY_PROGRESS, "what became of each turn at each stage (no content): an "
+          "array of `TurnProgress`, one record per user per batch",
           read_by="the bench, the LangGraph store's put", internal=True),
     Topic(names.MEMORY_PROACTIVITY, "candidates for reaching out, no content "
           "([proactivity](#proactivity))", read_by="downstream outreach"),
