@@ -35,6 +35,7 @@ _HELD_PROGRESS: ContextVar[dict[str, list[TurnProgress]] | None] = ContextVar(
 (`Outputs.progress_per_batch`); None outside one. A context variable, not an attribute: the
 stages share one `Outputs` and run their batches as concurrent tasks."""
 
+
 class Outputs:
     """Typed sends of the stages over one `Sender`, a user's content sealed for the user
     (`streams.privacy.payloads`). Dead letters keep at most `max_raw_bytes` of a record
