@@ -1,10 +1,15 @@
 """`memory.candidates` (internal): what ingest decided for each turn, on its way to dedup.
 
-Two kinds of record, in the order of the turns they come from (one partition per user):
+Two kinds of item, in the order of the turns they come from (one partition per user):
 `Candidate`, a fact to store; `ChatCommand`, a command said in a chat turn (forget …, "don't
 remember this"). A chat command travels on this topic, not on `memory.commands`, so that it
 applies after every fact of the turns before it and before any fact of a later turn, however
 far behind the dedup stage is.
+
+A record holds the items of one user's turns in one ingest batch, in order, as a JSON array
+(at most `MAX_ITEMS_PER_RECORD`; sealed, `streams.privacy.payloads.seal_record`): one record per
+user per batch rather than one per fact. A record written before holds one item;
+`candidate_items` reads both.
 """
 from __future__ import annotations
 
@@ -86,3 +91,20 @@ CandidateRecord = Annotated[
     Discriminator(_kind),
 ]
 CANDIDATE_RECORD: TypeAdapter[Candidate | ChatCommand] = TypeAdapter(CandidateRecord)
+
+CandidateItem = Candidate | ChatCommand
+"""One item of a `memory.candidates` record."""
+CANDIDATE_ITEMS: TypeAdapter[list[Candidate | ChatCommand]] = TypeAdapter(list[CandidateRecord])
+MAX_ITEMS_PER_RECORD = 32
+"""Items of one record at most: about 100 KB of facts with their vectors, far below the
+producer's 1 MB request limit; a user's batch with more goes in several records."""
+
+
+def candidate_items(value: Any) -> list[Candidate | ChatCommand]:
+    """The items of a `memory.candidates` record's JSON value: an array of them (written now)
+    or one (written before). Raises ValueError (pydantic's ValidationError is one) for anything
+    else, an empty array included."""
+    items = CANDIDATE_ITEMS.validate_python(value if isinstance(value, list) else [value])
+    if not items:
+        raise ValueError("a candidates record holds no item")
+    return items

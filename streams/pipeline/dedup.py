@@ -41,7 +41,7 @@ from streams.privacy.sealed import Sealer
 from streams.proactivity import ProactivityPolicy
 from streams.providers.embedders import Embed
 from streams.guarded.llm import GuardedLLM
-from topics.candidates import CANDIDATE_RECORD, Candidate, ChatCommand
+from topics.candidates import Candidate, CandidateItem, ChatCommand, candidate_items
 from topics.progress import Outcome, TurnProgress
 
 if TYPE_CHECKING:
@@ -68,26 +68,30 @@ class DedupStage:
         self.outputs = outputs
         self.record_scope = record_scope
 
-    async def handle_batch(self, records: Sequence[Record]) -> list[str]:
-        """Process records in order, embedding all new summaries in one model call; the
-        progress of the batch goes last, one record per user (`Outputs.progress_per_batch`).
+    async def handle_batch(self, records: Sequence[Record]) -> list[list[str]]:
+        """Process records, and the items of each (`topics.candidates`), in order, embedding
+        all new summaries in one model call; return each record's outcomes. The progress of
+        the batch goes last, one record per user (`Outputs.progress_per_batch`).
 
-        Never raises: a bad record, or any failure while processing one, dead-letters that
-        record (`memory.candidates.dlq`) and the others go on; the partition never blocks.
+        Never raises: a bad record, or any failure while processing one of its items,
+        dead-letters that record (`memory.candidates.dlq`) and the others go on; the partition
+        never blocks. A record dead-lettered for one item holds the others too: replayed, those
+        change nothing (`applied`).
         """
         started = time.perf_counter()
         metrics.STAGE_RECORDS.labels(stage=STAGE).inc(len(records))
         clocks = [StageClock.start(record, STAGE) for record in records]
         parsed = [(record, self.parse(record)) for record in records]
         await self._index_ready()
-        vectors = await self._embed_new([c for _, c in parsed if isinstance(c, Candidate)])
+        vectors = await self._embed_new([c for _, items in parsed if not isinstance(items, InvalidRecord)
+                                         for c in items if isinstance(c, Candidate)])
         async with self.outputs.progress_per_batch(STAGE):
             outcomes = []
-            for (record, item), clock in zip(parsed, clocks):
+            for (record, items), clock in zip(parsed, clocks):
                 with self.record_scope(record):
-                    outcomes.append(await self._handle_one(record, item, vectors.get(id(item)), clock))
+                    outcomes.append(await self._handle_record(record, items, vectors, clock))
                     if self.lifecycle is not None:
-                        user_id, ts = event_time_of(item)
+                        user_id, ts = event_time_of(items)
                         await self.lifecycle.after_record(record.partition, user_id, ts, record.offset)
                 # Applying a candidate is CPU work on the event loop: let ingest take the next turn
                 # (and the web routes answer) between two, rather than after the whole batch.
@@ -167,15 +171,20 @@ class DedupStage:
                                                              applied.memory_id)))
         return applied.outcome
 
-    def parse(self, record: Record) -> Candidate | ChatCommand | InvalidRecord:
-        """The record's fact or chat command, opened; or why not (never raises)."""
-        return parse_candidate(record, self.outputs.sealer)
+    def parse(self, record: Record) -> list[CandidateItem] | InvalidRecord:
+        """The record's facts and chat commands, opened; or why not (never raises)."""
+        return parse_candidates(record, self.outputs.sealer)
 
-    async def _handle_one(self, record: Record, item: Candidate | ChatCommand | InvalidRecord,
-                          vector: np.ndarray | None, clock: StageClock) -> str:
-        if isinstance(item, InvalidRecord):
-            await self.outputs.dead_letter(record, STAGE, item.reason, item.detail)
-            return "dlq"
+    async def _handle_record(self, record: Record, items: list[CandidateItem] | InvalidRecord,
+                             vectors: dict[int, np.ndarray], clock: StageClock) -> list[str]:
+        """The outcome of each item of `record`, in order; a bad record is dead-lettered."""
+        if isinstance(items, InvalidRecord):
+            await self.outputs.dead_letter(record, STAGE, items.reason, items.detail)
+            return ["dlq"]
+        return [await self._handle_one(record, item, vectors.get(id(item)), clock) for item in items]
+
+    async def _handle_one(self, record: Record, item: CandidateItem, vector: np.ndarray | None,
+                          clock: StageClock) -> str:
         try:
             if isinstance(item, ChatCommand):
                 applied = await apply_command(self.store, self.embed, self.outputs, item.command, clock)
@@ -201,12 +210,11 @@ class DedupStage:
             log.error("dedup progress not sent: %s", describe_failure(exc))
 
 
-def parse_candidate(record: Record, sealer: Sealer) -> Candidate | ChatCommand | InvalidRecord:
-    """A `memory.candidates` record's fact or chat command, opened with `sealer`; or why it is
-    neither (never raises)."""
+def parse_candidates(record: Record, sealer: Sealer) -> list[CandidateItem] | InvalidRecord:
+    """A `memory.candidates` record's facts and chat commands (`topics.candidates`), opened
+    with `sealer`; or why it holds none (never raises)."""
     try:
-        value = open_record(sealer, record.value or b"")
-        return CANDIDATE_RECORD.validate_python(value)
+        return candidate_items(open_record(sealer, record.value or b""))
     except SealError:
         # Sealed with a key that is gone: the user was purged after it was sent.
         return InvalidRecord("sealed_unreadable", "sealed with a key that is gone (a purged user)")
@@ -215,13 +223,15 @@ def parse_candidate(record: Record, sealer: Sealer) -> Candidate | ChatCommand |
         return InvalidRecord("invalid_candidate", "record is not a valid Candidate or ChatCommand")
 
 
-def event_time_of(item: Candidate | ChatCommand | InvalidRecord) -> tuple[str | None, datetime | None]:
-    """The user and event time of a record (none for one that did not parse)."""
+def event_time_of(items: list[CandidateItem] | InvalidRecord) -> tuple[str | None, datetime | None]:
+    """The user and event time of a record: its last item's (its items are in turn order);
+    none for one that did not parse."""
+    if isinstance(items, InvalidRecord):
+        return None, None
+    item = items[-1]
     if isinstance(item, Candidate):
         return item.turn.user_id, item.turn.ts
-    if isinstance(item, ChatCommand):
-        return item.command.user_id, item.command.ts
-    return None, None
+    return item.command.user_id, item.command.ts
 
 
 def progress_of(candidate: Candidate, outcome: Outcome, memory_id: str | None) -> TurnProgress:

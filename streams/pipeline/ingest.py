@@ -1,9 +1,9 @@
 """Stage 1 — ingest: a `chat.turns` record → validate, trigger, extract, policy → candidates.
 
-Outputs: `memory.candidates` (one per fact, and the episode the turn closes; or the command
-the turn said — forget, "don't remember this" — in turn order with the facts), `memory.events`
-(kind=candidate), `memory.progress` (what became of the turn) and `chat.turns.dlq` for bad
-records.
+Outputs: `memory.candidates` (each fact, and the episode the turn closes; or the command the
+turn said — forget, "don't remember this" — in turn order with the facts; one record per user
+per batch, `topics.candidates`), `memory.events` (kind=candidate), `memory.progress` (what
+became of the turn) and `chat.turns.dlq` for bad records.
 
 Run by `agents/ingest.py` in the worker and by `streams.app.inprocess` without Kafka.
 """
@@ -37,7 +37,7 @@ from streams.write.episodic import Observed, observe, rules_from
 from streams.write.facts import FactPipeline, candidates_of, hot_command, mentions_topic
 from streams.write.trigger import CommandKind, ExplicitCommand
 from streams.write.validation import parse_turn
-from topics.candidates import Candidate
+from topics.candidates import Candidate, CandidateItem, ChatCommand
 from topics.events import MemoryEvent
 from topics.progress import Outcome, TurnProgress
 from topics.turns import Turn
@@ -93,6 +93,23 @@ class TurnPlan:
         turn, previous = self.context or (None, None)
         return [FactTexts(c.fact.summary) if c.source_refs or turn is None
                 else FactTexts(c.fact.summary, turn, previous) for c in self.candidates]
+
+
+@dataclass
+class HeldCandidates:
+    """The `memory.candidates` items of a batch, by user, in turn order, each as its JSON with
+    the record and turn it came from: sent when the batch ends, one record per user
+    (`Outputs.candidates`). An item is written out when it is held, so one that cannot be
+    fails its own turn only."""
+
+    items: dict[str, list[tuple[Record, Turn, bytes]]] = field(default_factory=dict)
+
+    def holder(self, record: Record, turn: Turn) -> Callable[[CandidateItem], None]:
+        """What holds the items of `turn` (from `record`)."""
+        def hold(item: CandidateItem) -> None:
+            self.items.setdefault(turn.user_id, []).append(
+                (record, turn, item.model_dump_json().encode()))
+        return hold
 
 
 @dataclass(frozen=True)
@@ -160,8 +177,9 @@ class IngestStage:
         """Process records in order; return the facts emitted by each.
 
         Each turn is decided first (trigger, extraction, policy, its thread's buffer), then the
-        candidates of the whole batch are embedded in one model call, then each turn's records
-        are sent, in turn order; their progress goes last, one record per user
+        candidates of the whole batch are embedded in one model call, then each turn's events
+        are sent, in turn order; its candidates are held and go out as the batch ends, in one
+        record per user (`HeldCandidates`), and the progress last, one record per user too
         (`Outputs.progress_per_batch`). Never raises: a bad record, or any failure while
         processing one, dead-letters that record (`chat.turns.dlq`) and the others go on; the
         partition never blocks.
@@ -176,6 +194,7 @@ class IngestStage:
             # web routes answer) between two turns, rather than after the whole batch.
             await asyncio.sleep(0)
         await self.with_vectors([plan for plan in plans if plan is not None])
+        held = HeldCandidates()
         async with self.outputs.progress_per_batch(STAGE):
             emitted = []
             for record, plan in zip(records, plans):
@@ -183,12 +202,30 @@ class IngestStage:
                     emitted.append(0)
                     continue
                 with self.record_scope(record):
-                    sent = await self._guarded(record, self._send(plan))
+                    sent = await self._guarded(record, self._send(
+                        plan, held.holder(record, plan.turn)))
                 emitted.append(sent or 0)
             self.tables.flush()
+            await self._send_held(held)
         metrics.STAGE_SECONDS.labels(stage=STAGE).observe(
             (time.perf_counter() - started) / max(len(records), 1))
         return emitted
+
+    async def _send_held(self, held: HeldCandidates) -> None:
+        """Send each user's held items (`Outputs.candidates`). When a user's cannot be sent,
+        the turns they came from are dead-lettered, and their progress says so (`dlq`), so a
+        caller waiting on them is not left waiting for facts that never come."""
+        for user_id, items in held.items.items():
+            try:
+                await self.outputs.candidates(user_id, [item for _, _, item in items])
+            except Exception as exc:  # noqa: BLE001 - the partition must move on
+                metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
+                turns = {record.offset: (record, turn) for record, turn, _ in items}
+                log.error("ingest could not send the candidates of %d turn(s): %s", len(turns),
+                          describe_failure(exc))
+                for record, turn in turns.values():
+                    await self._dead_letter(record, "internal_error", type(exc).__name__)
+                    await self.outputs.progress(self._progress(turn, "dlq"))
 
     async def _guarded(self, record: Record, work: Awaitable[T]) -> T | None:
         """`work`'s result; or None once a failure has dead-lettered `record`."""
@@ -223,13 +260,6 @@ class IngestStage:
             raise InvalidRecord("purged_user", "the turn is from before the user's purge")
         return turn
 
-    async def process_turn(self, turn: Turn, clock: StageClock | None = None) -> int:
-        """Run one valid turn through trigger, extraction and policy and send what it gives;
-        return the facts emitted. Every turn gets one progress record from this stage."""
-        plan = await self.decide(turn, clock or StageClock(None, time.perf_counter()))
-        await self.with_vectors([plan])
-        return await self._send(plan)
-
     async def decide(self, turn: Turn, clock: StageClock) -> TurnPlan:
         """What one valid turn gives (trigger, extraction, policy), its thread's buffer
         updated; nothing is sent yet."""
@@ -260,19 +290,19 @@ class IngestStage:
         plan.outcome = "candidates" if plan.candidates else "skipped"
         return plan
 
-    async def _send(self, plan: TurnPlan) -> int:
-        """Send what a turn gave: its candidates (with their events) or its command, and its
-        progress record; return the facts emitted."""
+    async def _send(self, plan: TurnPlan, hold: Callable[[CandidateItem], None]) -> int:
+        """Send what a turn gave: its candidates' events, its candidates or its command to
+        `hold` (sent as the batch ends), and its progress entry; return the facts emitted."""
         turn, clock = plan.turn, plan.clock
         if plan.outcome == "disabled":
             await self.outputs.progress(clock.stamp(self._progress(turn, "disabled")))
             return 0
         metrics.TURNS.labels(outcome=plan.outcome).inc()
         if plan.command is not None:
-            await self.send_hot_command(turn, plan.command, clock)
+            await self.send_hot_command(turn, plan.command, clock, hold)
             return 0
         if plan.consent is not None:  # on memory.candidates, behind the proposal it answers
-            await self.outputs.chat_command(consent.acknowledgement_command(turn, plan.consent))
+            hold(ChatCommand(command=consent.acknowledgement_command(turn, plan.consent)))
             await self.outputs.progress(clock.stamp(self._progress(turn, "command", fact_count=1)))
             return 0
         if not plan.candidates:
@@ -288,7 +318,7 @@ class IngestStage:
                 ts=turn.ts, summary=fact.summary, category=fact.category,
                 meta={"type": fact.type, "source_turn_id": turn.ref, "confidence": confidence},
             ))
-            await self.outputs.candidate(candidate)
+            hold(candidate)
         await self.outputs.progress(clock.stamp(
             self._progress(turn, "candidates", len(plan.candidates))))
         return len(plan.candidates)
@@ -325,14 +355,15 @@ class IngestStage:
                 applied.redo_change(self.tables.buffers, day_key, seen["user_day_write"])
         return observed
 
-    async def send_hot_command(self, turn: Turn, command: ExplicitCommand, clock: StageClock) -> None:
-        """An explicit forget / "don't remember this" goes on `memory.candidates`, behind the
-        facts of the turns before it: the dedup stage applies it in turn order.
+    async def send_hot_command(self, turn: Turn, command: ExplicitCommand, clock: StageClock,
+                               hold: Callable[[CandidateItem], None]) -> None:
+        """An explicit forget / "don't remember this" goes on `memory.candidates` (to `hold`),
+        behind the facts of the turns before it: the dedup stage applies it in turn order.
 
         The turn counts as done when that stage reports it applied (its progress record), so its
         events are out before the turn is finished.
         """
-        await self.outputs.chat_command(hot_command(turn, command))
+        hold(ChatCommand(command=hot_command(turn, command)))
         await self.outputs.progress(clock.stamp(self._progress(turn, "command", fact_count=1)))
 
     @staticmethod

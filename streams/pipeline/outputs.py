@@ -7,7 +7,7 @@ both build it the same way (`streams.app.stage_kit`).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 
@@ -15,10 +15,10 @@ from streams.observability import metrics
 from streams.observability.logs import describe_failure
 from streams.pipeline.dead_letters import dead_letter_of
 from streams.pipeline.records import Record
-from streams.privacy.payloads import seal_command, seal_event, seal_record
+from streams.privacy.payloads import seal_command, seal_event
 from streams.privacy.sealed import Sealer
 from topics import names
-from topics.candidates import Candidate, ChatCommand
+from topics.candidates import MAX_ITEMS_PER_RECORD
 from topics.commands import Command
 from topics.events import MemoryEvent
 from topics.proactivity import ProactivityCandidate
@@ -91,22 +91,20 @@ class Outputs:
     async def _send_progress(self, user_id: str, entries: list[TurnProgress]) -> None:
         await self.send(names.MEMORY_PROGRESS, user_id.encode(), PROGRESS_RECORD.dump_json(entries))
 
-    async def candidate(self, candidate: Candidate) -> None:
-        user_id = candidate.turn.user_id
-        await self.send(names.MEMORY_CANDIDATES, user_id.encode(),
-                        seal_record(self.sealer, user_id, candidate.model_dump(mode="json")))
+    async def candidates(self, user_id: str, items: Sequence[bytes]) -> None:
+        """A user's facts and chat commands (each `CandidateItem`'s JSON), in order, to
+        `memory.candidates`: as few records as `MAX_ITEMS_PER_RECORD` allows, each the JSON
+        array of its items sealed for the user (`topics.candidates`)."""
+        for start in range(0, len(items), MAX_ITEMS_PER_RECORD):
+            array = b"[" + b",".join(items[start:start + MAX_ITEMS_PER_RECORD]) + b"]"
+            await self.send(names.MEMORY_CANDIDATES, user_id.encode(),
+                            self.sealer.seal_stored(user_id, array)[0])
 
     async def command(self, command: Command, in_transit: bool = False) -> None:
         """A command to `memory.commands`; `in_transit` when a web handler sends it."""
         sealed = seal_command(self.sealer, command, in_transit)
         await self.send(names.MEMORY_COMMANDS, command.user_id.encode(),
                         sealed.model_dump_json().encode())
-
-    async def chat_command(self, command: Command) -> None:
-        """A command said in chat: on `memory.candidates`, behind the facts of earlier turns."""
-        record = ChatCommand(command=command).model_dump(mode="json")
-        await self.send(names.MEMORY_CANDIDATES, command.user_id.encode(),
-                        seal_record(self.sealer, command.user_id, record))
 
     async def dead_letter(self, record: Record, stage: str, reason: str, detail: str,
                           ref: str | None = None) -> bool:

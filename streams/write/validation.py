@@ -1,6 +1,7 @@
 """Turning raw input bytes into a `Turn`, or a named reason why not (docs/architecture.md#bad-input)."""
 from __future__ import annotations
 
+import orjson
 from pydantic import ValidationError
 
 from streams.errors import InvalidRecord
@@ -40,6 +41,10 @@ def parse_turn(raw: bytes | None, key: bytes | None, *, max_bytes: int, max_char
         raise _rejection(exc) from None
     if len(turn.text) > max_chars:
         raise InvalidRecord("oversized_text", f"text has {len(turn.text)} chars > limit {max_chars}")
+    try:  # the stages' JSON (orjson) holds 64-bit integers; pydantic's parser takes any
+        orjson.dumps(turn.metadata)
+    except TypeError:
+        raise InvalidRecord("invalid_schema", "metadata holds an integer beyond 64 bits") from None
     if key is None:
         raise InvalidRecord("missing_key", "record has no key; every topic is keyed by user_id")
     if key != turn.user_id.encode("utf-8"):

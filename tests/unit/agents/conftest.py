@@ -15,7 +15,7 @@ from streams.privacy.payloads import open_event, open_record
 from streams.privacy.sealed import TABLE_OWNERS, SealedTable, Sealer
 from streams.privacy.user_keys import UserKeys
 from topics import names
-from topics.candidates import CANDIDATE_RECORD, Candidate, ChatCommand
+from topics.candidates import Candidate, ChatCommand, candidate_items
 from topics.commands import Command
 from topics.dlq import DeadLetter
 from topics.events import MemoryEvent
@@ -52,8 +52,8 @@ class Captured:
         return [c.command for c in self._on_candidates() if isinstance(c, ChatCommand)]
 
     def _on_candidates(self) -> list[Candidate | ChatCommand]:
-        return [CANDIDATE_RECORD.validate_python(open_record(self.sealer, r.value or b""))
-                for r in self.topics.sent[names.MEMORY_CANDIDATES]]
+        return [item for r in self.topics.sent[names.MEMORY_CANDIDATES]
+                for item in candidate_items(open_record(self.sealer, r.value or b""))]
     dead = property(lambda self: self._parsed(DeadLetter, names.CHAT_TURNS_DLQ,
                                               names.MEMORY_CANDIDATES_DLQ, names.MEMORY_COMMANDS_DLQ))
 

@@ -10,7 +10,7 @@ from streams.settings import Settings
 from streams.app.inprocess import InProcessPipeline
 from streams.pipeline.records import Record
 from topics import names
-from topics.candidates import CANDIDATE_RECORD, Candidate
+from topics.candidates import Candidate, candidate_items
 from streams.privacy.payloads import open_record
 from tests.unit.app.test_inprocess import turn
 
@@ -56,9 +56,8 @@ async def test_a_batch_is_embedded_in_one_call_and_sent_in_turn_order(tmp_path, 
             "Ana: I work as a nurse at the city hospital."} <= set(calls[0])
     # every record is decided, and its records sent, in its own scope
     assert scopes == [1, 2, 3, 1, 3]
-    sent = [Candidate.model_validate(CANDIDATE_RECORD.validate_python(
-        open_record(pipeline.sealed.sealer, r.value or b"")))
-            for r in pipeline.topics.sent[names.MEMORY_CANDIDATES]]
+    [record_sent] = pipeline.topics.sent[names.MEMORY_CANDIDATES]  # one user: one record
+    sent = candidate_items(open_record(pipeline.sealed.sealer, record_sent.value or b""))
     assert [c.turn.turn_id for c in sent] == ["1"] * emitted[0] + ["3"] * emitted[2]
     assert all(c.vector_b64 and c.context_b64 for c in sent), "each carries its vectors"
     assert len(pipeline.topics.sent[names.CHAT_TURNS_DLQ]) == 1
@@ -75,6 +74,6 @@ async def test_when_the_model_fails_the_batch_goes_without_vectors(tmp_path, min
     emitted = await stage.handle_batch([turn_record(1, "I adopted a dog named Luna last year.")])
     assert emitted == [1]
     [sent] = pipeline.topics.sent[names.MEMORY_CANDIDATES]
-    candidate = CANDIDATE_RECORD.validate_python(open_record(pipeline.sealed.sealer, sent.value or b""))
+    [candidate] = candidate_items(open_record(pipeline.sealed.sealer, sent.value or b""))
     assert isinstance(candidate, Candidate) and candidate.vector_b64 is None
     assert candidate.context_b64 is None

@@ -7,9 +7,11 @@ import pytest
 
 from streams.app.inprocess import InProcessPipeline
 from streams.observability.metrics import REGISTRY
+from streams.privacy.payloads import open_record
 from streams.pipeline.records import Record
 from streams.settings import Settings
 from topics import names
+from topics.candidates import candidate_items
 from topics.progress import TurnProgress, parse_progress, progress_entries
 from topics.turns import Turn
 
@@ -55,6 +57,7 @@ async def test_an_ingest_batch_sends_one_progress_record_per_user_after_the_rest
 async def test_a_dedup_batch_sends_one_progress_record_per_user(pipeline):
     await pipeline.ingest_stage.handle_batch(BATCH)
     candidates = pipeline.topics.sent[names.MEMORY_CANDIDATES]
+    ingest = [p for r in pipeline.topics.sent[names.MEMORY_PROGRESS] for p in parse_progress(r.value)]
     before = len(pipeline.topics.sent[names.MEMORY_PROGRESS])
 
     await pipeline.dedup_stage.handle_batch(candidates)
@@ -62,7 +65,8 @@ async def test_a_dedup_batch_sends_one_progress_record_per_user(pipeline):
     records = pipeline.topics.sent[names.MEMORY_PROGRESS][before:]
     assert sorted(r.key for r in records) == [b"ana", b"bo"]
     entries = [p for r in records for p in parse_progress(r.value)]
-    assert len(entries) == len(candidates) and {p.stage for p in entries} == {"dedup"}
+    assert len(entries) == sum(p.fact_count for p in ingest if p.outcome == "candidates")
+    assert {p.stage for p in entries} == {"dedup"}
     assert pipeline.sent_topics[-len(records):] == [names.MEMORY_PROGRESS] * len(records)
 
 
@@ -80,7 +84,9 @@ async def test_progress_that_cannot_be_sent_is_counted_and_the_batch_goes_on(pip
 
     emitted = await pipeline.ingest_stage.handle_batch(BATCH)
 
-    assert emitted[0] >= 1 and len(pipeline.topics.sent[names.MEMORY_CANDIDATES]) == sum(emitted)
+    items = [item for r in pipeline.topics.sent[names.MEMORY_CANDIDATES]
+             for item in candidate_items(open_record(pipeline.sealed.sealer, r.value or b""))]
+    assert emitted[0] >= 1 and len(items) == sum(emitted)
     assert not pipeline.topics.sent[names.CHAT_TURNS_DLQ], "no turn is dead-lettered for it"
     assert REGISTRY.get_sample_value("memstream_stage_errors_total", labels) == errors + 2
 

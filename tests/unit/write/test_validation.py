@@ -34,6 +34,8 @@ def test_valid_turn_parses():
         (json.dumps({**GOOD, "text": 42}).encode(), b"u1", "invalid_schema"),
         (json.dumps({**GOOD, "ts": "2024-05-01T10:00:00"}).encode(), b"u1", "invalid_schema"),
         (json.dumps({**GOOD, "text": "a" * 1001}).encode(), b"u1", "oversized_text"),
+        # the stages write JSON with 64-bit integers: a turn they could not write is refused
+        (json.dumps({**GOOD, "metadata": {"n": 2**70}}).encode(), b"u1", "invalid_schema"),
         (json.dumps(GOOD).encode(), None, "missing_key"),
         (json.dumps(GOOD).encode(), b"someone-else", "key_mismatch"),
     ],

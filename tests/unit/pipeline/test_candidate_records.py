@@ -1,0 +1,106 @@
+"""Ingest sends a batch's facts and chat commands in one `memory.candidates` record per user,
+in turn order; dedup applies each item of a record in order, and still reads a record of one
+item as written before (`topics.candidates`)."""
+from __future__ import annotations
+
+import pytest
+
+from streams.app.inprocess import InProcessPipeline
+from streams.pipeline.records import Record
+from streams.privacy.payloads import open_record, seal_record
+from streams.settings import Settings
+from topics import names
+from topics.candidates import Candidate, ChatCommand, candidate_items
+from topics.progress import parse_progress
+from topics.turns import Turn
+
+
+def turn_record(offset: int, user: str, text: str) -> Record:
+    turn = Turn(user_id=user, thread_id="t1", turn_id=str(offset), role="user", speaker="Ana",
+                text=text, ts="2024-05-01T10:00:00+00:00")  # type: ignore[arg-type]
+    return Record(names.CHAT_TURNS, 0, offset, user.encode(), turn.model_dump_json().encode(), None)
+
+
+@pytest.fixture
+def pipeline(tmp_path, minilm_embedder) -> InProcessPipeline:
+    return InProcessPipeline(Settings(table_store="memory://", data_dir=tmp_path), minilm_embedder)
+
+
+def items_of(pipeline: InProcessPipeline, record: Record) -> list[Candidate | ChatCommand]:
+    return candidate_items(open_record(pipeline.sealed.sealer, record.value or b""))
+
+
+BATCH = [turn_record(1, "ana", "I adopted a dog named Luna last year."),
+         turn_record(2, "bo", "I work as a nurse at the city hospital."),
+         turn_record(3, "ana", "Please forget that I adopted a dog named Luna."),
+         turn_record(4, "ana", "My sister Maria lives in Porto.")]
+
+
+async def test_a_batch_sends_one_record_per_user_with_its_items_in_turn_order(pipeline):
+    emitted = await pipeline.ingest_stage.handle_batch(BATCH)
+
+    records = pipeline.topics.sent[names.MEMORY_CANDIDATES]
+    assert [r.key for r in records] == [b"ana", b"bo"]
+    ana = items_of(pipeline, records[0])
+    turns = [i.turn.turn_id if isinstance(i, Candidate) else i.command.turn_id for i in ana]
+    assert turns == ["1"] * emitted[0] + ["3"] + ["4"] * emitted[3], "facts, the command, facts"
+    assert isinstance(ana[emitted[0]], ChatCommand) and ana[emitted[0]].command.kind == "forget"
+    assert [i.turn.turn_id for i in items_of(pipeline, records[1])] == ["2"] * emitted[1]
+
+
+async def test_dedup_applies_each_item_of_a_record_in_order(pipeline):
+    await pipeline.ingest_stage.handle_batch(BATCH)
+    records = pipeline.topics.sent[names.MEMORY_CANDIDATES]
+
+    outcomes = await pipeline.dedup_stage.handle_batch(records)
+
+    assert [len(o) for o in outcomes] == [len(items_of(pipeline, r)) for r in records]
+    summaries = {m.summary: m.state for m in pipeline.store.user_memories("ana")}
+    assert any("Luna" in s and state == "soft_deleted" for s, state in summaries.items()), \
+        "the forget said at turn 3 applies after turn 1's fact"
+    assert any("Maria" in s and state == "active" for s, state in summaries.items()), \
+        "and before turn 4's"
+    assert not pipeline.topics.sent[names.MEMORY_CANDIDATES_DLQ]
+
+
+async def test_a_record_of_one_item_written_before_still_applies(pipeline):
+    await pipeline.ingest_stage.handle_batch(BATCH[1:2])
+    [record] = pipeline.topics.sent[names.MEMORY_CANDIDATES]
+    [item] = items_of(pipeline, record)
+    before = Record(names.MEMORY_CANDIDATES, 0, 7, b"bo",
+                    seal_record(pipeline.sealed.sealer, "bo", item.model_dump(mode="json")), None)
+
+    assert await pipeline.dedup_stage.handle_batch([before]) == [["created"]]
+
+
+async def test_a_user_with_more_items_than_a_record_holds_gets_several(pipeline, monkeypatch):
+    monkeypatch.setattr("streams.pipeline.outputs.MAX_ITEMS_PER_RECORD", 2)
+    ana = [turn_record(i, "ana", text) for i, text in enumerate(
+        ["I adopted a dog named Luna.", "I work as a nurse.", "My sister Maria lives in Porto."])]
+
+    emitted = await pipeline.ingest_stage.handle_batch(ana)
+
+    records = pipeline.topics.sent[names.MEMORY_CANDIDATES]
+    sizes = [len(items_of(pipeline, r)) for r in records]
+    assert sum(sizes) == sum(emitted) >= 3 and max(sizes) == 2
+
+
+async def test_when_a_users_candidates_cannot_be_sent_their_turns_are_dead_lettered(pipeline):
+    real = pipeline.outputs.send
+
+    async def candidates_refused_for_ana(topic: str, key: bytes | None, value: bytes) -> None:
+        if topic == names.MEMORY_CANDIDATES and key == b"ana":
+            raise ConnectionError("broker gone")
+        await real(topic, key, value)
+
+    pipeline.outputs.send = candidates_refused_for_ana
+
+    await pipeline.ingest_stage.handle_batch(BATCH)
+
+    letters = pipeline.topics.sent[names.CHAT_TURNS_DLQ]
+    assert sorted(r.key for r in letters) == [b"ana"] * 3, "each of ana's turns, once"
+    assert [r.key for r in pipeline.topics.sent[names.MEMORY_CANDIDATES]] == [b"bo"]
+    progress = [p for r in pipeline.topics.sent[names.MEMORY_PROGRESS] for p in parse_progress(r.value)]
+    assert {p.turn_id for p in progress if p.outcome == "dlq"} == {"1", "3", "4"}
+    assert progress.index(next(p for p in progress if p.outcome == "dlq")) > 0, \
+        "after the entries that said the turns were decided"
