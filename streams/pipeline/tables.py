@@ -30,10 +30,11 @@ class StageTables:
     writes: WriteCache
 
 
-CACHED = ("applied", "memories", "users", "thread_revs", "audit", "buffers", "turn_log")
-"""The tables whose writes are held for a batch, in the order they are made: `applied` first
-(a candidate's outbox record before the writes it lists). The SSE ring (`recent_events`) writes
-each of its chunks once already, and its readers compare stamps of the stored envelopes."""
+CACHED = ("applied", "turn_log", "memories", "users", "thread_revs", "audit", "buffers")
+"""The tables whose writes are held for a batch, in the order they are made: the outboxes first
+(dedup's `applied` records and ingest's `turn_log`, each before the writes it lists, so a
+replay finds what it must make again). The SSE ring (`recent_events`) writes each of its chunks
+once already, and its readers compare stamps of the stored envelopes."""
 
 
 def stage_tables(raw: Mapping[str, Table], user_keys: Table,

@@ -98,12 +98,18 @@ def test_a_held_deletion_hides_the_key_and_is_made_at_the_flush() -> None:
     assert users.pop("ana", "gone") == "gone"
 
 
-def test_the_applied_records_are_made_before_the_writes_they_list() -> None:
+def test_the_outbox_records_are_made_before_the_writes_they_list() -> None:
+    """A stage's outbox (dedup's `applied`, ingest's `turn_log`) lists the writes a replay
+    makes again: made after them, a kill in between would leave writes no replay knows of."""
     sealed, raw = tables()
     sealed.memory.memories["m1"] = {"id": "m1", "user_id": "ana"}
     sealed.memory.applied['["ana","candidate","c1"]'] = {"outcome": "created"}
+    sealed.ingest.buffers['["ana","t"]'] = {"turns": []}
+    sealed.ingest.turn_log['["ana","t","1"]'] = {"buffer_write": []}
     sealed.writes.flush()
-    assert raw["applied"].made == ["applied", "memories"], "the tables' shared log of writes"
+    made = raw["applied"].made  # the tables' shared log of writes
+    assert made.index("applied") < made.index("memories")
+    assert made.index("turn_log") < made.index("buffers")
 
 
 def test_the_users_key_is_made_when_the_value_is_written() -> None:
