@@ -61,7 +61,8 @@ TOPICS: tuple[Topic, ...] = (
           "block a topic, consent, proactivity feedback, touch (a read), …",
           written_by="the API, the admin page, the chat backend"),
     Topic(names.MEMORY_COMMANDS_DLQ, "`DeadLetter` ([bad input](#bad-input))", read_by="operators"),
-    Topic(names.MEMORY_CANDIDATES, "a candidate fact, episode, or a command said in chat, sealed",
+    Topic(names.MEMORY_CANDIDATES, "the candidate facts, episodes and commands said in chat "
+          "of one user's batch of turns, in order, sealed",
           internal=True),
     Topic(names.MEMORY_CANDIDATES_DLQ, "`DeadLetter` ([bad input](#bad-input))",
           read_by="operators"),

@@ -31,5 +31,7 @@ class DedupSettings(Section):
         "never limited. 0: no limit.",
     )
     link_min: float = Field(0.6, description="Neighbours at or above this score become related_to edges.")
-    dedup_batch_size: int = Field(64, ge=1, description="Candidates dedup takes (and embeds) at once.")
+    dedup_batch_size: int = Field(64, ge=1, description="`memory.candidates` records dedup takes "
+                                  "(and embeds) at once; a record holds one user's facts of an "
+                                  "ingest batch.")
     dedup_batch_within_ms: int = Field(20, ge=1, description="Longest wait to fill a dedup batch.")
