@@ -178,31 +178,41 @@ class DedupStage:
 
     async def _handle_record(self, record: Record, items: list[CandidateItem] | InvalidRecord,
                              vectors: dict[int, np.ndarray], clock: StageClock) -> list[str]:
-        """The outcome of each item of `record`, in order; a bad record is dead-lettered."""
+        """The outcome of each item of `record`, in order. A bad record, or one with an item
+        that fails, is dead-lettered once, with the first failure's reason."""
         if isinstance(items, InvalidRecord):
             await self.outputs.dead_letter(record, STAGE, items.reason, items.detail)
             return ["dlq"]
-        return [await self._handle_one(record, item, vectors.get(id(item)), clock) for item in items]
+        outcomes, letters = [], []
+        for item in items:
+            outcome, letter = await self._handle_one(record, item, vectors.get(id(item)), clock)
+            outcomes.append(outcome)
+            if letter is not None:
+                letters.append(letter)
+        if letters:
+            reason, detail, ref = letters[0]
+            await self.outputs.dead_letter(record, STAGE, reason, detail, ref)
+        return outcomes
 
     async def _handle_one(self, record: Record, item: CandidateItem, vector: np.ndarray | None,
-                          clock: StageClock) -> str:
+                          clock: StageClock) -> tuple[str, tuple[str, str, str | None] | None]:
+        """The item's outcome, and (reason, detail, ref) when its record must be
+        dead-lettered for it."""
         try:
             if isinstance(item, ChatCommand):
                 applied = await apply_command(self.store, self.embed, self.outputs, item.command, clock)
-                return applied.outcome
-            return await self.process_candidate(item, vector, clock)
+                return applied.outcome, None
+            return await self.process_candidate(item, vector, clock), None
         except CommandError as exc:
             ref = item.command.command_id if isinstance(item, ChatCommand) else None
-            await self.outputs.dead_letter(record, STAGE, "inapplicable", str(exc), ref)
-            return "dlq"
+            return "dlq", ("inapplicable", str(exc), ref)
         except Exception as exc:  # noqa: BLE001 - never block the partition on one record
             metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
             log.error("dedup failed on %s[%d]@%d: %s", record.topic, record.partition,
                       record.offset, describe_failure(exc))
-            await self.outputs.dead_letter(record, STAGE, "internal_error", type(exc).__name__)
             if isinstance(item, Candidate):
                 await self._send_progress(clock.stamp(progress_of(item, "dlq", None)))
-            return "dlq"
+            return "dlq", ("internal_error", type(exc).__name__, None)
 
     async def _send_progress(self, progress: TurnProgress) -> None:
         try:

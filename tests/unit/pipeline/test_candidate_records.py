@@ -104,3 +104,24 @@ async def test_when_a_users_candidates_cannot_be_sent_their_turns_are_dead_lette
     assert {p.turn_id for p in progress if p.outcome == "dlq"} == {"1", "3", "4"}
     assert progress.index(next(p for p in progress if p.outcome == "dlq")) > 0, \
         "after the entries that said the turns were decided"
+
+
+async def test_a_record_whose_items_fail_is_dead_lettered_once(pipeline, monkeypatch):
+    await pipeline.ingest_stage.handle_batch(BATCH[3:4] + BATCH[:1])
+    [record] = pipeline.topics.sent[names.MEMORY_CANDIDATES]
+    items = items_of(pipeline, record)
+    assert len(items) >= 2
+
+    async def broken(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise RuntimeError("index gone")
+
+    monkeypatch.setattr(pipeline.dedup_stage, "process_candidate", broken)
+    before = len(pipeline.topics.sent[names.MEMORY_PROGRESS])
+
+    assert await pipeline.dedup_stage.handle_batch([record]) == [["dlq"] * len(items)]
+
+    [letter] = pipeline.topics.sent[names.MEMORY_CANDIDATES_DLQ]
+    assert letter.key == b"ana"
+    progress = [p for r in pipeline.topics.sent[names.MEMORY_PROGRESS][before:]
+                for p in parse_progress(r.value)]
+    assert [p.outcome for p in progress] == ["dlq"] * len(items), "each fact says so"
