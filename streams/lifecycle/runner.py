@@ -120,24 +120,23 @@ class LifecycleRunner:
                    idle_users_per_record=lifecycle.lifecycle_users_per_record)
 
     async def after_record(self, partition: int, user_id: str | None, ts: datetime | None,
-                           offset: int, items: int = 1) -> list[MemoryEvent]:
+                           offset: int) -> list[MemoryEvent]:
         """The lifecycle work the record at `offset` of `partition` brings (module doc); the
-        events sent. A record of several `items` (facts or chat commands) may run as many idle
-        users as that many records of one did. A redelivered record makes again what it made
-        the first time (`watermark.Outbox`). Never raises."""
+        events sent. A redelivered record makes again what it made the first time
+        (`watermark.Outbox`). Never raises."""
         try:
             kept = self.outbox.kept(partition, offset)
             if kept is not None:
                 await self._redo(kept)
                 return []
-            return await self._run_due(partition, user_id, ts, offset, max(items, 1))
+            return await self._run_due(partition, user_id, ts, offset)
         except Exception as exc:  # noqa: BLE001 - the lifecycle never blocks the partition
             metrics.LIFECYCLE_ERRORS.labels(lifecycle_pass="runner", error=type(exc).__name__).inc()
             log.error("lifecycle run on partition %d failed: %s", partition, describe_failure(exc))
             return []
 
     async def _run_due(self, partition: int, user_id: str | None, ts: datetime | None,
-                       offset: int, items: int) -> list[MemoryEvent]:
+                       offset: int) -> list[MemoryEvent]:
         """Steps 1-3 of the module doc, every write held until the record's outbox entry is
         kept, then made, then the events sent."""
         calendar = HeldTable(self.schedule, {})
@@ -150,7 +149,7 @@ class LifecycleRunner:
         if user_id is not None and self._due(state, user_id, now):
             metrics.LIFECYCLE_RUNS.labels(trigger="active").inc()
             runs.append(await self._run(state, clock, partition, user_id, now))
-        for idle in clock.take_due(partition, now, self.idle_users_per_record * items):
+        for idle in clock.take_due(partition, now, self.idle_users_per_record):
             if idle != user_id and self._due(state, idle, now):
                 metrics.LIFECYCLE_RUNS.labels(trigger="idle").inc()
                 runs.append(await self._run(state, clock, partition, idle, now))

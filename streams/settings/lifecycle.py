@@ -46,8 +46,8 @@ class LifecycleSettings(Section):
         24, ge=1, description="Event-time hours between two lifecycle runs for one user.",
     )
     lifecycle_users_per_record: int = Field(
-        2, ge=1, description="Idle users whose lifecycle one processed fact or chat command may "
-        "run (bounds the work a record adds to its partition).",
+        2, ge=1, description="Idle users whose lifecycle one processed record may run (bounds the "
+        "work a record adds to its partition).",
     )
     lifecycle_max_changes: int = Field(
         100, ge=1, description="Transitions one lifecycle pass makes for one user per run at most; "

@@ -172,18 +172,3 @@ async def test_a_redelivered_record_makes_again_the_lifecycle_writes_that_did_no
     assert end_state(p, "busy") == end_state(reference, "busy")
     assert [e.kind for e in events(p)[sent:] if e.user_id == "idle"] == ["soft_deleted"], \
         "its events are sent again"
-
-
-async def test_a_record_of_several_items_may_run_as_many_idle_users_as_that_many_records(
-        tmp_path, minilm_embedder):
-    """A `memory.candidates` record holds a batch's facts: it may run
-    LIFECYCLE_USERS_PER_RECORD idle users per fact, as that many one-fact records did."""
-    ran = Recording("insights")
-    p = pipeline(tmp_path, minilm_embedder, passes=[ran], lifecycle_users_per_record=1)
-    await p.ingest([turn(f"idle{i}", "1", "I play the cello.", 0) for i in range(5)])
-    ran.runs.clear()
-
-    await p.lifecycle.after_record(0, None, T0 + timedelta(days=2), 10_000, items=1)
-    assert len(ran.runs) == 1
-    await p.lifecycle.after_record(0, None, T0 + timedelta(days=2), 10_001, items=3)
-    assert len(ran.runs) == 4, "three more"
