@@ -103,8 +103,8 @@ producer's 1 MB request limit; a user's batch with more goes in several records.
 def candidate_items(value: Any) -> list[Candidate | ChatCommand]:
     """The items of a `memory.candidates` record's JSON value: an array of them (written now)
     or one (written before). Raises ValueError (pydantic's ValidationError is one) for anything
-    else, an empty array included."""
-    items = CANDIDATE_ITEMS.validate_python(value if isinstance(value, list) else [value])
-    if not items:
-        raise ValueError("a candidates record holds no item")
-    return items
+    else: an empty array, or one of more than `MAX_ITEMS_PER_RECORD` items, included."""
+    values = value if isinstance(value, list) else [value]
+    if not 0 < len(values) <= MAX_ITEMS_PER_RECORD:
+        raise ValueError(f"a candidates record holds 1 to {MAX_ITEMS_PER_RECORD} items")
+    return CANDIDATE_ITEMS.validate_python(values)

@@ -4,9 +4,10 @@ update or supersede → `memory.events`; and the commands said in chat, applied 
 State: the memory tables and the vector index (`streams.memory.store.MemoryStore`). Outputs:
 `memory.events` (created/updated/superseded), `memory.progress`, `memory.candidates.dlq`.
 
-Lifecycle: after each record, in its scope, the stage hands its event time to the lifecycle
-runner (`streams.lifecycle.runner`), which moves the partition's watermark and runs the passes
-that are due (forgetting, promotion, consolidation, insights) for a bounded number of users.
+Lifecycle: after each item of a record (`item_position`), in the record's scope, the stage
+hands its event time to the lifecycle runner (`streams.lifecycle.runner`), which moves the
+partition's watermark and runs the passes that are due (forgetting, promotion, consolidation,
+insights) for a bounded number of users.
 
 Idempotency: a candidate's id is deterministic (user, source turn, fact index). The `applied`
 table remembers what each candidate did and the events it produced, so a replayed candidate
@@ -41,7 +42,7 @@ from streams.privacy.sealed import Sealer
 from streams.proactivity import ProactivityPolicy
 from streams.providers.embedders import Embed
 from streams.guarded.llm import GuardedLLM
-from topics.candidates import Candidate, CandidateItem, ChatCommand, candidate_items
+from topics.candidates import MAX_ITEMS_PER_RECORD, Candidate, CandidateItem, ChatCommand, candidate_items
 from topics.progress import Outcome, TurnProgress
 
 if TYPE_CHECKING:
@@ -90,9 +91,6 @@ class DedupStage:
             for (record, items), clock in zip(parsed, clocks):
                 with self.record_scope(record):
                     outcomes.append(await self._handle_record(record, items, vectors, clock))
-                    if self.lifecycle is not None:
-                        user_id, ts = event_time_of(items)
-                        await self.lifecycle.after_record(record.partition, user_id, ts, record.offset)
                 # Applying a candidate is CPU work on the event loop: let ingest take the next turn
                 # (and the web routes answer) between two, rather than after the whole batch.
                 await asyncio.sleep(0)
@@ -181,17 +179,30 @@ class DedupStage:
         that fails, is dead-lettered once, with the first failure's reason."""
         if isinstance(items, InvalidRecord):
             await self.outputs.dead_letter(record, STAGE, items.reason, items.detail)
+            await self._after_item(record, 0, None)
             return ["dlq"]
         outcomes, letters = [], []
-        for item in items:
+        for index, item in enumerate(items):
             outcome, letter = await self._handle_one(record, item, vectors.get(id(item)), clock)
             outcomes.append(outcome)
             if letter is not None:
                 letters.append(letter)
+            await self._after_item(record, index, item)
         if letters:
             reason, detail, ref = letters[0]
             await self.outputs.dead_letter(record, STAGE, reason, detail, ref)
         return outcomes
+
+    async def _after_item(self, record: Record, index: int, item: CandidateItem | None) -> None:
+        """Hand the lifecycle runner the item's event time, at the item's position in the
+        partition (`item_position`): it runs after each item, as it did when each fact was a
+        record of its own, so what it does depends on the items in order, not on how ingest
+        batched them into records."""
+        if self.lifecycle is None:
+            return
+        user_id, ts = event_time_of(item)
+        await self.lifecycle.after_record(record.partition, user_id, ts,
+                                          item_position(record.offset, index))
 
     async def _handle_one(self, record: Record, item: CandidateItem, vector: np.ndarray | None,
                           clock: StageClock) -> tuple[str, tuple[str, str, str | None] | None]:
@@ -233,15 +244,21 @@ def parse_candidates(record: Record, sealer: Sealer) -> list[CandidateItem] | In
         return InvalidRecord("invalid_candidate", "record is not a valid Candidate or ChatCommand")
 
 
-def event_time_of(items: list[CandidateItem] | InvalidRecord) -> tuple[str | None, datetime | None]:
-    """The user and event time of a record: its last item's (its items are in turn order);
-    none for one that did not parse."""
-    if isinstance(items, InvalidRecord):
-        return None, None
-    item = items[-1]
+def event_time_of(item: CandidateItem | None) -> tuple[str | None, datetime | None]:
+    """The user and event time of an item (none for a record that did not parse)."""
     if isinstance(item, Candidate):
         return item.turn.user_id, item.turn.ts
-    return item.command.user_id, item.command.ts
+    if isinstance(item, ChatCommand):
+        return item.command.user_id, item.command.ts
+    return None, None
+
+
+def item_position(offset: int, index: int) -> int:
+    """Where item `index` of the record at `offset` stands in its partition, for the lifecycle
+    (which keys its outbox and hour marks by it): `offset × MAX_ITEMS_PER_RECORD + index`,
+    increasing with the items in order. A record parses only with at most that many items
+    (`topics.candidates.candidate_items`), so positions never collide."""
+    return offset * MAX_ITEMS_PER_RECORD + index
 
 
 def progress_of(candidate: Candidate, outcome: Outcome, memory_id: str | None) -> TurnProgress:

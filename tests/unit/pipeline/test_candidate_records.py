@@ -3,6 +3,8 @@ in turn order; dedup applies each item of a record in order, and still reads a r
 item as written before (`topics.candidates`)."""
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 import pytest
 
 from streams.app.inprocess import InProcessPipeline
@@ -10,9 +12,12 @@ from streams.pipeline.records import Record
 from streams.privacy.payloads import open_record, seal_record
 from streams.settings import Settings
 from topics import names
-from topics.candidates import Candidate, ChatCommand, candidate_items
+from topics.candidates import MAX_ITEMS_PER_RECORD, Candidate, ChatCommand, candidate_items
 from topics.progress import parse_progress
 from topics.turns import Turn
+
+
+T0 = datetime(2024, 5, 1, 9, tzinfo=timezone.utc)
 
 
 def turn_record(offset: int, user: str, text: str) -> Record:
@@ -125,3 +130,47 @@ async def test_a_record_whose_items_fail_is_dead_lettered_once(pipeline, monkeyp
     progress = [p for r in pipeline.topics.sent[names.MEMORY_PROGRESS][before:]
                 for p in parse_progress(r.value)]
     assert [p.outcome for p in progress] == ["dlq"] * len(items), "each fact says so"
+
+
+def test_a_record_of_more_items_than_the_cap_is_refused():
+    item = {"kind": "command", "command": {"command_id": "c", "kind": "forget", "user_id": "ana",
+                                           "ts": "2024-05-01T10:00:00+00:00", "query": "x"}}
+    assert len(candidate_items([item] * MAX_ITEMS_PER_RECORD)) == MAX_ITEMS_PER_RECORD
+    with pytest.raises(ValueError):
+        candidate_items([item] * (MAX_ITEMS_PER_RECORD + 1))
+
+
+class CountingPass:
+    """A lifecycle pass that notes, at each run, how many facts the user had."""
+
+    name = "insights"
+
+    def __init__(self) -> None:
+        self.runs: list[tuple[datetime, int]] = []
+
+    async def __call__(self, state, user_id, now):  # type: ignore[no-untyped-def]
+        self.runs.append((now, state.current_rev(user_id, "t1")))
+        return []
+
+
+async def test_the_lifecycle_runs_after_each_item_whatever_the_batching(tmp_path, minilm_embedder):
+    """The lifecycle sees the same state whether a user's facts come one record a turn (as in
+    process) or in one record for the batch (as a busy worker's ingest makes them)."""
+    texts = ["I adopted a dog named Luna.", "I work as a nurse.", "My sister Maria lives in Porto.",
+             "I play the cello on Sundays.", "I am saving for a house."]
+    records = [Record(names.CHAT_TURNS, 0, i, b"u", Turn(
+        user_id="u", thread_id="t1", turn_id=str(i), role="user", speaker="Ana", text=text,
+        ts=T0 + timedelta(hours=14 * i)).model_dump_json().encode(), None)  # type: ignore[arg-type]
+        for i, text in enumerate(texts)]
+    runs = []
+    for one_record_per_turn in (True, False):
+        counting = CountingPass()
+        p = InProcessPipeline(Settings(table_store="memory://", data_dir=tmp_path / str(one_record_per_turn)),
+                              minilm_embedder, [counting])
+        for batch in ([[r] for r in records] if one_record_per_turn else [records]):
+            await p.ingest_stage.handle_batch(batch)
+        sent = p.topics.sent[names.MEMORY_CANDIDATES]
+        assert len(sent) == (len(texts) if one_record_per_turn else 1)
+        await p.dedup_stage.handle_batch(sent)
+        runs.append(counting.runs)
+    assert len(runs[0]) >= 2 and runs[0] == runs[1]
