@@ -90,8 +90,6 @@ CandidateRecord = Annotated[
     Annotated[Candidate, Tag("fact")] | Annotated[ChatCommand, Tag("command")],
     Discriminator(_kind),
 ]
-CANDIDATE_RECORD: TypeAdapter[Candidate | ChatCommand] = TypeAdapter(CandidateRecord)
-
 CandidateItem = Candidate | ChatCommand
 """One item of a `memory.candidates` record."""
 CANDIDATE_ITEMS: TypeAdapter[list[Candidate | ChatCommand]] = TypeAdapter(list[CandidateRecord])

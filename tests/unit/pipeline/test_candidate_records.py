@@ -13,17 +13,11 @@ from streams.privacy.payloads import open_record, seal_record
 from streams.settings import Settings
 from topics import names
 from topics.candidates import MAX_ITEMS_PER_RECORD, Candidate, ChatCommand, candidate_items
+from tests.unit.pipeline.test_progress_records import turn_record
 from topics.progress import parse_progress
-from topics.turns import Turn
 
 
 T0 = datetime(2024, 5, 1, 9, tzinfo=timezone.utc)
-
-
-def turn_record(offset: int, user: str, text: str) -> Record:
-    turn = Turn(user_id=user, thread_id="t1", turn_id=str(offset), role="user", speaker="Ana",
-                text=text, ts="2024-05-01T10:00:00+00:00")  # type: ignore[arg-type]
-    return Record(names.CHAT_TURNS, 0, offset, user.encode(), turn.model_dump_json().encode(), None)
 
 
 @pytest.fixture
@@ -158,10 +152,8 @@ async def test_the_lifecycle_runs_after_each_item_whatever_the_batching(tmp_path
     process) or in one record for the batch (as a busy worker's ingest makes them)."""
     texts = ["I adopted a dog named Luna.", "I work as a nurse.", "My sister Maria lives in Porto.",
              "I play the cello on Sundays.", "I am saving for a house."]
-    records = [Record(names.CHAT_TURNS, 0, i, b"u", Turn(
-        user_id="u", thread_id="t1", turn_id=str(i), role="user", speaker="Ana", text=text,
-        ts=T0 + timedelta(hours=14 * i)).model_dump_json().encode(), None)  # type: ignore[arg-type]
-        for i, text in enumerate(texts)]
+    records = [turn_record(i, "u", text, T0 + timedelta(hours=14 * i))
+               for i, text in enumerate(texts)]
     runs = []
     for one_record_per_turn in (True, False):
         counting = CountingPass()

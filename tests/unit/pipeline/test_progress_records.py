@@ -2,6 +2,8 @@
 everything else the batch sent; readers take records of the form before too (`topics.progress`)."""
 from __future__ import annotations
 
+from datetime import datetime
+
 import orjson
 import pytest
 
@@ -16,9 +18,10 @@ from topics.progress import TurnProgress, parse_progress, progress_entries
 from topics.turns import Turn
 
 
-def turn_record(offset: int, user: str, text: str) -> Record:
+def turn_record(offset: int, user: str, text: str,
+                ts: str | datetime = "2024-05-01T10:00:00+00:00") -> Record:
     turn = Turn(user_id=user, thread_id="t1", turn_id=str(offset), role="user", speaker="Ana",
-                text=text, ts="2024-05-01T10:00:00+00:00")  # type: ignore[arg-type]
+                text=text, ts=ts)  # type: ignore[arg-type]
     return Record(names.CHAT_TURNS, 0, offset, user.encode(), turn.model_dump_json().encode(), None)
 
 
