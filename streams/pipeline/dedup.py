@@ -91,9 +91,6 @@ class DedupStage:
             for (record, items), clock in zip(parsed, clocks):
                 with self.record_scope(record):
                     outcomes.append(await self._handle_record(record, items, vectors, clock))
-                # Applying a candidate is CPU work on the event loop: let ingest take the next turn
-                # (and the web routes answer) between two, rather than after the whole batch.
-                await asyncio.sleep(0)
             self.store.tables.flush()
         metrics.STAGE_SECONDS.labels(stage=STAGE).observe(
             (time.perf_counter() - started) / max(len(records), 1))
@@ -188,6 +185,9 @@ class DedupStage:
             if letter is not None:
                 letters.append(letter)
             await self._after_item(record, index, item)
+            # Applying an item is CPU work on the event loop: let ingest take the next turn (and
+            # the web routes answer) between two items, not after a whole record of up to 32.
+            await asyncio.sleep(0)
         if letters:
             reason, detail, ref = letters[0]
             await self.outputs.dead_letter(record, STAGE, reason, detail, ref)

@@ -3,6 +3,7 @@ in turn order; dedup applies each item of a record in order, and still reads a r
 item as written before (`topics.candidates`)."""
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -166,3 +167,33 @@ async def test_the_lifecycle_runs_after_each_item_whatever_the_batching(tmp_path
         await p.dedup_stage.handle_batch(sent)
         runs.append(counting.runs)
     assert len(runs[0]) >= 2 and runs[0] == runs[1]
+
+
+async def test_dedup_lets_the_event_loop_run_between_two_items_of_a_record(pipeline):
+    """A record holds up to 32 items, each CPU work on the event loop: ingest and the web
+    routes run between two items, not after the whole record."""
+    await pipeline.ingest_stage.handle_batch(BATCH)
+    [ana, _] = pipeline.topics.sent[names.MEMORY_CANDIDATES]
+    ticks: list[int] = []
+    seen_at_item: list[int] = []
+    stage = pipeline.dedup_stage
+    real = stage._handle_one
+
+    async def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen_at_item.append(len(ticks))
+        return await real(*args, **kwargs)
+
+    async def ticker() -> None:
+        while True:
+            ticks.append(1)
+            await asyncio.sleep(0)
+
+    stage._handle_one = counted  # type: ignore[method-assign]
+    running = asyncio.create_task(ticker())
+    try:
+        await stage.handle_batch([ana])
+    finally:
+        running.cancel()
+    assert len(seen_at_item) >= 3
+    assert all(b > a for a, b in zip(seen_at_item, seen_at_item[1:])), \
+        "another task ran between each two items"

@@ -5,6 +5,8 @@ Speed is what `memstream bench embedder` measures; nothing here asserts a timing
 """
 from __future__ import annotations
 
+import itertools
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -230,3 +232,30 @@ def test_the_onnx_embedders_measure_their_own_cpu(onnx_int8: OnnxMiniLMEmbedder)
     np.testing.assert_array_equal(vectors, onnx_int8.embed(SENTENCES))
     assert cpu_seconds > 0
     assert onnx_int8.embed_measured([])[0].shape == (0, MINILM_INT8_PROFILE.dim)
+
+
+def test_int8_runs_the_texts_of_a_call_at_once_on_one_thread_each(cache_dir: Path, onnx_int8) -> None:
+    """local-int8 runs one text per model run, so it parallelises across texts: its session runs
+    on one thread, a call of several texts runs them on its pool at once, a call of one text (a
+    query) on its caller's thread; the vectors are those of one text at a time, bit for bit."""
+    parallel = create_embedder("local-int8", 32, cache_dir, threads=2)
+    assert isinstance(parallel, OnnxMiniLMEmbedder)
+    assert parallel._session.get_session_options().intra_op_num_threads == 1
+    both_running = threading.Barrier(2, timeout=60)
+    arrivals = itertools.count()
+    ran_on: list[int] = []
+    real = parallel._embed_batch
+
+    def meet_then_run(texts: list[str]) -> np.ndarray:
+        ran_on.append(threading.get_ident())
+        if next(arrivals) < 2:
+            both_running.wait()  # breaks (BrokenBarrierError) unless two texts run at once
+        return real(texts)
+
+    parallel._embed_batch = meet_then_run  # type: ignore[method-assign]
+    vectors, cpu_seconds = parallel.embed_measured(SENTENCES)
+    np.testing.assert_array_equal(vectors, onnx_int8.embed(SENTENCES))
+    assert len(set(ran_on)) == 2 and threading.get_ident() not in ran_on and cpu_seconds > 0
+    ran_on.clear()
+    np.testing.assert_array_equal(parallel.embed(SENTENCES[:1]), onnx_int8.embed(SENTENCES[:1]))
+    assert ran_on == [threading.get_ident()], "one text runs on the caller's thread"
