@@ -15,19 +15,3 @@ Table = MutableMapping[Any, Any]
 def key_text(key: Any) -> str:
     """A table key as text (Faust tables iterate bytes keys, dicts str keys)."""
     return key.decode() if isinstance(key, bytes) else str(key)
-
-
-def stored_value(table: Table, key: Any) -> Any | None:
-    """`table.get(key)`, asking the store once. A Faust table has `__missing__` (for its
-    `default`), so its `[]` asks its store `key in data` and then `data[key]`: two RocksDB
-    reads for every value read. This calls the table's read hook (`on_key_get`: its sensors)
-    and reads the store once."""
-    on_key_get = getattr(table, "on_key_get", None)
-    if on_key_get is None:
-        return table.get(key)
-    on_key_get(key)
-    store: Table = getattr(table, "data")
-    try:
-        return store[key]
-    except KeyError:
-        return None

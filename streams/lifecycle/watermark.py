@@ -19,7 +19,6 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from streams.memory.tables import Table, composite_key
-from streams.tables import stored_value
 
 CHUNK = 200
 """User ids per calendar value (bounds what one write rewrites)."""
@@ -168,9 +167,9 @@ class Outbox:
 
     def kept(self, partition: int, offset: int) -> dict[str, Any] | None:
         """What processing the record at `offset` did before (`keep`), or None."""
-        if offset not in (stored_value(self.table, self._index_key(partition)) or []):
+        if offset not in (self.table.get(self._index_key(partition)) or []):
             return None
-        return dict(stored_value(self.table, self._key(partition, offset)) or {})
+        return dict(self.table.get(self._key(partition, offset)) or {})
 
     def keep(self, partition: int, offset: int, entry: dict[str, Any]) -> None:
         """Keep `entry` ({"now", "runs", "clock"}) for the record at `offset`."""

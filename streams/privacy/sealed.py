@@ -19,7 +19,7 @@ import orjson
 from streams.privacy.crypto import SealError
 from streams.privacy.table_values import StoredValue, deflate, inflate, pack, unpack
 from streams.privacy.user_keys import UserKeys
-from streams.tables import Table, key_text, stored_value
+from streams.tables import Table, key_text
 from topics.sealed import Sealed
 
 UserOf = Callable[[str, Any], str]
@@ -85,9 +85,7 @@ class SealedTable(MutableMapping[Any, Any]):
         parsed afresh each time."""
 
     def __getitem__(self, key: Any) -> Any:
-        raw = stored_value(self.table, key)
-        if raw is None:
-            raise KeyError(key)
+        raw = self.table[key]
         try:
             stored = unpack(raw)
             opened = self._opened.get(key)
@@ -114,7 +112,7 @@ class SealedTable(MutableMapping[Any, Any]):
         """What is stored under `key`, cheaply: its sealed bytes and the data key it opens with
         now (None: nothing). While the stamp is the same, so is the value (a new value is sealed
         with a new nonce), and it opens as it did: a reader may keep what it made of it."""
-        raw = stored_value(self.table, key)
+        raw = self.table.get(key)
         if raw is None:
             return None
         stored = unpack(raw)

@@ -25,7 +25,7 @@ from typing import Any
 from streams.privacy import crypto
 from streams.privacy.crypto import MasterKeys, SealError
 from streams.privacy.placement import check_routed
-from streams.tables import Table, stored_value
+from streams.tables import Table
 
 HOUR_MS = 3_600_000
 CHANGELOG_CONFIGS: dict[str, str] = {
@@ -83,7 +83,7 @@ class UserKeys:
         self._cache.clear()
 
     def _record(self, user_id: str) -> dict[str, Any]:
-        return dict(stored_value(self.table, user_id) or {})
+        return dict(self.table.get(user_id) or {})
 
     def data_key(self, user_id: str, create: bool = False) -> bytes | None:
         """The user's data key; made (only when `create`) if the user has none. Raises
