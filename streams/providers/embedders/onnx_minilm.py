@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Sequence
@@ -30,6 +29,10 @@ from streams.providers.embedders.cpu import CallCpu, helper_threads_since, nativ
 from streams.providers.embedders.minilm import minilm_dir, offline_env
 from streams.providers.embedders.onnx_export import INPUTS, onnx_path
 from streams.providers.embedders.profiles import MINILM_INT8_PROFILE, MINILM_ONNX_PROFILE
+
+
+_OWN_THREAD = CallCpu()
+"""The CPU of a call on the thread that makes it, and no other (a `local-int8` run)."""
 
 
 def intra_op_threads() -> int:
@@ -93,7 +96,7 @@ class OnnxMiniLMEmbedder:
 
     def embed_measured(self, texts: Sequence[str]) -> tuple[np.ndarray, float]:
         """`embed(texts)` and the CPU seconds it used. int8: the sum of each text's run, timed
-        on the thread that ran it (`time.thread_time`), so calls may overlap. fp32: the calling
+        on the thread that ran it, so calls may overlap. fp32: the calling
         thread's and the session's intra-op threads' (`streams.providers.embedders.cpu`),
         measured under the lock that keeps calls one at a time."""
         if not self._one_per_run:
@@ -102,19 +105,18 @@ class OnnxMiniLMEmbedder:
         out = np.zeros((len(texts), self.profile.dim), dtype=np.float32)
         if not texts:
             return out, 0.0
-        runs = (self._pool.map(self._timed_run, texts) if self._pool is not None and len(texts) > 1
-                else map(self._timed_run, texts))
-        cpu_ns = 0
-        for row, (vector, used_ns) in enumerate(runs):
+        runs = (self._pool.map(self._measured_run, texts) if self._pool is not None and len(texts) > 1
+                else map(self._measured_run, texts))
+        cpu_seconds = 0.0
+        for row, (vector, used) in enumerate(runs):
             out[row] = vector
-            cpu_ns += used_ns
-        return out, cpu_ns / 1e9
+            cpu_seconds += used
+        return out, cpu_seconds
 
-    def _timed_run(self, text: str) -> tuple[np.ndarray, int]:
-        """One text's vector and the CPU its run used, in ns, on the thread that ran it."""
-        started = time.thread_time_ns()
-        vector = self._embed_batch([text])[0]
-        return vector, time.thread_time_ns() - started
+    def _measured_run(self, text: str) -> tuple[np.ndarray, float]:
+        """One text's vector and the CPU seconds its run used on the thread that ran it (a
+        one-thread session has no intra-op helpers)."""
+        return _OWN_THREAD.measure(lambda: self._embed_batch([text])[0])
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.profile.dim), dtype=np.float32)
