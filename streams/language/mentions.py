@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from streams.language.memo import text_memo
 from streams.language.rewriting import APOS as _APOS
 from streams.language.rewriting import I_ALONE as _I
 from streams.language.sentences import STOPWORDS, words
@@ -192,6 +193,7 @@ def keyed_span(sentence: str) -> tuple[str, int] | None:
     return None
 
 
+@text_memo
 def entity_key(sentence: str) -> str | None:
     """Deterministic key such as `profile:pet:luna:age`, when a pattern matches."""
     keyed = keyed_span(sentence)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from streams.language.memo import text_memo
 from streams.language.wordlists import word_list
 
 _SENTENCE_END = re.compile(  # the third form: a run of spaces that holds a line break
@@ -175,6 +176,7 @@ def _demonstrative(s: str) -> str:
     return "The " + s[m.start("w1") if m.group("w1") else m.start("w2"):]
 
 
+@text_memo
 def clean_sentence(sentence: str, image: bool = False) -> str:
     """Drop interjections and hedges; give subjectless chat ("Gonna …") its subject back.
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from streams.language.memo import text_memo
 from streams.language.sentences import words
 from streams.language.wordlists import word_list
 
@@ -82,6 +83,7 @@ class Signals:
     n_words: int
 
 
+@text_memo
 def sentence_signals(sentence: str) -> Signals:
     """Compute the content signals of one sentence."""
     return Signals(

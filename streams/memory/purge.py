@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from streams.language.memo import forget_texts
 from streams.memory import applied, ids
 from streams.memory.applied import Applied
 from streams.memory.model import Memory
@@ -71,6 +72,7 @@ def purge_user(state: MemoryState, user_id: str, thread_id: str, ts: datetime,
     state.tables.users.pop(user_id, None)
     if state.tables.keys is not None:
         state.tables.keys.shred(user_id, ts, shredded_at)
+    forget_texts()  # the write rules' memos may hold the user's recent sentences
     events = []
     for memory in memories:
         event = MemoryEvent(

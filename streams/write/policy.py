@@ -51,6 +51,8 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
+from streams.language.memo import text_memo
+
 REDACTED = "[REDACTED]"
 
 
@@ -445,10 +447,14 @@ def find_secrets(text: str) -> list[str]:
     """Reason names (`PolicyViolation` values) of everything secret in `text`, in the order of
     the detectors (private keys, provider and keyword secrets, passwords, one-time codes, card
     numbers); empty = clean."""
-    if not text:
-        return []
+    return list(_secret_reasons(text)) if text else []
+
+
+@text_memo
+def _secret_reasons(text: str) -> tuple[str, ...]:
+    """`find_secrets`, memoised: the trigger, the extractor and the policy each scan a turn."""
     found = {reason for reason, _, _ in _hits(text)}
-    return [reason.value for reason in _DETECTION_ORDER if reason in found]
+    return tuple(reason.value for reason in _DETECTION_ORDER if reason in found)
 
 
 def redact(text: str) -> str:

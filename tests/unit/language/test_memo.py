@@ -1,0 +1,69 @@
+"""The write rules read each sentence of a turn once (`streams.language.memo`), and a purge
+empties what they remember."""
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime, timezone
+
+import pytest
+
+from streams.language import memo, signals
+from streams.language.signals import sentence_signals
+from streams.memory.purge import purge_user
+from streams.memory.state import MemoryState
+from streams.memory.vector_index import VectorIndex
+from streams.pipeline.tables import stage_tables
+from streams.privacy.crypto import new_key
+from streams.privacy.sealed import TABLE_OWNERS
+from streams.providers.embedders import EmbedderProfile
+from streams.settings import WriteSettings
+from streams.write.facts import FactPipeline
+from topics.turns import Role, Turn
+from tests import defaults
+
+TS = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def signalled(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """How many times each sentence's signals were computed (not answered from the memo)."""
+    memo.forget_texts()
+    computed: Counter[str] = Counter()
+    entities_of = signals._entities_of
+
+    def counting(sentence: str) -> tuple[str, ...]:
+        computed[sentence] += 1
+        return entities_of(sentence)
+    monkeypatch.setattr(signals, "_entities_of", counting)
+    return computed
+
+
+def test_the_trigger_and_the_extractor_read_each_sentence_of_a_turn_once(signalled: Counter[str]) -> None:
+    turn = Turn(user_id="u1", thread_id="t1", turn_id="1", role=Role.user, speaker="Caroline",
+                text="I adopted a dog named Luna last week. I work as a nurse in Lisbon.", ts=TS)
+    facts = FactPipeline(WriteSettings()).facts(turn)
+    assert len(facts.facts) == 2
+    assert signalled and max(signalled.values()) == 1, signalled
+
+
+def test_a_purge_empties_the_memos(signalled: Counter[str]) -> None:
+    sentence_signals("Ana has a dog named Luna.")
+    sentence_signals("Ana has a dog named Luna.")
+    assert signalled["Ana has a dog named Luna."] == 1
+    state = MemoryState(stage_tables({name: {} for name in TABLE_OWNERS}, {}, new_key()).memory,
+                        VectorIndex(2), defaults.dedup(EmbedderProfile("test", 2, 0.9, 0.8, 0.92, 0.85)))
+    purge_user(state, "u", "t1", TS)
+    sentence_signals("Ana has a dog named Luna.")
+    assert signalled["Ana has a dog named Luna."] == 2
+
+
+def test_a_long_text_is_read_afresh_every_time(signalled: Counter[str]) -> None:
+    long = "Ana has a dog named Luna. " * (memo.MEMO_MAX_CHARS // 20)
+    assert sentence_signals(long) == sentence_signals(long)
+    assert signalled[long] == 2
+
+
+def test_a_memoised_answer_is_the_functions(signalled: Counter[str]) -> None:
+    for sentence in ("I adopted a dog named Luna.", "We're going to Paris next summer!", ""):
+        first, again = sentence_signals(sentence), sentence_signals(sentence)
+        assert first == again == sentence_signals.__wrapped__(sentence)  # type: ignore[attr-defined]
