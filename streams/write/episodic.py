@@ -219,19 +219,20 @@ def observe(entry: dict[str, Any] | None, turn: Turn, rules: EpisodeRules, windo
         closed = seen.get("episode")
         fact = Fact.model_validate(closed) if closed else None
         return Observed(entry, fact, list(seen.get("refs", [])), seen)
-    turns = [Turn.model_validate(t) for t in entry["turns"]]
-    turns.append(turn.model_copy(update={"text": redact(turn.text), "metadata": {}}))
+    # The buffered turns stay as stored: only an episode's window is read back into turns.
+    buffered = [*entry["turns"], turn.model_copy(update={"text": redact(turn.text), "metadata": {}})
+                .model_dump(mode="json")]
     state = dict(entry.get("episodic") or {})
     reason = due(state, turn, rules, user_day)
     fact, refs = None, []
     if reason is not None:
         since = int(state.get("turns_since", 0)) + 1
-        window = turns[-min(since, window_n, len(turns)):]
+        window = [Turn.model_validate(t) for t in buffered[-min(since, window_n, len(buffered)):]]
         fact = episode(window)
         refs = [t.ref for t in window] if fact else []
         if fact is None:
             EPISODIC_SKIPS.labels(reason="no_topic").inc()
-    entry["turns"] = [t.model_dump(mode="json") for t in turns[-max(rules.buffer_turns, window_n):]]
+    entry["turns"] = buffered[-max(rules.buffer_turns, window_n):]
     entry["episodic"] = after_turn(state, turn, captured=fact is not None)
     record = {"episode": fact.model_dump(mode="json") if fact else None, "refs": refs}
     new_day = None

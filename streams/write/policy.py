@@ -51,7 +51,7 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
-from streams.language.memo import text_memo
+from streams.language.memo import MEMO_MAX_CHARS, text_memo
 
 REDACTED = "[REDACTED]"
 
@@ -459,8 +459,8 @@ def _secret_reasons(text: str) -> tuple[str, ...]:
 
 def redact(text: str) -> str:
     """`text` with every detected secret span replaced by `[REDACTED]` (for logs)."""
-    if not text:
-        return text
+    if not text or (len(text) <= MEMO_MAX_CHARS and not _secret_reasons(text)):
+        return text  # most texts hold none, and the memo has their scan already
     spans = sorted((start, end) for _, start, end in _hits(text) if end > start)
     out: list[str] = []
     pos = 0
