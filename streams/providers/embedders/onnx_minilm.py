@@ -95,8 +95,9 @@ class OnnxMiniLMEmbedder:
         return self.embed_measured(texts)[0]
 
     def embed_measured(self, texts: Sequence[str]) -> tuple[np.ndarray, float]:
-        """`embed(texts)` and the CPU seconds it used. int8: the sum of each text's run, timed
-        on the thread that ran it, so calls may overlap. fp32: the calling
+        """`embed(texts)` and the CPU seconds it used. int8: tokenising and pooling on the calling
+        thread, and each text's run on the thread that ran it, summed, so calls may overlap.
+        fp32: the calling
         thread's and the session's intra-op threads' (`streams.providers.embedders.cpu`),
         measured under the lock that keeps calls one at a time."""
         if not self._one_per_run:
@@ -105,18 +106,41 @@ class OnnxMiniLMEmbedder:
         out = np.zeros((len(texts), self.profile.dim), dtype=np.float32)
         if not texts:
             return out, 0.0
-        runs = (self._pool.map(self._measured_run, texts) if self._pool is not None and len(texts) > 1
-                else map(self._measured_run, texts))
-        cpu_seconds = 0.0
-        for row, (vector, used) in enumerate(runs):
-            out[row] = vector
+        inputs, cpu_seconds = _OWN_THREAD.measure(lambda: self._inputs(texts))
+        runs = (self._pool.map(self._measured_run, inputs) if self._pool is not None and len(texts) > 1
+                else map(self._measured_run, inputs))
+        hidden = []
+        for state, used in runs:
+            hidden.append(state)
             cpu_seconds += used
-        return out, cpu_seconds
 
-    def _measured_run(self, text: str) -> tuple[np.ndarray, float]:
-        """One text's vector and the CPU seconds its run used on the thread that ran it (a
-        one-thread session has no intra-op helpers)."""
-        return _OWN_THREAD.measure(lambda: self._embed_batch([text])[0])
+        def pool() -> None:
+            for row, (state, (_, mask, _)) in enumerate(zip(hidden, inputs)):
+                out[row] = _mean_pooled(state, mask)[0]
+        return out, cpu_seconds + _OWN_THREAD.measure(pool)[1]
+
+    def _inputs(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Each text's model inputs (ids, attention mask, token types), unpadded: all tokenised
+        at once on the calling thread, so the pool's threads hold the GIL only to start a run
+        and hand back its result. The GIL matters: while a pool thread held it (tokenising,
+        pooling), the event loop waited on every call that lets it go, even numpy's sorts of a
+        few hundred scores (docs/decisions.md#embedder-threads-off-the-gil)."""
+        encodings = self._tokenizer.encode_batch(list(texts))
+        inputs = []
+        for encoding in encodings:
+            length = sum(encoding.attention_mask)
+            inputs.append(tuple(np.array([field[:length]], dtype=np.int64) for field in
+                                (encoding.ids, encoding.attention_mask, encoding.type_ids)))
+        return inputs  # type: ignore[return-value]  # three arrays each
+
+    def _measured_run(self, inputs: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, float]:
+        """One text's run (its last hidden state) and the CPU seconds it used on the thread that
+        ran it (a one-thread session has no intra-op helpers)."""
+        return _OWN_THREAD.measure(lambda: self._run(inputs))
+
+    def _run(self, inputs: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+        (hidden,) = self._session.run(None, dict(zip(INPUTS, inputs)))
+        return hidden
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.profile.dim), dtype=np.float32)
@@ -133,11 +157,15 @@ class OnnxMiniLMEmbedder:
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         types = np.array([e.type_ids for e in encodings], dtype=np.int64)
-        (hidden,) = self._session.run(None, dict(zip(INPUTS, (ids, mask, types))))
-        weights = mask[..., None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return _mean_pooled(self._run((ids, mask, types)), mask)
+
+
+def _mean_pooled(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Mean pooling over the attention mask, L2-normalised: sentence-transformers' head."""
+    weights = mask[..., None].astype(np.float32)
+    pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
 
 
 def max_seq_length(model_dir: Path) -> int:

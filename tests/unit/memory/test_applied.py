@@ -117,3 +117,16 @@ def test_a_write_naming_a_vector_the_replayed_candidate_lacks_is_left_undone():
     again = apply_candidate(killed, resent, vec(0.6, 0.8))
     assert again.replayed
     assert candidate_id(second) not in killed.tables.memories, "not written without its vector"
+
+
+def test_a_digest_is_the_sha256_of_the_values_sorted_json_whatever_its_length() -> None:
+    """`applied` records written before hold such digests: a replay compares them with the
+    digest of what a key holds now."""
+    import hashlib
+
+    import orjson
+
+    from streams.memory.applied import digest
+    for value in (None, {"b": 1, "a": [1, 2]}, {"summary": "x" * 5000, "ids": list(range(900))}):
+        whole = hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]
+        assert digest(value) == whole

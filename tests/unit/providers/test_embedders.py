@@ -244,18 +244,27 @@ def test_int8_runs_the_texts_of_a_call_at_once_on_one_thread_each(cache_dir: Pat
     both_running = threading.Barrier(2, timeout=60)
     arrivals = itertools.count()
     ran_on: list[int] = []
-    real = parallel._embed_batch
+    real = parallel._run
 
-    def meet_then_run(texts: list[str]) -> np.ndarray:
+    def meet_then_run(inputs: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
         ran_on.append(threading.get_ident())
+        assert inputs[0].shape[0] == 1, "one text a run"
         if next(arrivals) < 2:
             both_running.wait()  # breaks (BrokenBarrierError) unless two texts run at once
-        return real(texts)
+        return real(inputs)
 
-    parallel._embed_batch = meet_then_run  # type: ignore[method-assign]
+    parallel._run = meet_then_run  # type: ignore[method-assign]
+    tokenised_on: list[int] = []
+    tokenise = parallel._inputs
+
+    def note_thread(texts: list[str]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        tokenised_on.append(threading.get_ident())
+        return tokenise(texts)
+    parallel._inputs = note_thread  # type: ignore[method-assign]
     vectors, cpu_seconds = parallel.embed_measured(SENTENCES)
     np.testing.assert_array_equal(vectors, onnx_int8.embed(SENTENCES))
     assert len(set(ran_on)) == 2 and threading.get_ident() not in ran_on and cpu_seconds > 0
+    assert tokenised_on == [threading.get_ident()], "the texts are tokenised at once, by the caller"
     ran_on.clear()
     np.testing.assert_array_equal(parallel.embed(SENTENCES[:1]), onnx_int8.embed(SENTENCES[:1]))
     assert ran_on == [threading.get_ident()], "one text runs on the caller's thread"
