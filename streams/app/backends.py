@@ -5,21 +5,13 @@ JAX, and on a machine with JAX and a GPU driver but no usable GPU, workers crash
 query ("Unable to initialize backend 'cuda'"). The service itself never imports bm25s, numba or
 JAX (the embedders choose `device="cpu"` and ONNX Runtime's `CPUExecutionProvider` by name);
 this pins what a dependency might still import, for the worker, `memstream run` and the bench.
-
-It also gives numpy's BLAS one thread. A worker's BLAS calls are small (one user's vectors times
-a query, a norm), and its parallelism is the event loop beside the embedder's threads: BLAS
-threads of their own only competed with those for the cores (one worker on the six LoCoMo dev
-conversations, two cores: 7-9 % more turns/s and 1.2 ms less CPU a turn with one BLAS thread,
-docs/decisions.md#one-blas-thread). Set before numpy loads (`memstream` sets it first thing), so
-it reaches the workers the bench starts too.
 """
 from __future__ import annotations
 
 import os
 
-CPU_ONLY_ENV = {"JAX_PLATFORMS": "cpu", "OPENBLAS_NUM_THREADS": "1"}
-"""JAX's platform list: "cpu" keeps it off CUDA, ROCm and TPU even when their plugins load; and
-the threads of OpenBLAS (numpy's BLAS): one (module doc)."""
+CPU_ONLY_ENV = {"JAX_PLATFORMS": "cpu"}
+"""JAX's platform list: "cpu" keeps it off CUDA, ROCm and TPU even when their plugins load."""
 
 
 def pin_cpu_backends() -> None:

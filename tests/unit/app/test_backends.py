@@ -17,20 +17,6 @@ def test_jax_is_kept_on_the_cpu_unless_the_operator_chose(monkeypatch):
     assert os.environ["JAX_PLATFORMS"] == "cuda"
 
 
-def test_numpys_blas_runs_on_one_thread_unless_the_operator_chose():
-    """What `memstream` does first thing, before numpy loads (`streams.cli.main.main`)."""
-    code = ("from streams.app.backends import pin_cpu_backends\n"
-            "pin_cpu_backends()\n"
-            "import numpy, threadpoolctl\n"
-            "print(sorted({p['num_threads'] for p in threadpoolctl.threadpool_info() if p['user_api'] == 'blas'}))")
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    pinned = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
-    assert pinned.stdout.strip() == "[1]"
-    chosen = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                            env=dict(env, OPENBLAS_NUM_THREADS="2"))
-    assert chosen.stdout.strip() == "[2]"
-
-
 def test_the_worker_and_its_stages_import_no_library_that_picks_a_backend():
     """bm25s runs a JAX top-k on import when JAX is installed; numba compiles for what it finds."""
     code = ("import sys, agents, streams.worker, streams.api.web, streams.cli.main\n"
