@@ -12,8 +12,10 @@ the function would.
 
 The memos hold texts of recent turns in memory, as the sealed tables' caches of opened values
 do: at most `TEXT_MEMO_SIZE` texts of at most `MEMO_MAX_CHARS` each (a longer one, such as a
-hostile turn, is read afresh every time), so a few MB at worst. A purge empties them (`forget_texts`, called by `streams.memory.purge.purge_user`), so
-nothing of a purged user's turns stays readable in the worker's memory through them.
+hostile turn, is read afresh every time), so a few MB at worst. A purge empties them
+(`forget_texts`, called by `streams.memory.purge` for a user and for one memory), so nothing of
+a purged user's turns or a purged memory's summary stays readable in the worker's memory
+through them.
 """
 from __future__ import annotations
 

@@ -99,6 +99,7 @@ def scrub_memory(state: MemoryState, memory: Memory, history: list[dict[str, Any
         record = state.tables.applied.get(key)
         if record and mentions(record, memory.id):
             state.tables.applied[key] = scrubbed(record, memory.id)
+    forget_texts()  # the write rules' memos may hold its summary (the secret scan reads it)
 
 
 def applied_keys(memory: Memory, history: list[dict[str, Any]]) -> set[str]:

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime, timezone
 
+import numpy as np
 import pytest
 
 from streams.language import memo, signals
 from streams.language.signals import sentence_signals
-from streams.memory.purge import purge_user
+from streams.memory.candidates import apply_candidate
+from streams.memory.purge import purge_user, scrub_memory
 from streams.memory.state import MemoryState
 from streams.memory.vector_index import VectorIndex
 from streams.pipeline.tables import stage_tables
@@ -18,6 +20,7 @@ from streams.privacy.sealed import TABLE_OWNERS
 from streams.providers.embedders import EmbedderProfile
 from streams.settings import WriteSettings
 from streams.write.facts import FactPipeline
+from topics.candidates import Candidate, Fact
 from topics.turns import Role, Turn
 from tests import defaults
 
@@ -38,6 +41,11 @@ def signalled(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     return computed
 
 
+def _state() -> MemoryState:
+    return MemoryState(stage_tables({name: {} for name in TABLE_OWNERS}, {}, new_key()).memory,
+                       VectorIndex(2), defaults.dedup(EmbedderProfile("test", 2, 0.9, 0.8, 0.92, 0.85)))
+
+
 def test_the_trigger_and_the_extractor_read_each_sentence_of_a_turn_once(signalled: Counter[str]) -> None:
     turn = Turn(user_id="u1", thread_id="t1", turn_id="1", role=Role.user, speaker="Caroline",
                 text="I adopted a dog named Luna last week. I work as a nurse in Lisbon.", ts=TS)
@@ -50,9 +58,21 @@ def test_a_purge_empties_the_memos(signalled: Counter[str]) -> None:
     sentence_signals("Ana has a dog named Luna.")
     sentence_signals("Ana has a dog named Luna.")
     assert signalled["Ana has a dog named Luna."] == 1
-    state = MemoryState(stage_tables({name: {} for name in TABLE_OWNERS}, {}, new_key()).memory,
-                        VectorIndex(2), defaults.dedup(EmbedderProfile("test", 2, 0.9, 0.8, 0.92, 0.85)))
-    purge_user(state, "u", "t1", TS)
+    purge_user(_state(), "u", "t1", TS)
+    sentence_signals("Ana has a dog named Luna.")
+    assert signalled["Ana has a dog named Luna."] == 2
+
+
+def test_purging_one_memory_empties_the_memos(signalled: Counter[str]) -> None:
+    state = _state()
+    turn = Turn(user_id="u", thread_id="t1", turn_id="1", role=Role.user, speaker="Ana", text="x", ts=TS)
+    candidate = Candidate(turn=turn, fact=Fact(type="semantic", summary="Ana has a dog named Luna."),
+                          fact_index=0, fact_count=1, confidence=0.9)
+    applied = apply_candidate(state, candidate, np.asarray([1.0, 0.0], dtype=np.float32))
+    memory = state.memory(applied.memory_id)
+    assert memory is not None
+    sentence_signals("Ana has a dog named Luna.")
+    scrub_memory(state, memory, state.history(memory.id))
     sentence_signals("Ana has a dog named Luna.")
     assert signalled["Ana has a dog named Luna."] == 2
 
