@@ -51,7 +51,7 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
-from streams.language.memo import MEMO_MAX_CHARS, text_memo
+from streams.language.memo import text_memo
 
 REDACTED = "[REDACTED]"
 
@@ -447,21 +447,24 @@ def find_secrets(text: str) -> list[str]:
     """Reason names (`PolicyViolation` values) of everything secret in `text`, in the order of
     the detectors (private keys, provider and keyword secrets, passwords, one-time codes, card
     numbers); empty = clean."""
-    return list(_secret_reasons(text)) if text else []
+    if not text:
+        return []
+    found = {reason for reason, _, _ in _scan(text)}
+    return [reason.value for reason in _DETECTION_ORDER if reason in found]
 
 
 @text_memo
-def _secret_reasons(text: str) -> tuple[str, ...]:
-    """`find_secrets`, memoised: the trigger, the extractor and the policy each scan a turn."""
-    found = {reason for reason, _, _ in _hits(text)}
-    return tuple(reason.value for reason in _DETECTION_ORDER if reason in found)
+def _scan(text: str) -> tuple[Hit, ...]:
+    """`_hits`, memoised: the trigger, the extractor, the policy and the thread buffer's
+    `redact` each scan a turn."""
+    return tuple(_hits(text))
 
 
 def redact(text: str) -> str:
     """`text` with every detected secret span replaced by `[REDACTED]` (for logs)."""
-    if not text or (len(text) <= MEMO_MAX_CHARS and not _secret_reasons(text)):
-        return text  # most texts hold none, and the memo has their scan already
-    spans = sorted((start, end) for _, start, end in _hits(text) if end > start)
+    if not text:
+        return text
+    spans = sorted((start, end) for _, start, end in _scan(text) if end > start)
     out: list[str] = []
     pos = 0
     for start, end in spans:
