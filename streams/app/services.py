@@ -72,7 +72,8 @@ class Services:
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed off the event loop, so heartbeats and the web server keep running; the
         model's CPU for the call is counted in `memstream_embed_cpu_seconds_total`."""
-        embedder = await asyncio.to_thread(self.embedder)
+        # Loaded once, off the event loop; after that no thread hop just to look it up.
+        embedder = self._embedder if self._embedder is not None else await asyncio.to_thread(self.embedder)
         started = time.perf_counter()
         vectors, cpu_seconds = await asyncio.to_thread(embed_measured, embedder, list(texts))
         name = embedder.profile.name

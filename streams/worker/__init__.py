@@ -57,9 +57,11 @@ def run_worker(settings: Settings, extra_keys: Sequence[KeyEntry] = ()) -> None:
     import faust
 
     from streams.app.backends import pin_cpu_backends
+    from streams.app.event_loop import use_uvloop
     from streams.privacy.crypto import MasterKeyError, master_key_of
 
     pin_cpu_backends()
+    use_uvloop()
 
     if master_key_of(settings.privacy) is None:
         raise MasterKeyError("a worker needs the master key: set MEMSTREAM_MASTER_KEY (or "
