@@ -72,8 +72,7 @@ class Services:
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed off the event loop, so heartbeats and the web server keep running; the
         model's CPU for the call is counted in `memstream_embed_cpu_seconds_total`."""
-        # Loaded once, off the event loop; after that no thread hop just to look it up.
-        embedder = self._embedder if self._embedder is not None else await asyncio.to_thread(self.embedder)
+        embedder = await self.warm_up()
         started = time.perf_counter()
         vectors, cpu_seconds = await asyncio.to_thread(embed_measured, embedder, list(texts))
         name = embedder.profile.name
@@ -87,9 +86,12 @@ class Services:
         retrieval mode (`streams.read.calibration`)."""
         return curve_for(self.embedder().profile.name, self.settings.read.retrieval_mode)
 
-    async def warm_up(self) -> None:
-        """Load the embedder off the event loop (a worker does it as it starts)."""
-        await asyncio.to_thread(self.embedder)
+    async def warm_up(self) -> Embedder:
+        """The embedder, loaded off the event loop the first time (a worker does it as it
+        starts); once loaded, no thread hop just to look it up."""
+        if self._embedder is None:
+            await asyncio.to_thread(self.embedder)
+        return self.embedder()
 
     @property
     def llm(self) -> GuardedLLM:
