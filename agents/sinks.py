@@ -19,7 +19,7 @@ from typing import Any, cast
 from faust import Stream
 from faust.types import AgentT, EventT, StreamT
 
-from sinks.routing import Ack, SinkPlan, Tables, make_plans, parse_event, route
+from sinks.routing import Ack, SinkPlan, Tables, make_plans, parse_events, route
 from streams.app.factory import MemstreamApp
 from streams.app.stage_kit import StageListeners
 from streams.app.topology import Stage
@@ -35,16 +35,16 @@ log = logging.getLogger(__name__)
 async def handle(event: EventT, plans: list[SinkPlan], ack: Ack, audit: Tables, memories: Tables,
                  dead_letter: Callable[[SinkDeadLetter], Awaitable[None]],
                  sealer: Sealer | None = None) -> int:
-    """Route one `memory.events` record (opened with `sealer`). A record that cannot be routed
-    is dead-lettered and acked: it never crashes the worker nor holds the partition's offset
-    back. An event of a user purged since is acked and skipped (the purge removed the user's
-    documents from the destinations)."""
+    """Route one `memory.events` record's events (opened with `sealer`). A record that cannot
+    be routed is dead-lettered and acked: it never crashes the worker nor holds the partition's
+    offset back. Events of a user purged since are acked and skipped (the purge removed the
+    user's documents from the destinations)."""
     message = event.message
     try:
-        parsed = parse_event(event.value)
+        parsed = parse_events(event.value)
         if sealer is not None:
             try:
-                parsed = open_event(sealer, parsed)
+                parsed = [open_event(sealer, one) for one in parsed]
             except SealError:
                 await ack()
                 return 0

@@ -12,7 +12,6 @@ baseline with the same embedder. Where the time goes: `benchmarks/bench_stages.p
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 import uuid
@@ -69,7 +68,7 @@ from streams.tools.stack import (
     wait_ready,
     worker_status,
 )
-from topics.events import MemoryEvent
+from topics.events import MemoryEvent, events_of
 from topics.names import CHAT_TURNS, MEMORY_EVENTS, MEMORY_PROACTIVITY, MEMORY_PROGRESS
 from topics.progress import progress_entries
 from topics.turns import Turn
@@ -244,7 +243,7 @@ class RunEvents:
     """The summaries of the `candidate` events (the texts the pipeline embedded); None without
     a master key to open them."""
     kinds: dict[str, int]
-    """memory.events records by kind (created, updated, soft_deleted, consolidated, …)."""
+    """memory events by kind (created, updated, soft_deleted, consolidated, …)."""
     proactivity: int
     """memory.proactivity records."""
 
@@ -257,12 +256,12 @@ async def read_run_events(stack: Stack, users: set[str]) -> RunEvents:
     kinds: Counter[str] = Counter()
     sealed: list[MemoryEvent] = []
     for key, value in await read_records(stack.broker_url, MEMORY_EVENTS):
-        raw = json.loads(value or b"{}")
-        if raw.get("user_id") not in users:
-            continue
-        kinds[str(raw.get("kind"))] += 1
-        if raw.get("kind") == "candidate":
-            sealed.append(MemoryEvent.model_validate(raw))
+        for event in events_of(value):
+            if event.user_id not in users:
+                continue
+            kinds[event.kind] += 1
+            if event.kind == "candidate":
+                sealed.append(event)
     proactivity = sum(1 for key, _ in await read_records(stack.broker_url, MEMORY_PROACTIVITY)
                       if (key or b"").decode("utf-8", "replace") in users)
     master = stack.master_key or master_key_of(get_settings().privacy)

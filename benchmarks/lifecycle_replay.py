@@ -24,7 +24,7 @@ from streams.settings import Settings, get_settings
 from streams.tools.locomo import LocomoConversation, load_conversation
 from benchmarks.recall import KS, RecallReport
 from streams.app.inprocess import InProcessPipeline
-from streams.privacy.payloads import open_event
+from streams.privacy.payloads import open_events
 from streams.providers.embedders import Embedder
 from topics import names
 from topics.events import MemoryEvent
@@ -34,8 +34,8 @@ MINE = ("promotion", "consolidation", "insights")
 
 
 def events_of(pipeline: InProcessPipeline) -> list[MemoryEvent]:
-    return [open_event(pipeline.sealed.sealer, MemoryEvent.model_validate_json(r.value or b""))
-            for r in pipeline.topics.sent[names.MEMORY_EVENTS]]
+    return [event for r in pipeline.topics.sent[names.MEMORY_EVENTS]
+            for event in open_events(pipeline.sealed.sealer, r.value)]
 
 
 async def replay(conv: LocomoConversation, settings: Settings, embedder: Embedder,

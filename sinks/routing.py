@@ -13,14 +13,14 @@ agent's loop body returns, while the records can still sit in a sink's buffer.)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 from pydantic import ValidationError
 
 from sinks.base import SinkRecord
 from sinks.runner import DeadLetterSender, RunnerConfig, SinkRunner
 from streams.settings import Settings, SinksSettings
-from topics.events import EVENT_KINDS, MemoryEvent
+from topics.events import EVENT_KINDS, MemoryEvent, events_of
 from topics.schema_errors import location
 
 Tables = Mapping[str, Any]
@@ -110,7 +110,7 @@ def make_plans(s: Settings, dead_letter: DeadLetterSender) -> list[SinkPlan]:
 
 
 class _Countdown:
-    """Acks an event once each of its records has finished in its destination."""
+    """Acks a record once each record made from its events has finished in its destination."""
 
     def __init__(self, count: int, ack: Ack) -> None:
         self.left = count
@@ -122,28 +122,29 @@ class _Countdown:
             await self._ack()
 
 
-async def route(event: MemoryEvent, plans: list[SinkPlan], ack: Ack, audit: Tables,
+async def route(events: Sequence[MemoryEvent], plans: list[SinkPlan], ack: Ack, audit: Tables,
                 memories: Tables) -> int:
-    """Submit an event's records to every destination; `ack` runs once all are safe.
+    """Submit the records of a `memory.events` record's events to every destination, in
+    order; `ack` runs once all are safe.
 
     Waits while a destination's buffer is full (backpressure). Returns the records submitted.
     """
-    work = [(plan, plan.records_of(event, audit, memories)) for plan in plans]
-    total = sum(len(records) for _, records in work)
-    if total == 0:
+    work = [(plan, record) for event in events for plan in plans
+            for record in plan.records_of(event, audit, memories)]
+    if not work:
         await ack()
         return 0
-    countdown = _Countdown(total, ack)
-    for plan, records in work:
-        for record in records:
-            await plan.runner.submit(record, countdown.done)
-    return total
+    countdown = _Countdown(len(work), ack)
+    for plan, record in work:
+        await plan.runner.submit(record, countdown.done)
+    return len(work)
 
 
-def parse_event(raw: bytes | None) -> MemoryEvent:
-    """A `memory.events` record; raises ValueError with a content-free reason."""
+def parse_events(raw: bytes | None) -> list[MemoryEvent]:
+    """A `memory.events` record's events (`topics.events.events_of`); raises ValueError with a
+    content-free reason."""
     try:
-        return MemoryEvent.model_validate_json(raw or b"")
+        return events_of(raw)
     except ValidationError as exc:
         fields = ",".join(location(e) for e in exc.errors()[:5])
         raise ValueError(f"invalid_event: {fields}") from None

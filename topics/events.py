@@ -1,5 +1,10 @@
 """`memory.events`: every visible change of a memory (docs/architecture.md#topics).
 
+A record holds one user's events of one stage batch, in order, as a JSON array of
+`MemoryEvent`s (at most `MAX_EVENTS_PER_RECORD`; `events_record`): one record per user per batch
+rather than one per event. A record written before holds one `MemoryEvent` object; `events_of`
+reads both.
+
 On the wire the content of an event — `summary` and `meta` — travels sealed for its user
 (`sealed`, see `topics/sealed.py`); the envelope (ids, kind, revision, time, category) stays in
 clear. memstream's own consumers open it; a consumer holding the master key can too
@@ -7,11 +12,11 @@ clear. memstream's own consumers open it; a consumer holding the master key can 
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, TypeAdapter
 
 from topics.sealed import Sealed
 from topics.times import EventTime
@@ -88,3 +93,29 @@ class MemoryEvent(BaseModel):
     category: str
     meta: dict[str, Any] = Field(default_factory=dict)
     sealed: Sealed | None = Field(None, description="summary and meta, sealed for the user.")
+
+
+MAX_EVENTS_PER_RECORD = 64
+"""The most events one `memory.events` record holds (a user's events of a batch go in as few
+records as this allows): a record stays well under Kafka's default 1 MB message limit."""
+
+_EVENT_LIST = TypeAdapter(list[MemoryEvent])
+
+
+def events_record(events: Sequence[bytes]) -> bytes:
+    """One record's value: the JSON array of `events` (each a `MemoryEvent`'s JSON)."""
+    return b"[" + b",".join(events) + b"]"
+
+
+def events_of(value: bytes | str | list[Any] | dict[str, Any] | None) -> list[MemoryEvent]:
+    """The events of one `memory.events` record, raw or JSON-decoded: a JSON array of
+    `MemoryEvent`s, or one `MemoryEvent` object (a record written before, or by another
+    producer). Raises pydantic's `ValidationError` when it is neither."""
+    if isinstance(value, list):
+        return _EVENT_LIST.validate_python(value)
+    if isinstance(value, dict):
+        return [MemoryEvent.model_validate(value)]
+    raw = value or b""
+    if raw.lstrip()[:1] in (b"[", "["):
+        return _EVENT_LIST.validate_json(raw)
+    return [MemoryEvent.model_validate_json(raw)]

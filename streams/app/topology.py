@@ -66,7 +66,8 @@ TOPICS: tuple[Topic, ...] = (
           internal=True),
     Topic(names.MEMORY_CANDIDATES_DLQ, "`DeadLetter` ([bad input](#bad-input))",
           read_by="operators"),
-    Topic(names.MEMORY_EVENTS, "`MemoryEvent`: a deterministic `event_id`, its kind (candidate, "
+    Topic(names.MEMORY_EVENTS, "an array of `MemoryEvent`, one record per user per batch "
+          "(`topics.events.events_of`): each a deterministic `event_id`, its kind (candidate, "
           "created, updated, merged, superseded, linked, soft_deleted, restored, deleted, "
           "purged, archived, consolidated, promoted, error), the memory and the thread "
           "revision, event time, sealed content", read_by="any consumer"),

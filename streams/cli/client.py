@@ -119,7 +119,7 @@ def watch(
     from streams.client import AsyncMemstreamClient, ClientError, StreamReset
     from streams.tools.client import read_topic
     from streams.tools.unseal import TopicUnsealer
-    from topics.events import MemoryEvent
+    from topics.events import events_of
     from topics.names import MEMORY_EVENTS
 
     def show(event: dict) -> None:
@@ -146,11 +146,13 @@ def watch(
         unsealer = TopicUnsealer(broker_url(broker), settings.kafka.app_id, master) if master else None
         async for _key, raw in read_topic(broker_url(broker), MEMORY_EVENTS, from_beginning=from_beginning):
             try:
-                parsed = MemoryEvent.model_validate(raw)
+                events = events_of(raw)
             except ValidationError:
                 continue
-            opened = await unsealer.open_event(parsed) if unsealer else None
-            show(opened.model_dump(mode="json") if opened else {**raw, "summary": "(sealed)"})
+            for event in events:
+                opened = await unsealer.open_event(event) if unsealer else None
+                show(opened.model_dump(mode="json") if opened
+                     else {**event.model_dump(mode="json"), "summary": "(sealed)"})
 
     try:
         asyncio.run(from_api(user) if user else from_topic())

@@ -45,9 +45,8 @@ from streams.observability import metrics
 from streams.observability.logs import describe_failure
 from streams.privacy.crypto import SealError
 from streams.privacy import table_values
-from streams.privacy.payloads import seal_event, seal_record
+from streams.privacy.payloads import seal_record
 from streams.privacy.sealed import Sealer
-from topics import names
 from topics.events import MemoryEvent
 from topics.sealed import Sealed
 
@@ -194,9 +193,9 @@ class LifecycleRunner:
                 await self._send(MemoryEvent.model_validate(event))
 
     async def _send(self, event: MemoryEvent) -> None:
-        """Send `event` as `streams.pipeline.outputs.Outputs.event` does (sealed)."""
-        value = seal_event(self.outputs.sealer, event).model_dump_json()
-        await self.outputs.send(names.MEMORY_EVENTS, event.user_id.encode(), value.encode())
+        """Send `event` (`streams.pipeline.outputs.Outputs.event`: sealed, and held until the
+        batch ends when the runner runs inside a stage's batch)."""
+        await self.outputs.event(event)
 
     def _due(self, state: MemoryState, user_id: str, now: datetime) -> bool:
         """A known user (a purged one has no record) whose last run is a period old."""

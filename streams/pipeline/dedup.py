@@ -71,8 +71,9 @@ class DedupStage:
 
     async def handle_batch(self, records: Sequence[Record]) -> list[list[str]]:
         """Process records, and the items of each (`topics.candidates`), in order, embedding
-        all new summaries in one model call; return each record's outcomes. The progress of
-        the batch goes last, one record per user (`Outputs.progress_per_batch`).
+        all new summaries in one model call; return each record's outcomes. The events of the
+        batch go out once its table writes are flushed, one record per user, and its progress
+        last, one record per user too (`Outputs.held_per_batch`).
 
         Never raises: a bad record, or any failure while processing one of its items,
         dead-letters that record (`memory.candidates.dlq`) and the others go on; the partition
@@ -86,7 +87,7 @@ class DedupStage:
         await self._index_ready()
         vectors = await self._embed_new([c for _, items in parsed if not isinstance(items, InvalidRecord)
                                          for c in items if isinstance(c, Candidate)])
-        async with self.outputs.progress_per_batch(STAGE):
+        async with self.outputs.held_per_batch(STAGE):
             outcomes = []
             for (record, items), clock in zip(parsed, clocks):
                 with self.record_scope(record):

@@ -177,10 +177,10 @@ class IngestStage:
         """Process records in order; return the facts emitted by each.
 
         Each turn is decided first (trigger, extraction, policy, its thread's buffer), then the
-        candidates of the whole batch are embedded in one model call, then each turn's events
-        are sent, in turn order; its candidates are held and go out as the batch ends, in one
-        record per user (`HeldCandidates`), and the progress last, one record per user too
-        (`Outputs.progress_per_batch`). Never raises: a bad record, or any failure while
+        candidates of the whole batch are embedded in one model call, then each turn is sent,
+        in turn order: its candidates are held and go out as the batch ends, in one record per
+        user (`HeldCandidates`), then its events, one record per user, and the progress last,
+        one record per user too (`Outputs.held_per_batch`). Never raises: a bad record, or any failure while
         processing one, dead-letters that record (`chat.turns.dlq`) and the others go on; the
         partition never blocks.
         """
@@ -195,7 +195,7 @@ class IngestStage:
             await asyncio.sleep(0)
         await self.with_vectors([plan for plan in plans if plan is not None])
         held = HeldCandidates()
-        async with self.outputs.progress_per_batch(STAGE):
+        async with self.outputs.held_per_batch(STAGE):
             emitted = []
             for record, plan in zip(records, plans):
                 if plan is None:

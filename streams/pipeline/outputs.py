@@ -10,6 +10,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 from streams.observability import metrics
 from streams.observability.logs import describe_failure
@@ -20,7 +21,7 @@ from streams.privacy.sealed import Sealer
 from topics import names
 from topics.candidates import MAX_ITEMS_PER_RECORD
 from topics.commands import Command
-from topics.events import MemoryEvent
+from topics.events import MAX_EVENTS_PER_RECORD, MemoryEvent, events_record
 from topics.proactivity import ProactivityCandidate
 from topics.progress import PROGRESS_RECORD, TurnProgress
 
@@ -29,11 +30,19 @@ log = logging.getLogger(__name__)
 Sender = Callable[[str, bytes | None, bytes], Awaitable[None]]
 """send(topic, key, value): produce one record."""
 
-_HELD_PROGRESS: ContextVar[dict[str, list[TurnProgress]] | None] = ContextVar(
-    "held_progress", default=None)
-"""The progress entries of the batch the current task is processing, by user
-(`Outputs.progress_per_batch`); None outside one. A context variable, not an attribute: the
-stages share one `Outputs` and run their batches as concurrent tasks."""
+@dataclass
+class _Held:
+    """What a batch's stage holds until its batch ends (`Outputs.held_per_batch`), by user."""
+
+    events: dict[str, list[bytes]] = field(default_factory=dict)
+    """Each user's events, sealed, as `MemoryEvent` JSON."""
+    progress: dict[str, list[TurnProgress]] = field(default_factory=dict)
+
+
+_HELD: ContextVar[_Held | None] = ContextVar("held", default=None)
+"""What the batch the current task is processing holds (`Outputs.held_per_batch`); None
+outside one. A context variable, not an attribute: the stages share one `Outputs` and run their
+batches as concurrent tasks."""
 
 
 class Outputs:
@@ -50,8 +59,20 @@ class Outputs:
         self.dlq_of = dict(dlq_of or {})
 
     async def event(self, event: MemoryEvent) -> None:
-        await self.send(names.MEMORY_EVENTS, event.user_id.encode(),
-                        seal_event(self.sealer, event).model_dump_json().encode())
+        """Send `event`, its content sealed for its user; inside `held_per_batch`, hold it
+        until the batch ends."""
+        value = seal_event(self.sealer, event).model_dump_json().encode()
+        held = _HELD.get()
+        if held is not None:
+            held.events.setdefault(event.user_id, []).append(value)
+            return
+        await self._send_events(event.user_id, [value])
+
+    async def _send_events(self, user_id: str, events: Sequence[bytes]) -> None:
+        """A user's events, in order, in as few records as `MAX_EVENTS_PER_RECORD` allows."""
+        for start in range(0, len(events), MAX_EVENTS_PER_RECORD):
+            await self.send(names.MEMORY_EVENTS, user_id.encode(),
+                            events_record(events[start:start + MAX_EVENTS_PER_RECORD]))
 
     async def proactivity(self, candidate: ProactivityCandidate) -> None:
         """A proactivity candidate: ids, reason, tone and scores, no content (`topics.proactivity`)."""
@@ -59,34 +80,47 @@ class Outputs:
                         candidate.model_dump_json().encode())
 
     async def progress(self, progress: TurnProgress) -> None:
-        """Send `progress`, or hold it until the batch ends inside `progress_per_batch`."""
-        held = _HELD_PROGRESS.get()
+        """Send `progress`, or hold it until the batch ends inside `held_per_batch`."""
+        held = _HELD.get()
         if held is not None:
-            held.setdefault(progress.user_id, []).append(progress)
+            held.progress.setdefault(progress.user_id, []).append(progress)
             return
         await self._send_progress(progress.user_id, [progress])
 
     @asynccontextmanager
-    async def progress_per_batch(self, stage: str) -> AsyncIterator[None]:
-        """Hold the progress entries `stage` makes while its batch runs; when it ends, send
-        them in one record per user (`topics.progress`): a turn's progress record would
-        otherwise be two of the fourteen records a turn costs. The entries go out after
-        everything the batch sent, which is when a caller may count its turns done anyway.
-        A record that cannot be sent is counted and logged: progress is bookkeeping, and the
-        partition moves on. A batch that raises sends none (its records are redelivered)."""
-        held: dict[str, list[TurnProgress]] = {}
-        token = _HELD_PROGRESS.set(held)
+    async def held_per_batch(self, stage: str) -> AsyncIterator[None]:
+        """Hold the memory events and progress entries `stage` makes while its batch runs;
+        when it ends, send each user's events in one record (`topics.events`), then each
+        user's progress in one (`topics.progress`). One record per event and per turn would
+        be most of the records a turn costs in Kafka, each produced, stored and consumed on
+        its own. Everything held goes out after what the batch sent directly, the progress
+        last: a caller that counts its turns done finds their events already sent.
+
+        A batch that raises sends nothing it held (its records are redelivered, and a
+        redelivered item sends its events again: `applied`). A user's events that cannot be
+        sent are counted and logged, and the partition moves on, like any send that fails in
+        a stage; so is progress, which is bookkeeping.
+        """
+        held = _Held()
+        token = _HELD.set(held)
         try:
             yield
         finally:
-            _HELD_PROGRESS.reset(token)
-        for user_id, entries in held.items():
-            try:
-                await self._send_progress(user_id, entries)
-            except Exception as exc:  # noqa: BLE001 - progress is bookkeeping
-                metrics.STAGE_ERRORS.labels(stage=stage, error=type(exc).__name__).inc()
-                log.error("%s progress of %d turn(s) not sent: %s", stage, len(entries),
-                          describe_failure(exc))
+            _HELD.reset(token)
+        for user_id, events in held.events.items():
+            await self._send_held(stage, "events", len(events), self._send_events(user_id, events))
+        for user_id, entries in held.progress.items():
+            await self._send_held(stage, "progress", len(entries),
+                                  self._send_progress(user_id, entries))
+
+    @staticmethod
+    async def _send_held(stage: str, what: str, count: int, sending: Awaitable[None]) -> None:
+        try:
+            await sending
+        except Exception as exc:  # noqa: BLE001 - the partition moves on
+            metrics.STAGE_ERRORS.labels(stage=stage, error=type(exc).__name__).inc()
+            log.error("%s: %d held %s of a user not sent: %s", stage, count, what,
+                      describe_failure(exc))
 
     async def _send_progress(self, user_id: str, entries: list[TurnProgress]) -> None:
         await self.send(names.MEMORY_PROGRESS, user_id.encode(), PROGRESS_RECORD.dump_json(entries))

@@ -13,7 +13,7 @@ from streams.observability.logs import describe_failure
 from streams.pipeline.records import Record, RecordScope, no_scope
 from streams.pipeline.recent_events import RecentEvents
 from streams.privacy.crypto import SealError
-from streams.privacy.payloads import open_event
+from streams.privacy.payloads import open_events
 from streams.privacy.sealed import Sealer
 from topics.events import MemoryEvent
 
@@ -35,14 +35,16 @@ class SseStage:
         self.listener = listener
         self.record_scope = record_scope
 
-    def opened(self, value: bytes | None) -> MemoryEvent | None:
+    def opened(self, value: bytes | None) -> list[MemoryEvent]:
+        """The record's events, opened (`topics.events.events_of`); none for a record that is
+        not a `memory.events` record, or whose user was purged since."""
         try:
-            return open_event(self.sealer, MemoryEvent.model_validate_json(value or b""))
+            return open_events(self.sealer, value)
         except (ValidationError, ValueError, RecursionError):
-            log.warning("sse: skipped a memory.events record that is not a MemoryEvent")
+            log.warning("sse: skipped a memory.events record that is not a list of MemoryEvents")
         except SealError:  # the user was purged since: nothing of it is shown again
             pass
-        return None
+        return []
 
     def buffer_events(self, user_id: str, events: list[MemoryEvent]) -> None:
         """Add a user's events of one batch to the user's buffer (one chunk of the ring), and
@@ -51,19 +53,19 @@ class SseStage:
             if self.listener is not None:
                 self.listener(user_id, entry)
 
-    async def handle_batch(self, records: Sequence[Record]) -> list[str | None]:
+    async def handle_batch(self, records: Sequence[Record]) -> list[list[str]]:
         """Buffer each user's events of the batch (a user's buffer is read and written once per
-        batch, not once per event); the event id of each record, None for one skipped.
+        batch, not once per event); the event ids of each record (none for one skipped).
 
         Never raises: a user's events that cannot be buffered are logged without content.
         """
         by_user: dict[str, list[MemoryEvent]] = {}
         last_of: dict[str, Record] = {}
-        ids: list[str | None] = []
+        ids: list[list[str]] = []
         for record in records:
-            event = self.opened(record.value)
-            ids.append(event.event_id if event is not None else None)
-            if event is not None:
+            events = self.opened(record.value)
+            ids.append([event.event_id for event in events])
+            for event in events:
                 by_user.setdefault(event.user_id, []).append(event)
                 last_of[event.user_id] = record
         for user_id, events in by_user.items():

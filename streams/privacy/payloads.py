@@ -19,7 +19,7 @@ from streams.privacy import table_values
 from streams.privacy.crypto import SealError
 from streams.privacy.sealed import Sealer
 from topics.commands import Command
-from topics.events import MemoryEvent
+from topics.events import MemoryEvent, events_of
 from topics.sealed import Sealed
 
 
@@ -38,6 +38,13 @@ def open_event(sealer: Sealer, event: MemoryEvent) -> MemoryEvent:
     content = sealer.open(event.sealed)
     return event.model_copy(update={"summary": content["summary"], "meta": content["meta"],
                                     "sealed": None})
+
+
+def open_events(sealer: Sealer, value: bytes | None) -> list[MemoryEvent]:
+    """The events of a `memory.events` record (`topics.events.events_of`), opened; raises
+    pydantic's `ValidationError` for a record that is not one, `SealError` when it does not
+    open (a record holds one user's events)."""
+    return [open_event(sealer, event) for event in events_of(value)]
 
 
 def seal_command(sealer: Sealer, command: Command, in_transit: bool = False) -> Command:

@@ -68,7 +68,7 @@ class TurnProducer:
 async def read_topic(
     bootstrap: str, topic: str, *, from_beginning: bool = True, group_id: str | None = None,
     security: Mapping[str, Any] | None = None,
-) -> AsyncIterator[tuple[bytes | None, dict[str, Any]]]:
+) -> AsyncIterator[tuple[bytes | None, Any]]:
     """Yield (key, JSON value) from `topic` forever; records that are not JSON are skipped."""
     consumer = AIOKafkaConsumer(
         topic, bootstrap_servers=bootstrap, group_id=group_id, enable_auto_commit=False,

@@ -22,7 +22,7 @@ from streams.tools.stack import Completion, start_worker, wait_ready
 from streams.privacy.crypto import decode_key, encode_key, new_key
 from streams.tools.unseal import TopicUnsealer
 from topics.dlq import DeadLetter
-from topics.events import MemoryEvent
+from topics.events import events_of
 from streams.tools.broker import EmbeddedBroker, free_port
 from streams.app.topic_admin import create_topics
 from streams.tools.client import TurnProducer
@@ -281,18 +281,24 @@ async def read_all(broker_url: str, topic: str, match: Any, expected: int, timeo
             batch = await consumer.getmany(timeout_ms=500)
             for records in batch.values():
                 for record in records:
-                    value = json.loads(record.value)
-                    if topic == MEMORY_EVENTS and value.get("sealed"):
-                        opened = await unsealer.open_event(MemoryEvent.model_validate(value))
-                        value = opened.model_dump(mode="json") if opened else value
-                    if topic.endswith(".dlq") and value.get("raw_sealed"):
-                        letter = await unsealer.open_dead_letter(DeadLetter.model_validate(value))
-                        value = letter.model_dump(mode="json")
-                    if match(value):
-                        out.append(value)
+                    for value in await _values_of(unsealer, topic, record.value):
+                        if match(value):
+                            out.append(value)
     finally:
         await consumer.stop()
     return out
+
+
+async def _values_of(unsealer: TopicUnsealer, topic: str, raw: bytes) -> list[dict]:
+    """A record's JSON values, opened: each event of a `memory.events` record, or the record."""
+    if topic == MEMORY_EVENTS:
+        # an event whose user's key is gone (purged) stays sealed
+        return [((await unsealer.open_event(event)) or event).model_dump(mode="json")
+                for event in events_of(raw)]
+    value = json.loads(raw)
+    if topic.endswith(".dlq") and value.get("raw_sealed"):
+        value = (await unsealer.open_dead_letter(DeadLetter.model_validate(value))).model_dump(mode="json")
+    return [value]
 
 
 async def query(api_url: str, user: str, text: str, top_k: int = 5) -> list[dict]:

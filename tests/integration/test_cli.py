@@ -49,11 +49,13 @@ def test_run_starts_broker_and_worker_send_query_work_and_stop_stops_everything(
 
         # Wait for the memory through the stream, then query it through the CLI.
         from streams.tools.client import read_topic
+        from topics.events import events_of
 
         async def created() -> dict:
-            async for _k, event in read_topic(f"127.0.0.1:{broker_port}", "memory.events"):
-                if event["user_id"] == "cli-ana" and event["kind"] == "created":
-                    return event
+            async for _k, value in read_topic(f"127.0.0.1:{broker_port}", "memory.events"):
+                for event in events_of(value):
+                    if event.user_id == "cli-ana" and event.kind == "created":
+                        return event.model_dump(mode="json")
             raise AssertionError("unreachable")
 
         event = asyncio.run(asyncio.wait_for(created(), 120))

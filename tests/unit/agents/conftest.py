@@ -11,7 +11,7 @@ from streams.settings import Settings
 from streams.worker import build_worker
 from streams.app.inprocess import LocalTopics
 from streams.privacy.crypto import decode_key, encode_key
-from streams.privacy.payloads import open_event, open_record
+from streams.privacy.payloads import open_events, open_record
 from streams.privacy.sealed import TABLE_OWNERS, SealedTable, Sealer
 from streams.privacy.user_keys import UserKeys
 from topics import names
@@ -35,7 +35,7 @@ class Captured:
 
     @property
     def events(self) -> list[MemoryEvent]:
-        return [open_event(self.sealer, e) for e in self._parsed(MemoryEvent, names.MEMORY_EVENTS)]
+        return [e for r in self.topics.sent[names.MEMORY_EVENTS] for e in open_events(self.sealer, r.value)]
 
     progress = property(lambda self: [p for r in self.topics.sent[names.MEMORY_PROGRESS]
                                       for p in parse_progress(r.value)])

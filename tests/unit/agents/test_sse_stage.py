@@ -9,7 +9,7 @@ from streams.pipeline.recent_events import RecentEvents, head_key
 from streams.privacy.payloads import seal_event
 from streams.privacy.sealed import SealedTable
 from tests.unit.agents.conftest import data_view
-from topics.events import MemoryEvent
+from topics.events import MemoryEvent, events_record
 
 TS = datetime(2024, 5, 1, 10, tzinfo=timezone.utc)
 
@@ -43,6 +43,20 @@ async def test_events_are_buffered_per_user_and_published_once(worker):
     stored = worker.tables.recent_events.data
     assert head_key("u1") in stored and "u1" not in stored, "the ring's keys, not the user id"
     assert "Ana has a dog" not in repr(stored), "sealed"
+
+
+async def test_a_record_of_several_events_buffers_each_in_order(worker):
+    """A record holds a user's events of one batch (`topics.events`); a record of the form
+    written before (one event object, as `put` sends) still reads."""
+    subscriber = WebState.of(worker.faust).hub.subscribe("u1")
+    sealer = data_view(worker, "recent_events").sealer
+    record = events_record([seal_event(sealer, event(f"e{i}")).model_dump_json().encode()
+                            for i in range(3)])
+    async with worker.faust.agents["sse"].test_context() as agent:
+        await agent.put(record, key=b"u1")
+    await put(worker, event("e3"))
+    assert buffered(worker) == ["e0", "e1", "e2", "e3"]
+    assert [subscriber.queue.get_nowait()["event_id"] for _ in range(4)] == ["e0", "e1", "e2", "e3"]
 
 
 async def test_a_buffer_written_before_the_ring_is_resumed_and_converted(worker):

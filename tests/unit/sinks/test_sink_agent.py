@@ -44,7 +44,7 @@ async def test_the_event_is_acked_only_after_every_destination_wrote_its_records
     for plan in plans:
         await plan.runner.start()
     ack = Acks()
-    submitted = await routing.route(event(), plans, ack, {}, {"m1": {"id": "m1", "user_id": "ana"}})
+    submitted = await routing.route([event()], plans, ack, {}, {"m1": {"id": "m1", "user_id": "ana"}})
     assert submitted == 3
     await plans[1].runner.flush()
     assert fast.stored and ack.count == 0, "one sink is done, the other is not: no ack yet"
@@ -54,10 +54,26 @@ async def test_the_event_is_acked_only_after_every_destination_wrote_its_records
     assert ack.count == 1 and len(slow.stored) == 2
 
 
+async def test_a_record_of_several_events_is_acked_once_after_the_records_of_all():
+    r = Recorder()
+    destination = FakeDestination("many")
+    destination.gate.clear()
+    plan = routing.SinkPlan(runner(destination, r), routing.memory_records)
+    await plan.runner.start()
+    ack = Acks()
+    memories = {m: {"id": m, "user_id": "ana"} for m in ("m1", "m2")}
+    events = [event(memory_id="m1"), event(memory_id="m2"), event(memory_id="topic:ana:diet")]
+    assert await routing.route(events, [plan], ack, {}, memories) == 2
+    assert ack.count == 0, "nothing is written yet"
+    destination.gate.set()
+    await plan.runner.stop()
+    assert ack.count == 1 and list(destination.stored) == ["m1", "m2"]
+
+
 async def test_an_event_that_gives_no_records_is_acked_at_once():
     plan = routing.SinkPlan(runner(FakeDestination("none"), Recorder()), routing.memory_records)
     ack = Acks()
-    assert await routing.route(event(memory_id="topic:ana:diet"), [plan], ack, {}, {}) == 0
+    assert await routing.route([event(memory_id="topic:ana:diet")], [plan], ack, {}, {}) == 0
     assert ack.count == 1
 
 
@@ -71,7 +87,9 @@ def test_vector_records_upsert_the_current_memory_and_delete_a_purged_one():
 
 def test_garbage_on_memory_events_gets_a_named_error():
     with pytest.raises(ValueError, match="^invalid_event"):
-        routing.parse_event(b'{"kind": "created"}')
+        routing.parse_events(b'{"kind": "created"}')
+    with pytest.raises(ValueError, match="^invalid_event"):
+        routing.parse_events(b'[' + event().model_dump_json().encode() + b', {"kind": "created"}]')
 
 
 def test_destinations_come_from_settings_and_none_configured_registers_no_agent():

@@ -1,5 +1,6 @@
-"""A stage sends the progress of a batch in one `memory.progress` record per user, after
-everything else the batch sent; readers take records of the form before too (`topics.progress`)."""
+"""A stage sends the memory events of a batch in one `memory.events` record per user, and its
+progress in one `memory.progress` record per user, after everything else the batch sent;
+readers take records of the forms before too (`topics.events`, `topics.progress`)."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -9,11 +10,12 @@ import pytest
 
 from streams.app.inprocess import InProcessPipeline
 from streams.observability.metrics import REGISTRY
-from streams.privacy.payloads import open_record
+from streams.privacy.payloads import open_events, open_record
 from streams.pipeline.records import Record
 from streams.settings import Settings
 from topics import names
 from topics.candidates import candidate_items
+from topics.events import MAX_EVENTS_PER_RECORD, MemoryEvent
 from topics.progress import TurnProgress, parse_progress, progress_entries
 from topics.turns import Turn
 
@@ -71,6 +73,83 @@ async def test_a_dedup_batch_sends_one_progress_record_per_user(pipeline):
     assert len(entries) == sum(p.fact_count for p in ingest if p.outcome == "candidates")
     assert {p.stage for p in entries} == {"dedup"}
     assert pipeline.sent_topics[-len(records):] == [names.MEMORY_PROGRESS] * len(records)
+
+
+def events_by_record(pipeline: InProcessPipeline, start: int = 0) -> list[list[MemoryEvent]]:
+    return [open_events(pipeline.sealed.sealer, r.value)
+            for r in pipeline.topics.sent[names.MEMORY_EVENTS][start:]]
+
+
+async def test_an_ingest_batch_sends_one_event_record_per_user_before_its_progress(pipeline):
+    await pipeline.ingest_stage.handle_batch(BATCH)
+
+    records = pipeline.topics.sent[names.MEMORY_EVENTS]
+    assert [r.key for r in records] == [b"ana", b"bo"]
+    ana, bo = events_by_record(pipeline)
+    assert {e.user_id for e in ana} == {"ana"} and {e.user_id for e in bo} == {"bo"}
+    assert {e.kind for e in ana + bo} == {"candidate"}
+    turns = [e.meta["source_turn_id"] for e in ana]
+    assert len(turns) >= 2 and turns == sorted(turns), "in turn order"
+    assert "Luna" in " ".join(e.summary for e in ana) and "nurse" in bo[0].summary
+    assert pipeline.sent_topics[-4:] == [names.MEMORY_EVENTS] * 2 + [names.MEMORY_PROGRESS] * 2
+
+
+async def test_a_dedup_batch_sends_one_event_record_per_user(pipeline):
+    await pipeline.ingest_stage.handle_batch(BATCH)
+    before = len(pipeline.topics.sent[names.MEMORY_EVENTS])
+
+    await pipeline.dedup_stage.handle_batch(pipeline.topics.sent[names.MEMORY_CANDIDATES])
+
+    records = pipeline.topics.sent[names.MEMORY_EVENTS][before:]
+    assert sorted(r.key for r in records) == [b"ana", b"bo"]
+    events = [e for record in events_by_record(pipeline, before) for e in record]
+    assert {e.kind for e in events} == {"created"}
+    assert len(events) == pipeline.outcomes()["created"] >= 3
+
+
+async def test_a_users_events_past_the_record_limit_go_in_more_records_in_order(pipeline):
+    events = [MemoryEvent(event_id=f"e{i}", kind="created", user_id="ana", thread_id="t1",
+                          memory_id=f"m{i}", rev=i, ts="2024-05-01T10:00:00+00:00",  # type: ignore[arg-type]
+                          summary=f"fact {i}", category="Personal")
+              for i in range(2 * MAX_EVENTS_PER_RECORD + 1)]
+    async with pipeline.outputs.held_per_batch("dedup"):
+        for event in events:
+            await pipeline.outputs.event(event)
+        assert not pipeline.topics.sent[names.MEMORY_EVENTS], "held until the batch ends"
+    records = events_by_record(pipeline)
+    assert [len(r) for r in records] == [MAX_EVENTS_PER_RECORD, MAX_EVENTS_PER_RECORD, 1]
+    assert [e for r in records for e in r] == events
+
+
+async def test_events_of_a_batch_that_raises_are_not_sent(pipeline):
+    event = MemoryEvent(event_id="e1", kind="created", user_id="ana", thread_id="t1", memory_id="m1",
+                        rev=1, ts="2024-05-01T10:00:00+00:00", summary="s", category="Personal")  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError):
+        async with pipeline.outputs.held_per_batch("dedup"):
+            await pipeline.outputs.event(event)
+            raise RuntimeError("the batch failed: its records are redelivered")
+    assert not pipeline.topics.sent[names.MEMORY_EVENTS]
+    await pipeline.outputs.event(event)
+    assert events_by_record(pipeline) == [[event]], "outside a batch: at once"
+
+
+async def test_events_that_cannot_be_sent_are_counted_and_the_batch_goes_on(pipeline):
+    real = pipeline.outputs.send
+
+    async def events_down(topic: str, key: bytes | None, value: bytes) -> None:
+        if topic == names.MEMORY_EVENTS:
+            raise ConnectionError("broker gone")
+        await real(topic, key, value)
+
+    pipeline.outputs.send = events_down
+    labels = {"stage": "ingest", "error": "ConnectionError"}
+    errors = REGISTRY.get_sample_value("memstream_stage_errors_total", labels) or 0
+
+    await pipeline.ingest_stage.handle_batch(BATCH)
+
+    assert len(pipeline.topics.sent[names.MEMORY_PROGRESS]) == 2, "the progress still goes"
+    assert pipeline.topics.sent[names.MEMORY_CANDIDATES]
+    assert REGISTRY.get_sample_value("memstream_stage_errors_total", labels) == errors + 2
 
 
 async def test_progress_that_cannot_be_sent_is_counted_and_the_batch_goes_on(pipeline):
