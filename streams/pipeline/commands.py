@@ -87,7 +87,12 @@ class CommandsStage:
 
     async def handle(self, record: Record) -> str:
         """Apply one raw record; return "applied" or "dlq". Never raises: a bad record, or any
-        failure while applying it, dead-letters it and the partition moves on."""
+        failure while applying it, dead-letters it and the partition moves on. The command's
+        events go out in one record, after its table writes (`Outputs.held_per_batch`)."""
+        async with self.outputs.held_per_batch(STAGE):
+            return await self._handle(record)
+
+    async def _handle(self, record: Record) -> str:
         started = time.perf_counter()
         metrics.STAGE_RECORDS.labels(stage=STAGE).inc()
         command: Command | None = None

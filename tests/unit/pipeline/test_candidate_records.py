@@ -14,7 +14,7 @@ from streams.privacy.payloads import open_record, seal_record
 from streams.settings import Settings
 from topics import names
 from topics.candidates import MAX_ITEMS_PER_RECORD, Candidate, ChatCommand, candidate_items
-from tests.unit.pipeline.test_progress_records import turn_record
+from tests.unit.pipeline.test_held_records import turn_record
 from topics.progress import parse_progress
 
 

@@ -15,7 +15,8 @@ from streams.pipeline.records import Record
 from streams.settings import Settings
 from topics import names
 from topics.candidates import candidate_items
-from topics.events import MAX_EVENTS_PER_RECORD, MemoryEvent
+from topics.commands import Command
+from topics.events import MAX_EVENTS_PER_RECORD, MemoryEvent, events_of
 from topics.progress import TurnProgress, parse_progress, progress_entries
 from topics.turns import Turn
 
@@ -105,6 +106,20 @@ async def test_a_dedup_batch_sends_one_event_record_per_user(pipeline):
     events = [e for record in events_by_record(pipeline, before) for e in record]
     assert {e.kind for e in events} == {"created"}
     assert len(events) == pipeline.outcomes()["created"] >= 3
+
+
+async def test_a_command_sends_its_events_in_one_record(pipeline):
+    await pipeline.ingest_stage.handle_batch(BATCH)
+    await pipeline.dedup_stage.handle_batch(pipeline.topics.sent[names.MEMORY_CANDIDATES])
+    before = len(pipeline.topics.sent[names.MEMORY_EVENTS])
+    purge = Command(command_id="p1", kind="purge_user", user_id="ana", ts="2024-05-02T10:00:00+00:00")  # type: ignore[arg-type]
+    record = Record(names.MEMORY_COMMANDS, 0, 0, b"ana", purge.model_dump_json().encode(), None)
+
+    assert await pipeline.commands_stage.handle(record) == "applied"
+
+    [sent] = pipeline.topics.sent[names.MEMORY_EVENTS][before:]
+    events = events_of(sent.value)  # not opened: the purge shredded the key they were sealed with
+    assert len(events) >= 2 and {e.kind for e in events} == {"purged"}
 
 
 async def test_a_users_events_past_the_record_limit_go_in_more_records_in_order(pipeline):
