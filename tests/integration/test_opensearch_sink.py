@@ -286,6 +286,7 @@ def test_a_worker_sinks_events_and_audit_to_opensearch_and_a_replay_adds_nothing
     asyncio.run(wait_processed(worker.broker_url, [sentinel]))
     created_events(2 * len(created))
     replayed = asyncio.run(committed_to_end(worker.broker_url, worker.app_id))
-    assert sum(replayed.values()) >= sum(ends.values()) + 4, "the replay re-sent events, all sunk"
+    # (records, not events: a record holds a user's events of one batch)
+    assert sum(replayed.values()) > sum(ends.values()), "the replay re-sent events, all sunk"
     again, audits_again = asyncio.run(stored())
     assert again == events and audits_again == audits
