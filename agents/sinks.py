@@ -23,8 +23,7 @@ from sinks.routing import Ack, SinkPlan, Tables, make_plans, parse_events, route
 from streams.app.factory import MemstreamApp
 from streams.app.stage_kit import StageListeners
 from streams.app.topology import Stage
-from streams.privacy.crypto import SealError
-from streams.privacy.payloads import open_event
+from streams.privacy.payloads import open_events
 from streams.privacy.sealed import Sealer
 from topics import names
 from topics.sinks_dlq import SinkDeadLetter
@@ -37,17 +36,13 @@ async def handle(event: EventT, plans: list[SinkPlan], ack: Ack, audit: Tables, 
                  sealer: Sealer | None = None) -> int:
     """Route one `memory.events` record's events (opened with `sealer`). A record that cannot
     be routed is dead-lettered and acked: it never crashes the worker nor holds the partition's
-    offset back. Events of a user purged since are acked and skipped (the purge removed the
-    user's documents from the destinations)."""
+    offset back. Events sealed for a user purged since are skipped (`open_events`): the purge's
+    own events, in clear, remove the user's documents from the destinations."""
     message = event.message
     try:
         parsed = parse_events(event.value)
         if sealer is not None:
-            try:
-                parsed = [open_event(sealer, one) for one in parsed]
-            except SealError:
-                await ack()
-                return 0
+            parsed = open_events(sealer, parsed)
         return await route(parsed, plans, ack, audit, memories)
     except Exception as exc:  # noqa: BLE001 - bad input or a routing bug: one record, not the stream
         reason = str(exc) if isinstance(exc, ValueError) else f"routing_error: {type(exc).__name__}"

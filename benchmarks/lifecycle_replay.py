@@ -24,18 +24,10 @@ from streams.settings import Settings, get_settings
 from streams.tools.locomo import LocomoConversation, load_conversation
 from benchmarks.recall import KS, RecallReport
 from streams.app.inprocess import InProcessPipeline
-from streams.privacy.payloads import open_events
 from streams.providers.embedders import Embedder
-from topics import names
-from topics.events import MemoryEvent
 
 
 MINE = ("promotion", "consolidation", "insights")
-
-
-def events_of(pipeline: InProcessPipeline) -> list[MemoryEvent]:
-    return [event for r in pipeline.topics.sent[names.MEMORY_EVENTS]
-            for event in open_events(pipeline.sealed.sealer, r.value)]
 
 
 async def replay(conv: LocomoConversation, settings: Settings, embedder: Embedder,
@@ -52,7 +44,7 @@ async def replay(conv: LocomoConversation, settings: Settings, embedder: Embedde
         hits = await pipeline.query(conv.user_id, question.question, max(KS))
         report.add(question.evidence, [(h.memory.summary, h.memory.source_turn_ids) for h in hits])
     memories = pipeline.store.user_memories(conv.user_id)
-    kinds = Counter(e.kind for e in events_of(pipeline)
+    kinds = Counter(e.kind for e in pipeline.sent_events()
                     if e.kind not in ("created", "updated", "merged", "superseded", "linked"))
     return {"active_memories": sum(m.is_visible for m in memories),
             "by_type": dict(Counter(m.type for m in memories if m.is_visible)),

@@ -36,6 +36,7 @@ from streams.pipeline.dedup import DedupStage
 from streams.pipeline.ingest import IngestStage
 from streams.pipeline.records import Record
 from streams.privacy.crypto import master_key_of, new_key
+from streams.privacy.payloads import open_events
 from streams.privacy.sealed import TABLE_OWNERS
 from streams.providers.embedders import Embedder
 from streams.read import ranking
@@ -44,6 +45,7 @@ from streams.read.categories import load_policy
 from streams.read.query import QueryHit, QueryLimits, execute, plan_query
 from streams.read.token_budget import get_counter
 from topics import names
+from topics.events import MemoryEvent, events_of
 from topics.progress import parse_progress
 from topics.query import QueryRequest
 from topics.turns import Turn
@@ -138,6 +140,11 @@ class InProcessPipeline:
     async def deliver(self, flush: bool = True, commands_first: bool = False) -> None:
         await self.topics.deliver(self.consumers, batch=self.settings.dedup.dedup_batch_size,
                                   flush=flush, commands_first=commands_first)
+
+    def sent_events(self) -> list[MemoryEvent]:
+        """Every memory event the stages sent so far, in order, opened (`open_events`)."""
+        return [event for record in self.topics.sent[names.MEMORY_EVENTS]
+                for event in open_events(self.sealed.sealer, events_of(record.value))]
 
     def outcomes(self) -> Counter[str]:
         """What the dedup stage did with every candidate so far (its progress records)."""

@@ -12,10 +12,9 @@ from pydantic import ValidationError
 from streams.observability.logs import describe_failure
 from streams.pipeline.records import Record, RecordScope, no_scope
 from streams.pipeline.recent_events import RecentEvents
-from streams.privacy.crypto import SealError
 from streams.privacy.payloads import open_events
 from streams.privacy.sealed import Sealer
-from topics.events import MemoryEvent
+from topics.events import MemoryEvent, events_of
 
 log = logging.getLogger(__name__)
 
@@ -37,13 +36,12 @@ class SseStage:
 
     def opened(self, value: bytes | None) -> list[MemoryEvent]:
         """The record's events, opened (`topics.events.events_of`); none for a record that is
-        not a `memory.events` record, or whose user was purged since."""
+        not a `memory.events` record. Events sealed for a user purged since are left out:
+        nothing of them is shown again (`open_events`)."""
         try:
-            return open_events(self.sealer, value)
+            return open_events(self.sealer, events_of(value))
         except (ValidationError, ValueError, RecursionError):
             log.warning("sse: skipped a memory.events record that is not a list of MemoryEvents")
-        except SealError:  # the user was purged since: nothing of it is shown again
-            pass
         return []
 
     def buffer_events(self, user_id: str, events: list[MemoryEvent]) -> None:

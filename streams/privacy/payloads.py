@@ -19,7 +19,7 @@ from streams.privacy import table_values
 from streams.privacy.crypto import SealError
 from streams.privacy.sealed import Sealer
 from topics.commands import Command
-from topics.events import MemoryEvent, events_of
+from topics.events import MemoryEvent
 from topics.sealed import Sealed
 
 
@@ -40,11 +40,18 @@ def open_event(sealer: Sealer, event: MemoryEvent) -> MemoryEvent:
                                     "sealed": None})
 
 
-def open_events(sealer: Sealer, value: bytes | None) -> list[MemoryEvent]:
-    """The events of a `memory.events` record (`topics.events.events_of`), opened; raises
-    pydantic's `ValidationError` for a record that is not one, `SealError` when it does not
-    open (a record holds one user's events)."""
-    return [open_event(sealer, event) for event in events_of(value)]
+def open_events(sealer: Sealer, events: list[MemoryEvent]) -> list[MemoryEvent]:
+    """`events` (of one `memory.events` record, `topics.events.events_of`) opened, leaving out
+    those whose content no longer opens: sealed with a key a purge shredded since. The
+    content-free events of that purge (`purged`, in clear) are in the same record when the purge
+    came in the same batch, and stay: they are what removes the user's documents downstream."""
+    opened = []
+    for event in events:
+        try:
+            opened.append(open_event(sealer, event))
+        except SealError:
+            continue
+    return opened
 
 
 def seal_command(sealer: Sealer, command: Command, in_transit: bool = False) -> Command:

@@ -18,7 +18,7 @@ from topics import names
 from topics.candidates import Candidate, ChatCommand, candidate_items
 from topics.commands import Command
 from topics.dlq import DeadLetter
-from topics.events import MemoryEvent
+from topics.events import MemoryEvent, events_of
 from topics.progress import parse_progress
 from topics.turns import Turn
 
@@ -35,7 +35,7 @@ class Captured:
 
     @property
     def events(self) -> list[MemoryEvent]:
-        return [e for r in self.topics.sent[names.MEMORY_EVENTS] for e in open_events(self.sealer, r.value)]
+        return [e for r in self.topics.sent[names.MEMORY_EVENTS] for e in open_events(self.sealer, events_of(r.value))]
 
     progress = property(lambda self: [p for r in self.topics.sent[names.MEMORY_PROGRESS]
                                       for p in parse_progress(r.value)])

@@ -8,8 +8,6 @@ from pathlib import Path
 
 from streams.settings import Settings
 from streams.app.inprocess import InProcessPipeline
-from streams.privacy.payloads import open_events
-from topics import names
 from topics.events import MemoryEvent
 from topics.turns import Turn
 
@@ -42,8 +40,7 @@ def week_of_turns() -> list[Turn]:
 
 
 def events(pipeline: InProcessPipeline) -> list[MemoryEvent]:
-    return [event for r in pipeline.topics.sent[names.MEMORY_EVENTS]
-            for event in open_events(pipeline.sealed.sealer, r.value)]
+    return pipeline.sent_events()
 
 
 async def test_after_a_week_of_sessions_the_fact_is_promoted_and_the_episodes_consolidate(

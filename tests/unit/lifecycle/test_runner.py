@@ -27,10 +27,7 @@ def turn(user: str, turn_id: str, text: str, days: float) -> Turn:
 
 
 def events(pipeline: InProcessPipeline) -> list[MemoryEvent]:
-    from streams.privacy.payloads import open_events
-
-    return [event for r in pipeline.topics.sent[names.MEMORY_EVENTS]
-            for event in open_events(pipeline.sealed.sealer, r.value)]
+    return pipeline.sent_events()
 
 
 def pipeline(tmp_path, embedder, passes=(), **settings) -> InProcessPipeline:  # type: ignore[no-untyped-def]

@@ -77,7 +77,7 @@ async def test_a_dedup_batch_sends_one_progress_record_per_user(pipeline):
 
 
 def events_by_record(pipeline: InProcessPipeline, start: int = 0) -> list[list[MemoryEvent]]:
-    return [open_events(pipeline.sealed.sealer, r.value)
+    return [open_events(pipeline.sealed.sealer, events_of(r.value))
             for r in pipeline.topics.sent[names.MEMORY_EVENTS][start:]]
 
 

@@ -70,6 +70,40 @@ async def test_a_record_of_several_events_is_acked_once_after_the_records_of_all
     assert ack.count == 1 and list(destination.stored) == ["m1", "m2"]
 
 
+async def test_a_record_whose_user_was_purged_since_still_deletes_the_purged_memories(tmp_path):
+    """A chat "forget everything" after a fact of the same batch: the record holds the fact's
+    event, sealed with the key the purge shredded, then the purge's own events, in clear. The
+    sinks skip the first and route the others: the purged memory leaves the vector store."""
+    from streams.app.inprocess import InProcessPipeline
+    from streams.pipeline.sse import SseStage
+    from streams.privacy.payloads import seal_event
+    from topics.events import events_record
+
+    class NoEmbedder:  # nothing here embeds
+        dim = 384
+
+    pipeline = InProcessPipeline(Settings(table_store="memory://", data_dir=tmp_path), NoEmbedder())  # type: ignore[arg-type]
+    sealer = pipeline.sealed.sealer
+    created = event(memory_id="m2")
+    sealed_before = seal_event(sealer, created).model_dump_json().encode()
+    pipeline.sealed.keys.shred("ana", TS)
+    purged = event("purged", memory_id="m1").model_copy(update={"summary": "", "meta": {}})
+    record = events_record([sealed_before, seal_event(sealer, purged).model_dump_json().encode()])
+
+    destination = FakeDestination("purge")
+    plan = routing.SinkPlan(runner(destination, Recorder()), routing.memory_records)
+    await plan.runner.start()
+    ack = Acks()
+    assert await sink_stage.handle(_Event(record), [plan], ack, {}, {}, _no_letter, sealer) == 1
+    await plan.runner.stop()
+    assert ack.count == 1 and list(destination.stored) == ["m1"]
+    assert [e.kind for e in SseStage(None, sealer).opened(record)] == ["purged"]  # type: ignore[arg-type]
+
+
+async def _no_letter(letter) -> None:
+    raise AssertionError(f"dead-lettered: {letter.reason}")
+
+
 async def test_an_event_that_gives_no_records_is_acked_at_once():
     plan = routing.SinkPlan(runner(FakeDestination("none"), Recorder()), routing.memory_records)
     ack = Acks()
