@@ -1,4 +1,4 @@
-"""Sentences of chat text: splitting, words, greetings, filler and questions, and cleaning.
+r"""Sentences of chat text: splitting, words, greetings, filler and questions, and cleaning.
 
 Cleaning drops leading fillers, vocatives, hedges, slang, asides ("just so you know"), and gives
 subjectless chat its subject back ("Gonna …" → "I'm going to …"), a demonstrative its article,

@@ -51,7 +51,7 @@ class Procedure:
 
 
 _LIST_SEPARATOR = re.compile(r"(?:(?<!\s)\s*|(?<=\s)(?!\s))(?:;|\n|,\s*(?:and\s+)?)\s*")
-"""Between the items of a list. A separator starts where a run of spaces starts, or right after
+r"""Between the items of a list. A separator starts where a run of spaces starts, or right after
 one: tried at every space of a long run, its leading `\s*` made a split quadratic in the run."""
 
 def _split(rest: str) -> tuple[list[str], str]:
