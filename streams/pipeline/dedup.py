@@ -158,7 +158,9 @@ class DedupStage:
             await self.outputs.event(event)
         if (not applied.replayed and self.proactivity is not None and stored is not None
                 and applied.outcome in ("created", "updated", "superseded")):
-            # After the memory's own events; a replay sent it (or decided not to) the first time.
+            # Sent at once, while the memory's events wait for the batch's end
+            # (`Outputs.held_per_batch`): a consumer may see the offer before them. A replay
+            # sent it (or decided not to) the first time.
             offer = self.proactivity.consider(current.tables.users, stored, candidate.turn.ts)
             if offer is not None:
                 metrics.PROACTIVITY_CANDIDATES.labels(reason=offer.reason).inc()
