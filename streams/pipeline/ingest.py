@@ -180,9 +180,9 @@ class IngestStage:
         candidates of the whole batch are embedded in one model call, then each turn is sent,
         in turn order: its candidates are held and go out as the batch ends, in one record per
         user (`HeldCandidates`), then its events, one record per user, and the progress last,
-        one record per user too (`Outputs.held_per_batch`). Never raises: a bad record, or any failure while
-        processing one, dead-letters that record (`chat.turns.dlq`) and the others go on; the
-        partition never blocks.
+        one record per user too (`Outputs.held_per_batch`). Never raises: a bad record, or any
+        failure while processing one, dead-letters that record (`chat.turns.dlq`) and the
+        others go on; the partition never blocks.
         """
         started = time.perf_counter()
         metrics.STAGE_RECORDS.labels(stage=STAGE).inc(len(records))

@@ -148,36 +148,34 @@ async def test_events_of_a_batch_that_raises_are_not_sent(pipeline):
     assert events_by_record(pipeline) == [[event]], "outside a batch: at once"
 
 
-async def test_events_that_cannot_be_sent_are_counted_and_the_batch_goes_on(pipeline):
+INGEST_SEND_ERRORS = {"stage": "ingest", "error": "ConnectionError"}
+
+
+def sends_fail_to(pipeline: InProcessPipeline, failing: str) -> float:
+    """Make every send to the topic `failing` raise; the ingest send errors counted so far."""
     real = pipeline.outputs.send
 
-    async def events_down(topic: str, key: bytes | None, value: bytes) -> None:
-        if topic == names.MEMORY_EVENTS:
+    async def send(topic: str, key: bytes | None, value: bytes) -> None:
+        if topic == failing:
             raise ConnectionError("broker gone")
         await real(topic, key, value)
 
-    pipeline.outputs.send = events_down
-    labels = {"stage": "ingest", "error": "ConnectionError"}
-    errors = REGISTRY.get_sample_value("memstream_stage_errors_total", labels) or 0
+    pipeline.outputs.send = send
+    return REGISTRY.get_sample_value("memstream_stage_errors_total", INGEST_SEND_ERRORS) or 0
+
+
+async def test_events_that_cannot_be_sent_are_counted_and_the_batch_goes_on(pipeline):
+    errors = sends_fail_to(pipeline, names.MEMORY_EVENTS)
 
     await pipeline.ingest_stage.handle_batch(BATCH)
 
     assert len(pipeline.topics.sent[names.MEMORY_PROGRESS]) == 2, "the progress still goes"
     assert pipeline.topics.sent[names.MEMORY_CANDIDATES]
-    assert REGISTRY.get_sample_value("memstream_stage_errors_total", labels) == errors + 2
+    assert REGISTRY.get_sample_value("memstream_stage_errors_total", INGEST_SEND_ERRORS) == errors + 2
 
 
 async def test_progress_that_cannot_be_sent_is_counted_and_the_batch_goes_on(pipeline):
-    real = pipeline.outputs.send
-
-    async def progress_down(topic: str, key: bytes | None, value: bytes) -> None:
-        if topic == names.MEMORY_PROGRESS:
-            raise ConnectionError("broker gone")
-        await real(topic, key, value)
-
-    pipeline.outputs.send = progress_down
-    labels = {"stage": "ingest", "error": "ConnectionError"}
-    errors = REGISTRY.get_sample_value("memstream_stage_errors_total", labels) or 0
+    errors = sends_fail_to(pipeline, names.MEMORY_PROGRESS)
 
     emitted = await pipeline.ingest_stage.handle_batch(BATCH)
 
@@ -185,7 +183,7 @@ async def test_progress_that_cannot_be_sent_is_counted_and_the_batch_goes_on(pip
              for item in candidate_items(open_record(pipeline.sealed.sealer, r.value or b""))]
     assert emitted[0] >= 1 and len(items) == sum(emitted)
     assert not pipeline.topics.sent[names.CHAT_TURNS_DLQ], "no turn is dead-lettered for it"
-    assert REGISTRY.get_sample_value("memstream_stage_errors_total", labels) == errors + 2
+    assert REGISTRY.get_sample_value("memstream_stage_errors_total", INGEST_SEND_ERRORS) == errors + 2
 
 
 async def test_progress_outside_a_batch_is_sent_at_once(pipeline):
