@@ -65,7 +65,8 @@ class Tables:
 
 
 TABLES = {
-    "memories": "memory_id -> Memory document (JSON).",
+    "memories": "memory_id -> its memory record: the Memory document (JSON) and its audit entries, one value "
+                "(streams/memory/memory_records.py).",
     "users": "user_id -> {memories, clock, blocked_topics}; keyed by user_id so web requests "
              "route to the owner.",
     "applied": "candidate id or command key -> {outcome, memory_id, events}: a replayed record "
@@ -75,8 +76,8 @@ TABLES = {
                "of the day (the daily cap is per user).",
     "turn_log": "user_id|thread_id:turn_id -> {episode, refs}: what ingest decided for a turn, so "
                 "a replay of it decides the same however far back it is.",
-    "audit": "memory_id -> audit entries (docs/architecture.md#memory-document verbs, actor, time, old and new value); a purge "
-             "leaves a content-free tombstone.",
+    "audit": "memory_id -> audit entries (docs/architecture.md#memory-document verbs, actor, time, old and new value), "
+             "as versions before the memory record wrote them: only read now.",
     "thread_revs": "user_id|thread_id -> {rev, turn, memories, changes}: the per-thread revision "
                    "(delta header) and the memories its latest turn wrote (\"don't remember this\").",
     "recent_events": "user_id|/head and user_id|/slot -> a ring of chunks of the user's last "

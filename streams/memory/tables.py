@@ -27,7 +27,8 @@ class MemoryTables:
     """The state the dedup and commands stages share (co-partitioned by user_id)."""
 
     memories: Table = field(default_factory=dict)
-    """memory_id -> Memory document (JSON)."""
+    """memory_id -> Memory document (JSON). In the stages a view of the memory records
+    (`streams.memory.memory_records`), as `audit` is."""
     applied: Table = field(default_factory=dict)
     """[user, "candidate"|"command", id] or [user, "touch"] -> what it did (replays change
     nothing)."""

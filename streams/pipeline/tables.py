@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from streams.memory.memory_records import MemoryRecords
 from streams.memory.tables import MemoryTables, Table
 from streams.pipeline.ingest import IngestTables
 from streams.pipeline.write_cache import NO_CAPTURE, ScopeCapture, WriteCache
@@ -30,11 +31,13 @@ class StageTables:
     writes: WriteCache
 
 
-CACHED = ("applied", "turn_log", "memories", "users", "thread_revs", "audit", "buffers")
+CACHED = ("applied", "turn_log", "memories", "users", "thread_revs", "buffers")
 """The tables whose writes are held for a batch, in the order they are made: the outboxes first
 (dedup's `applied` records and ingest's `turn_log`, each before the writes it lists, so a
 replay finds what it must make again). The SSE ring (`recent_events`) writes each of its chunks
-once already, and its readers compare stamps of the stored envelopes."""
+once already, and its readers compare stamps of the stored envelopes. The `audit` table is
+only read: a memory's audit list is written into its memory record
+(`streams.memory.memory_records`), and the old table holds the lists written before."""
 
 
 def stage_tables(raw: Mapping[str, Table], user_keys: Table,
@@ -49,9 +52,10 @@ def stage_tables(raw: Mapping[str, Table], user_keys: Table,
     writes = WriteCache(capture)
     keys.before_shred.append(writes.flush)
     cached = {name: writes.table(sealed[name]) for name in CACHED}
-    memory = MemoryTables(memories=cached["memories"], applied=cached["applied"],
+    records = MemoryRecords(cached["memories"], legacy_audit=sealed["audit"])
+    memory = MemoryTables(memories=records.docs, applied=cached["applied"],
                           users=cached["users"], thread_revs=cached["thread_revs"],
-                          audit=cached["audit"], keys=keys, flush=writes.flush)
+                          audit=records.audit, keys=keys, flush=writes.flush)
     ingest = IngestTables(buffers=cached["buffers"], turn_log=cached["turn_log"],
                           users=cached["users"], keys=keys, flush=writes.flush)
     return StageTables(memory, ingest, sealed["recent_events"], keys, sealer, writes)

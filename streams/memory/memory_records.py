@@ -1,0 +1,156 @@
+"""A memory's document and its audit list in one table value: one changelog record per change.
+
+Every change of a memory writes its document and appends to its audit list. Kept in two tables
+(`memories`, `audit`), that was two sealings, two RocksDB puts and two changelog records per
+change, a fifth of a turn's Kafka records (docs/decisions.md#a-memorys-document-and-audit-list-are-one-record). Here the
+`memories` table holds a *memory record* per id:
+
+    {"$record": 1, "user_id": …, "memory": <document> | null, "audit": [<entry>, …]}
+
+and the stages see it through two views with the mappings they always had: `docs` (memory id
+-> document) and `audit` (memory id -> entries, oldest first). A change writes both views, and
+the write cache below them (`streams.pipeline.write_cache`) makes the one key once per batch.
+A record may hold no document: a purged memory's content-free tombstone, and the markers that
+are audited but are not memories (blocked topics, consent proposals); `docs` leaves those out.
+
+Tables written before are read as they are: a `memories` value that is a bare document is the
+document, and its audit list is the one in the old `audit` table (`legacy_audit`, read only).
+The next write of that id makes a memory record of both, which from then on shadows the old
+audit list; the `applied` records written before list writes per view, so their replays work.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, MutableMapping
+from typing import Any
+
+from streams.tables import Table
+
+RECORD_FORMAT = 1
+_FORMAT_FIELD = "$record"
+
+
+def is_memory_record(value: Any) -> bool:
+    """Whether a `memories` value is a memory record (else a bare document written before)."""
+    return isinstance(value, dict) and value.get(_FORMAT_FIELD) == RECORD_FORMAT
+
+
+def memory_record(memory: dict[str, Any] | None, audit: list[dict[str, Any]]) -> dict[str, Any]:
+    """The value of a memory with document `memory` (None: none) and audit list `audit`; its
+    user (which the sealed table seals it for) is the document's, else the last entry's."""
+    owner = memory if memory is not None else audit[-1]
+    return {_FORMAT_FIELD: RECORD_FORMAT, "user_id": owner["user_id"], "memory": memory,
+            "audit": audit}
+
+
+class MemoryRecords:
+    """The `memories` table of memory records, with the old `audit` table read where a record
+    was written before (module doc)."""
+
+    def __init__(self, table: Table, legacy_audit: Table | None = None) -> None:
+        self.table = table
+        self.legacy_audit = legacy_audit
+        self.docs = DocumentsView(self)
+        self.audit = AuditView(self)
+
+    def read(self, key: Any) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
+        """The document and the audit list under `key` (None: none, or unreadable)."""
+        value = _get(self.table, key)
+        if is_memory_record(value):
+            return value["memory"], value["audit"] or None
+        return value, _get(self.legacy_audit, key) if self.legacy_audit is not None else None
+
+    def write(self, key: Any, memory: dict[str, Any] | None,
+              audit: list[dict[str, Any]] | None) -> None:
+        """Store the document and the audit list of `key`; neither: remove the key, and its old
+        audit list with it (which would otherwise show through)."""
+        if memory is None and not audit:
+            self.table.pop(key, None)
+            if self.legacy_audit is not None:
+                self.legacy_audit.pop(key, None)
+            return
+        self.table[key] = memory_record(memory, list(audit or []))
+
+
+class _View(MutableMapping[Any, Any]):
+    """One part of the memory records, as a mapping."""
+
+    def __init__(self, records: MemoryRecords) -> None:
+        self.records = records
+
+    def _part(self, key: Any) -> Any:
+        raise NotImplementedError
+
+    def __getitem__(self, key: Any) -> Any:
+        part = self._part(key)
+        if part is None:
+            raise KeyError(key)
+        return part
+
+    def __iter__(self) -> Iterator[Any]:
+        for key in list(self._keys()):
+            if self._part(key) is not None:
+                yield key
+
+    def _keys(self) -> Iterator[Any]:
+        return iter(self.records.table)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __contains__(self, key: object) -> bool:
+        return self._part(key) is not None
+
+    def items(self) -> Iterator[tuple[Any, Any]]:  # type: ignore[override]  # one read a key, unreadable ones left out
+        for key in list(self._keys()):
+            part = self._part(key)
+            if part is not None:
+                yield key, part
+
+    def values(self) -> Iterator[Any]:  # type: ignore[override]  # an iterator, as items
+        return (part for _, part in self.items())
+
+
+class DocumentsView(_View):
+    """Memory id -> document (the `memories` table as the stages have always read it)."""
+
+    def _part(self, key: Any) -> Any:
+        return self.records.read(key)[0]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.records.write(key, value, self.records.read(key)[1])
+
+    def __delitem__(self, key: Any) -> None:
+        memory, audit = self.records.read(key)
+        if memory is None:
+            raise KeyError(key)
+        self.records.write(key, None, audit)
+
+
+class AuditView(_View):
+    """Memory id -> audit entries, oldest first (the `audit` table as the stages have always
+    read it)."""
+
+    def _part(self, key: Any) -> Any:
+        return self.records.read(key)[1]
+
+    def _keys(self) -> Iterator[Any]:
+        yield from self.records.table
+        if self.records.legacy_audit is not None:
+            yield from (key for key in self.records.legacy_audit if key not in self.records.table)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.records.write(key, self.records.read(key)[0], value)
+
+    def __delitem__(self, key: Any) -> None:
+        memory, audit = self.records.read(key)
+        if audit is None:
+            raise KeyError(key)
+        self.records.write(key, memory, None)
+
+
+def _get(table: Table, key: Any) -> Any:
+    """`table[key]`, None when absent or unreadable (a shredded user's value)."""
+    try:
+        return table[key]
+    except KeyError:
+        return None
