@@ -69,7 +69,7 @@ TABLES = {
                 "(streams/memory/memory_records.py).",
     "users": "user_id -> {memories, clock, blocked_topics}; keyed by user_id so web requests "
              "route to the owner.",
-    "applied": "candidate id or command key -> {outcome, memory_id, events}: a replayed record "
+    "applied": "turn key -> each candidate's, command key -> {outcome, memory_id, events}: a replayed record "
                "changes nothing and re-sends the identical events.",
     "buffers": "user_id|thread_id -> the thread's last BUFFER_TURNS turns (secrets redacted): the "
                "context an LLM trigger and classifier see (seed 004 buffer); user_id -> the user's episodes "

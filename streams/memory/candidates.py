@@ -13,12 +13,11 @@ import numpy as np
 
 from streams.memory import applied, consent, dedup, users, write_budget
 from streams.memory.applied import Applied
-from streams.memory.documents import candidate_id, keys_match, merged_memory, new_memory, same_text
+from streams.memory.documents import applied_key, candidate_id, keys_match, merged_memory, new_memory, same_text
 from streams.memory.linking import link
 from streams.memory.model import Memory
 from streams.memory.state import MemoryState
 from streams.memory.supersede import supersede
-from streams.memory.tables import candidate_key
 from streams.memory.vector_index import UserIndex
 from streams.observability import metrics
 from topics.candidates import Candidate
@@ -38,9 +37,9 @@ def apply_candidate(state: MemoryState, candidate: Candidate, vector: np.ndarray
     (`streams.memory.applied.WriteSet`).
     """
     cid = candidate_id(candidate)
-    applied_key = candidate_key(candidate.turn.user_id, cid)
+    key = applied_key(candidate)
     carried = carried_values(candidate)
-    replay, made = applied.replay(state.tables, applied_key, carried)
+    replay, made = applied.replay(state.tables, key, carried)
     state.reindex(made)
     if replay is not None:
         return replay
@@ -50,7 +49,7 @@ def apply_candidate(state: MemoryState, candidate: Candidate, vector: np.ndarray
     except Exception:
         writes.make()  # a candidate that fails leaves what it wrote, as it always did
         raise
-    writes.commit(applied_key, result, carried)
+    writes.commit(key, result, carried)
     return result
 
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from streams.memory import ids
 from streams.memory.model import Memory
+from streams.memory.tables import candidate_key
 from streams.memory.vector_index import decode_sized, encode_vector
 from streams.write.episodic import time_bucket, user_zone
 from topics.candidates import Candidate
@@ -17,6 +18,12 @@ def candidate_id(candidate: Candidate) -> str:
     """Deterministic id of a candidate, and of the memory it creates."""
     turn = candidate.turn
     return ids.memory_id(turn.user_id, turn.thread_id, turn.turn_id, candidate.fact_index)
+
+
+def applied_key(candidate: Candidate) -> str:
+    """Key under which the `applied` table remembers the candidate."""
+    turn = candidate.turn
+    return candidate_key(turn.user_id, turn.thread_id, turn.turn_id, candidate_id(candidate))
 
 
 def keys_match(a: str, b: str) -> bool:

@@ -20,10 +20,10 @@ audit list; the `applied` records written before list writes per view, so their 
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator
 from typing import Any
 
-from streams.tables import Table
+from streams.tables import ReadableItems, Table
 
 RECORD_FORMAT = 1
 _FORMAT_FIELD = "$record"
@@ -71,7 +71,7 @@ class MemoryRecords:
         self.table[key] = memory_record(memory, list(audit or []))
 
 
-class _View(MutableMapping[Any, Any]):
+class _View(ReadableItems):
     """One part of the memory records, as a mapping."""
 
     def __init__(self, records: MemoryRecords) -> None:
@@ -100,14 +100,11 @@ class _View(MutableMapping[Any, Any]):
     def __contains__(self, key: object) -> bool:
         return self._part(key) is not None
 
-    def items(self) -> Iterator[tuple[Any, Any]]:  # type: ignore[override]  # one read a key, unreadable ones left out
+    def items(self) -> Iterator[tuple[Any, Any]]:  # type: ignore[override]  # one read a key, as ReadableItems' but without its second
         for key in list(self._keys()):
             part = self._part(key)
             if part is not None:
                 yield key, part
-
-    def values(self) -> Iterator[Any]:  # type: ignore[override]  # an iterator, as items
-        return (part for _, part in self.items())
 
 
 class DocumentsView(_View):

@@ -115,7 +115,7 @@ def candidate_keys(user_id: str, refs: Iterable[str]) -> set[str]:
     thread or turn id may itself hold a colon: both splits are tried)."""
     pairs = {part for ref in refs
              for part in (tuple(ref.split(":", 1)), tuple(ref.rsplit(":", 1))) if len(part) == 2}
-    return {candidate_key(user_id, ids.memory_id(user_id, thread_id, turn_id, index))
+    return {candidate_key(user_id, thread_id, turn_id, ids.memory_id(user_id, thread_id, turn_id, index))
             for thread_id, turn_id in pairs for index in FACT_INDEXES}
 
 

@@ -21,10 +21,10 @@ import numpy as np
 from streams.memory import ids, users
 from streams.memory.audit import AuditLog
 from streams.memory.config import CommandConfig, DedupConfig
-from streams.memory.documents import candidate_id
+from streams.memory.documents import applied_key
 from streams.memory.model import Memory
 from streams.memory.revisions import CHANGE_LOG_SIZE, Revisions
-from streams.memory.tables import MemoryTables, candidate_key
+from streams.memory.tables import MemoryTables
 from streams.memory.vector_index import VectorIndex, encode_vector
 from topics.candidates import Candidate
 from topics.events import EventKind, MemoryEvent
@@ -54,7 +54,7 @@ class MemoryState:
         return Memory.model_validate(raw) if raw is not None else None
 
     def is_applied(self, candidate: Candidate) -> bool:
-        return candidate_key(candidate.turn.user_id, candidate_id(candidate)) in self.tables.applied
+        return applied_key(candidate) in self.tables.applied
 
     def history(self, memory_id: str) -> list[dict[str, Any]]:
         """Audit entries of one memory, oldest first."""

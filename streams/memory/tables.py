@@ -30,8 +30,8 @@ class MemoryTables:
     """memory_id -> Memory document (JSON). In the stages a view of the memory records
     (`streams.memory.memory_records`), as `audit` is."""
     applied: Table = field(default_factory=dict)
-    """[user, "candidate"|"command", id] or [user, "touch"] -> what it did (replays change
-    nothing)."""
+    """`candidate_key`, [user, "command", id] or [user, "touch"] -> what it did (replays change
+    nothing). In the stages a turn's candidates share one value (`streams.memory.applied_by_turn`)."""
     users: Table = field(default_factory=dict)
     """user_id -> {memories, clock, blocked_topics}."""
     thread_revs: Table = field(default_factory=dict)
@@ -72,9 +72,11 @@ def turn_key(user_id: str, thread_id: str, turn_id: str) -> str:
     return composite_key(user_id, thread_id, turn_id)
 
 
-def candidate_key(user_id: str, candidate_id: str) -> str:
-    """Key under which the `applied` table remembers a candidate."""
-    return composite_key(user_id, "candidate", candidate_id)
+def candidate_key(user_id: str, thread_id: str, turn_id: str, candidate_id: str) -> str:
+    """Key under which the `applied` table remembers a candidate: it names the candidate's
+    turn, whose one value holds the records of all its candidates
+    (`streams.memory.applied_by_turn`)."""
+    return composite_key(user_id, "candidate", thread_id, turn_id, candidate_id)
 
 
 def command_key(user_id: str, command_id: str) -> str:

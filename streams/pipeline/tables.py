@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from streams.memory.applied_by_turn import AppliedByTurn
 from streams.memory.memory_records import MemoryRecords
 from streams.memory.tables import MemoryTables, Table
 from streams.pipeline.ingest import IngestTables
@@ -53,7 +54,7 @@ def stage_tables(raw: Mapping[str, Table], user_keys: Table,
     keys.before_shred.append(writes.flush)
     cached = {name: writes.table(sealed[name]) for name in CACHED}
     records = MemoryRecords(cached["memories"], legacy_audit=sealed["audit"])
-    memory = MemoryTables(memories=records.docs, applied=cached["applied"],
+    memory = MemoryTables(memories=records.docs, applied=AppliedByTurn(cached["applied"]),
                           users=cached["users"], thread_revs=cached["thread_revs"],
                           audit=records.audit, keys=keys, flush=writes.flush)
     ingest = IngestTables(buffers=cached["buffers"], turn_log=cached["turn_log"],

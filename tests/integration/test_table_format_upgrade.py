@@ -5,7 +5,8 @@ written by Faust's JSON serializer; then a binary envelope (`b"\\x01"`) that Fau
 is; now a binary one whose JSON is deflated before it is sealed (`b"\\x02"`,
 `streams/privacy/table_values.py`). Until then too a memory's document was the `memories`
 value and its audit list the `audit` value; now both are one memory record in `memories`
-(`streams/memory/memory_records.py`). This test makes a user's memories with a worker, rewrites
+(`streams/memory/memory_records.py`), and each candidate's `applied` record had a key of its
+own, now in its turn's value (`streams/memory/applied_by_turn.py`). This test makes a user's memories with a worker, rewrites
 every sealed table's changelog records of that user in the old forms, by turns (the same keys
 and values, sealed again with the user's key; each memory record split into the two tables),
 and starts a worker on a fresh data directory: it rebuilds its tables from the changelogs
@@ -23,6 +24,7 @@ from faust.serializers import codecs
 
 from streams.app.topic_admin import create_topics
 from streams.app.topology import ALL_TOPICS
+from streams.memory.applied_by_turn import legacy_candidate_key
 from streams.memory.memory_records import is_memory_record
 from streams.privacy import table_values
 from streams.privacy.placement import partition_for
@@ -49,15 +51,21 @@ pytestmark = pytest.mark.integration
 APP_ID = "memstream-upgrade"
 
 
-def old_forms(table: str, value: bytes, unsealer: TopicUnsealer) -> list[tuple[str, bytes]]:
-    """A table value as the (table, JSON) a version before wrote: a memory record as its
-    document in `memories` and its audit list in `audit`."""
+def old_forms(table: str, key: bytes, value: bytes,
+              unsealer: TopicUnsealer) -> list[tuple[str, bytes, bytes | None]]:
+    """A table value as the (table, key, JSON) a version before wrote (None: the key deleted):
+    a memory record as its document in `memories` and its audit list in `audit`; the `applied`
+    records of a turn each under its candidate's key, the turn's key deleted."""
     plaintext = unsealer.sealer.open_stored(table_values.unpack(value))
     record = orjson.loads(plaintext)
-    if table != "memories" or not is_memory_record(record):
-        return [(table, plaintext)]
-    split = [("audit", orjson.dumps(record["audit"]))]
-    return [("memories", orjson.dumps(record["memory"])), *split] if record["memory"] else split
+    if table == "memories" and is_memory_record(record):
+        split = [("audit", key, orjson.dumps(record["audit"]))]
+        return [("memories", key, orjson.dumps(record["memory"])), *split] if record["memory"] else split
+    if table == "applied" and isinstance(record, dict) and "$turn" in record:
+        user_id = orjson.loads(key)[0]
+        return [*(("applied", legacy_candidate_key(user_id, cid).encode(), orjson.dumps(one))
+                  for cid, one in record["candidates"].items()), ("applied", key, None)]
+    return [(table, key, plaintext)]
 
 
 def old_form(user_id: str, plaintext: bytes, unsealer: TopicUnsealer, as_json: bool) -> bytes:
@@ -73,7 +81,8 @@ def old_form(user_id: str, plaintext: bytes, unsealer: TopicUnsealer, as_json: b
 async def rewrite_in_old_forms(broker_url: str, user_id: str) -> Counter:
     """Append an old form of every deflated value of the sealed tables' changelogs (all the
     user's, on the user's partition), JSON and binary by turns, each memory record as its two
-    values of before; return how many of each form, and of the audit lists split off."""
+    values of before and each turn's `applied` records under their candidates' keys; return how
+many of each form, of the audit lists split off and of the turns split."""
     unsealer = TopicUnsealer(broker_url, APP_ID, decode_key(MASTER_KEY))
     await unsealer.refresh()
     producer = make_producer(broker_url, one_record_batches=True)
@@ -84,12 +93,15 @@ async def rewrite_in_old_forms(broker_url: str, user_id: str) -> Counter:
             for key, value in await read_records(broker_url, changelog_topic(APP_ID, table)):
                 if not value or not table_values.unpack(value).deflated:
                     continue
-                for old_table, plaintext in old_forms(table, value, unsealer):
+                for old_table, old_key, plaintext in old_forms(table, key, value, unsealer):
                     as_json = sum(rewritten.values()) % 2 == 0
                     await producer.send_and_wait(
-                        changelog_topic(APP_ID, old_table), key=key,
-                        value=old_form(user_id, plaintext, unsealer, as_json),
+                        changelog_topic(APP_ID, old_table), key=old_key,
+                        value=None if plaintext is None else old_form(user_id, plaintext, unsealer, as_json),
                         partition=partition_for(user_id, PARTITIONS))
+                    if plaintext is None:
+                        rewritten["turns split"] += 1
+                        continue
                     rewritten["json" if as_json else "binary"] += 1
                     rewritten["audit lists"] += old_table == "audit"
     finally:
@@ -130,6 +142,7 @@ def test_a_worker_upgraded_over_tables_in_the_old_form_serves_them(tmp_path: Pat
         rewritten = asyncio.run(rewrite_in_old_forms(broker.url, user))
         assert rewritten["json"] + rewritten["binary"] >= len(before) and min(rewritten.values())
         assert rewritten["audit lists"] >= len(before), "each memory's audit list split off"
+        assert rewritten["turns split"] >= 2, "each turn's applied records under their keys of before"
 
         worker = Worker(broker.url, tmp_path / "after", APP_ID, tmp_path / "after.log",
                         env=NO_LIFECYCLE).start()

@@ -13,7 +13,7 @@ from streams.memory.applied import WriteSet, patch_of, patched
 from streams.memory.candidates import _apply, apply_candidate, carried_values
 from streams.memory.documents import candidate_id
 from streams.memory.state import MemoryState
-from streams.memory.tables import candidate_key
+from streams.memory.documents import applied_key
 from streams.memory.vector_index import encode_vector
 from tests.unit.memory.test_memory_state import cand, state, vec
 
@@ -48,7 +48,7 @@ def test_a_worker_killed_between_the_record_and_its_writes_ends_as_if_uninterrup
     apply_candidate(killed, first, vec(1, 0))
     writes = WriteSet(killed.tables)  # the second candidate, killed right after its record
     result = _apply(killed.over(writes.tables), second, vec(0.6, 0.8), None, candidate_id(second))
-    applied.remember(killed.tables.applied, candidate_key("u", candidate_id(second)), result,
+    applied.remember(killed.tables.applied, applied_key(second), result,
                      writes.listed())
     assert candidate_id(second) not in killed.tables.memories
     again = apply_candidate(killed, second, vec(0.6, 0.8))
@@ -71,7 +71,7 @@ def test_the_record_names_the_candidates_vectors_and_a_replay_puts_them_back():
     listed = writes.listed(carried_values(second))
     assert second.vector_b64 not in orjson.dumps(listed).decode(), "named, not repeated"
     assert {"$carried": "vector_b64"} in listed[0][4]["value"].values()
-    applied.remember(killed.tables.applied, candidate_key("u", candidate_id(second)), result, listed)
+    applied.remember(killed.tables.applied, applied_key(second), result, listed)
     again = apply_candidate(killed, second, vec(0.6, 0.8))
 
     assert again.replayed
@@ -111,7 +111,7 @@ def test_a_write_naming_a_vector_the_replayed_candidate_lacks_is_left_undone():
     killed = state()
     writes = WriteSet(killed.tables)
     result = _apply(killed.over(writes.tables), second, vec(0.6, 0.8), None, candidate_id(second))
-    applied.remember(killed.tables.applied, candidate_key("u", candidate_id(second)), result,
+    applied.remember(killed.tables.applied, applied_key(second), result,
                      writes.listed(carried_values(second)))
     resent = second.model_copy(update={"vector_b64": None, "context_b64": None})
     again = apply_candidate(killed, resent, vec(0.6, 0.8))
