@@ -29,6 +29,8 @@ class WriteSettings(Section):
         description="Sensitive data kinds not stored unless the user explicitly asks (seed 004).",
     )
     ingest_batch_size: int = Field(
-        32, ge=1, description="Turns ingest takes at once (their candidates embedded in one call).")
+        128, ge=1, description="Turns ingest takes at once when they wait (their candidates embedded "
+        "in one call, their records and table writes made once per user). Only a backlog fills a "
+        "batch: a lone turn waits `INGEST_BATCH_WITHIN_MS` at most.")
     ingest_batch_within_ms: int = Field(
         5, ge=1, description="Longest wait to fill an ingest batch (added to a lone turn's latency).")
