@@ -29,7 +29,7 @@ Why this keeps the guarantees:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -39,7 +39,7 @@ import orjson
 from streams.observability import metrics
 from streams.observability.logs import describe_failure
 from streams.privacy.sealed import SealedTable
-from streams.tables import key_text
+from streams.tables import ReadableItems, key_text
 
 log = logging.getLogger(__name__)
 MAX_HELD = 20_000
@@ -75,7 +75,7 @@ class _Held:
     scope: Any
 
 
-class CachedTable(MutableMapping[Any, Any]):
+class CachedTable(ReadableItems):
     """A sealed table whose writes are held until `WriteCache.flush` (module doc)."""
 
     def __init__(self, table: SealedTable, cache: WriteCache) -> None:
@@ -135,17 +135,6 @@ class CachedTable(MutableMapping[Any, Any]):
         if value is _MISSING:
             raise KeyError(key)
         return value
-
-    def items(self) -> Iterator[tuple[Any, Any]]:  # type: ignore[override]  # skips shredded users, as SealedTable.items
-        """The readable entries (those of shredded users are left out)."""
-        for key in list(self):
-            try:
-                yield key, self[key]
-            except KeyError:
-                continue
-
-    def values(self) -> Iterator[Any]:  # type: ignore[override]  # skips shredded users, as SealedTable.values
-        return (value for _, value in self.items())
 
     def flush(self) -> int:
         """Make the held writes, each in its scope; return how many were made. A write that

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -19,7 +19,7 @@ import orjson
 from streams.privacy.crypto import SealError
 from streams.privacy.table_values import StoredValue, deflate, inflate, pack, unpack
 from streams.privacy.user_keys import UserKeys
-from streams.tables import Table, key_text
+from streams.tables import ReadableItems, Table, key_text
 from topics.sealed import Sealed
 
 UserOf = Callable[[str, Any], str]
@@ -69,7 +69,7 @@ class Sealer:
         return inflate(self.keys.open_raw(stored.user_id, stored.sealed), stored.deflated)
 
 
-class SealedTable(MutableMapping[Any, Any]):
+class SealedTable(ReadableItems):
     """A table whose values are stored as `Sealed` envelopes of their user (`user_of`)."""
 
     def __init__(self, table: Table, sealer: Sealer, user_of: UserOf) -> None:
@@ -152,17 +152,6 @@ class SealedTable(MutableMapping[Any, Any]):
         if value is _MISSING:
             raise KeyError(key)
         return value
-
-    def items(self) -> Iterator[tuple[Any, Any]]:  # type: ignore[override]  # skips shredded users: an iterator, not a view
-        """The readable entries (those of shredded users are left out)."""
-        for key in list(self.table.keys()):
-            try:
-                yield key, self[key]
-            except KeyError:
-                continue
-
-    def values(self) -> Iterator[Any]:  # type: ignore[override]  # skips shredded users: an iterator, not a view
-        return (value for _, value in self.items())
 
 
 # --- who a table's values belong to ----------------------------------------------------------
