@@ -73,7 +73,9 @@ class Memory(BaseModel):
     context_b64: str | None = Field(
         None, description="The conversation the fact was said in, as a vector (the weighted "
                           "embeddings of its turn and the one before, `streams.write.contextual`; "
-                          "encoded as `embedding_b64`): a query searches by normalise(embedding + "
+                          "int8 with its scale, base64, after \"i8:\" (float16 as `embedding_b64` "
+                          "as written before; `streams.memory.vector_index.encode_context_vector`)): "
+                          "a query searches by normalise(embedding + "
                           "context), dedup, forget and links by the embedding alone. None for "
                           "episodes and memories written before it existed.")
     pending_change: PendingChange | None = Field(

@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 HALF_PREFIX = "h:"
 """Marks a vector stored as float16 (`encode_vector`). A float32 one, as written before, is
 plain base64, which never holds a colon."""
+INT8_PREFIX = "i8:"
+"""Marks a vector stored as int8 with its scale (`encode_context_vector`)."""
 
 
 def encode_vector(vector: np.ndarray) -> str:
@@ -39,12 +41,34 @@ def encode_vector(vector: np.ndarray) -> str:
     return HALF_PREFIX + base64.b64encode(half.tobytes()).decode("ascii")
 
 
+def encode_context_vector(vector: np.ndarray) -> str:
+    """A context vector (`Memory.context_b64`) as documents and records carry it: int8, scaled
+    by its largest component (a float32 before the values), base64, after `INT8_PREFIX`.
+
+    Half the bytes of `encode_vector` again. Only queries read a context vector (they search by
+    normalise(embedding + context)); dedup, forgetting and links search the embeddings, which
+    stay float16: int8 moves cosines about 30 times more than float16 does, enough to change
+    dedup's decisions near a band, not a query's ranking (docs/decisions.md#context-vectors-in-int8)."""
+    values = np.asarray(vector, dtype=np.float32).reshape(-1)
+    peak = float(np.max(np.abs(values))) if values.size else 0.0
+    scale = np.float32(peak / 127.0 if peak > 0 else 1.0)
+    quantised = np.clip(np.rint(values / scale), -127, 127).astype(np.int8)
+    return INT8_PREFIX + base64.b64encode(scale.tobytes() + quantised.tobytes()).decode("ascii")
+
+
 def decode_vector(data: str) -> np.ndarray:
-    """A vector written by `encode_vector`, or by the float32 format before it, as float32.
-    Raises ValueError for text that is not one (not base64, or a size no vector has)."""
+    """A vector written by `encode_vector`, `encode_context_vector`, or the float32 format
+    before them, as float32. Raises ValueError for text that is not one (not base64, or a
+    size no vector has)."""
     if data.startswith(HALF_PREFIX):
         raw = base64.b64decode(data[len(HALF_PREFIX):], validate=True)
         return np.frombuffer(raw, dtype=np.float16).astype(np.float32)
+    if data.startswith(INT8_PREFIX):
+        raw = base64.b64decode(data[len(INT8_PREFIX):], validate=True)
+        if len(raw) < 4:
+            raise ValueError("an int8 vector without its scale")
+        scale = np.frombuffer(raw[:4], dtype=np.float32)[0]
+        return np.frombuffer(raw[4:], dtype=np.int8).astype(np.float32) * scale
     return np.frombuffer(base64.b64decode(data, validate=True), dtype=np.float32)
 
 
@@ -363,7 +387,7 @@ class UserIndex:
         norm = float(self._columns["context_norm"][row])
         if norm <= 0:
             return None
-        return encode_vector(self._query_buffer[row] * norm - self._buffer[row])
+        return encode_context_vector(self._query_buffer[row] * norm - self._buffer[row])
 
     def columns(self) -> Columns:
         """The filter columns of the current rows (views, not copies)."""

@@ -21,7 +21,7 @@ from streams.settings import ConsentSettings, EpisodicSettings, InputSettings, S
 from streams.errors import InvalidRecord
 from streams.memory import applied, consent, ids
 from streams.memory.tables import Table, thread_key, turn_key, user_day_key
-from streams.memory.vector_index import encode_vector
+from streams.memory.vector_index import encode_context_vector, encode_vector
 from streams.memory.users import blocked_topics
 from streams.observability import metrics
 from streams.observability.logs import describe_failure
@@ -166,7 +166,7 @@ class IngestStage:
         for plan in plans:
             plan.candidates = [c.model_copy(update={
                 "vector_b64": encode_vector(summary),
-                "context_b64": None if context is None else encode_vector(context)})
+                "context_b64": None if context is None else encode_context_vector(context)})
                 for c, (summary, context) in zip(plan.candidates, vectors)]
 
     async def handle(self, record: Record) -> int:

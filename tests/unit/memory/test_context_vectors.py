@@ -6,7 +6,14 @@ import pytest
 
 from streams.memory.candidates import apply_candidate
 from streams.memory.model import Memory
-from streams.memory.vector_index import VectorIndex, decode_vector, encode_vector
+from streams.memory.vector_index import (
+    HALF_PREFIX,
+    INT8_PREFIX,
+    VectorIndex,
+    decode_vector,
+    encode_context_vector,
+    encode_vector,
+)
 from streams.write.contextual import FactTexts, context_of, fact_vectors
 from tests.unit.memory.test_memory_state import cand, state, vec
 from topics.turns import Turn
@@ -50,6 +57,23 @@ def test_the_document_keeps_its_context_through_changes_and_a_rebuild() -> None:
     query = vec(0, 1)
     assert np.allclose(rebuilt.user("u").query_similarities(query),
                        s.index.user("u").query_similarities(query), atol=1e-3)
+
+
+def test_a_context_vector_is_stored_in_int8_and_the_float16_of_before_still_reads() -> None:
+    rng = np.random.default_rng(7)
+    context = rng.standard_normal(384).astype(np.float32)
+    stored = encode_context_vector(context)
+    assert stored.startswith(INT8_PREFIX) and len(stored) < len(encode_vector(context)) * 0.7
+    back = decode_vector(stored)
+    assert float(back @ context / (np.linalg.norm(back) * np.linalg.norm(context))) > 0.9999
+    assert np.max(np.abs(back - context)) <= np.max(np.abs(context)) / 254 + 1e-6
+    assert not decode_vector(encode_context_vector(np.zeros(4))).any()
+    s = state()  # a candidate of before, its context in float16: stored as it came, read as it was
+    made = apply_candidate(s, with_context("1", "Nate made it with coconut milk."), vec(1, 0))
+    assert s.memory(made.memory_id).context_b64.startswith(HALF_PREFIX)  # type: ignore[union-attr]
+    apply_candidate(s, cand("2", "Nate made it with coconut milk."), vec(1, 0))  # a merge: from the index's copy
+    merged = s.memory(made.memory_id).context_b64  # type: ignore[union-attr]
+    assert merged.startswith(INT8_PREFIX) and np.allclose(decode_vector(merged), CONTEXT, atol=2 / 127)
 
 
 def test_a_context_of_another_size_or_not_base64_is_ignored() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from streams.settings import Settings
-from streams.memory.vector_index import decode_vector, encode_vector
+from streams.memory.vector_index import INT8_PREFIX, decode_vector, encode_vector
 from streams.pipeline.dedup import carried_vector
 from streams.app.inprocess import InProcessPipeline
 from tests.unit.app.test_inprocess import turn
@@ -35,6 +35,8 @@ async def test_dedup_uses_the_vector_ingest_computed(tmp_path, minilm_embedder):
     stored = decode_vector(pipeline.tables.memories[memory.id]["embedding_b64"])
     expected = minilm_embedder.embed([memory.summary])[0]
     assert float(np.dot(stored, expected)) > 0.999
+    context = pipeline.tables.memories[memory.id]["context_b64"]
+    assert context.startswith(INT8_PREFIX), "its context vector travels and is stored in int8"
 
 
 async def test_without_ingest_vectors_dedup_embeds(tmp_path, minilm_embedder):
