@@ -15,6 +15,7 @@ it. Every other key (commands, touches) is a key of its own, as before.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -41,7 +42,10 @@ def _candidate_of(key: Any) -> tuple[str, str, str] | None:
     """(turn key, key of before, candidate id) of a candidate's key, None for any other key."""
     if not isinstance(key, str) or not key.startswith("[") or '"candidate"' not in key:
         return None
-    parts = orjson.loads(key)
+    try:
+        parts = orjson.loads(key)
+    except orjson.JSONDecodeError:  # a lone surrogate in an id: `composite_key` wrote it by `json`
+        parts = json.loads(key)
     if len(parts) != 5 or parts[1] != "candidate":
         return None
     user_id, _, thread_id, turn_id, candidate_id = parts

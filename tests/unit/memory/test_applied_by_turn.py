@@ -33,6 +33,17 @@ def test_a_turns_candidates_share_one_value_and_other_keys_their_own():
     assert turn_applied_key("u", "t", "1") not in raw, "the turn's last record gone: its key too"
 
 
+def test_ids_of_any_text_keep_their_turns_apart():
+    """Ids are free text: quotes, the word "candidate", a lone surrogate (which orjson refuses)."""
+    applied = AppliedByTurn({})
+    odd = [("u\ud800", "t", "1"), ('u"', '"candidate"', "1"), ("u", "t", '1","x')]
+    for n, (user, thread, turn) in enumerate(odd):
+        applied[candidate_key(user, thread, turn, "c0")] = {**RECORD, "memory_id": str(n)}
+    for n, (user, thread, turn) in enumerate(odd):
+        assert applied[candidate_key(user, thread, turn, "c0")]["memory_id"] == str(n)
+    assert len(applied) == len(odd)
+
+
 def test_a_record_written_before_is_read_and_written_where_it_is():
     raw: dict[str, Any] = {legacy_candidate_key("u", "c0"): RECORD}
     applied = AppliedByTurn(raw)
