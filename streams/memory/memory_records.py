@@ -57,7 +57,16 @@ class MemoryRecords:
         value = _get(self.table, key)
         if is_memory_record(value):
             return value["memory"], value["audit"] or None
-        return value, _get(self.legacy_audit, key) if self.legacy_audit is not None else None
+        return value, self._legacy_list(key)
+
+    def document(self, key: Any) -> dict[str, Any] | None:
+        """The document under `key` alone: `read` without the old `audit` table's read, which
+        a document never needs (every `MemoryState.memory`, on the hot path)."""
+        value = _get(self.table, key)
+        return value["memory"] if is_memory_record(value) else value
+
+    def _legacy_list(self, key: Any) -> list[dict[str, Any]] | None:
+        return _get(self.legacy_audit, key) if self.legacy_audit is not None else None
 
     def write(self, key: Any, memory: dict[str, Any] | None,
               audit: list[dict[str, Any]] | None) -> None:
@@ -111,7 +120,7 @@ class DocumentsView(_View):
     """Memory id -> document (the `memories` table as the stages have always read it)."""
 
     def _part(self, key: Any) -> Any:
-        return self.records.read(key)[0]
+        return self.records.document(key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         self.records.write(key, value, self.records.read(key)[1])
