@@ -130,9 +130,10 @@ def mentions(record: dict[str, Any], memory_id: str) -> bool:
 def scrubbed(record: dict[str, Any], memory_id: str) -> dict[str, Any]:
     """The record without the memory's events and without its writes (they hold documents and
     audit entries; a replay this late has nothing to make again). The record stays: it keeps
-    blocking a replay of its turn or command, which must not bring the memory back."""
-    outcome = "purged" if record.get("memory_id") == memory_id else record.get("outcome", "")
-    return {"outcome": outcome, "memory_id": record.get("memory_id", ""),
+    blocking a replay of its turn or command, which must not bring the memory back. Its outcome
+    stays what the first application reported, so a replay after a crash (the purge inside the
+    uncommitted window) reports the same progress as the run that was not interrupted."""
+    return {"outcome": record.get("outcome", ""), "memory_id": record.get("memory_id", ""),
             "events": [e for e in record.get("events", []) if e.get("memory_id") != memory_id]}
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from streams.memory.applied_by_turn import AppliedByTurn, legacy_candidate_key, turn_applied_key
 from streams.memory.candidates import apply_candidate
 from streams.memory.documents import applied_key, candidate_id
+from streams.lifecycle.forgetting import purge
 from streams.memory.purge import purge_user
 from streams.memory.tables import candidate_key, command_key
 from streams.privacy.sealed import TABLE_OWNERS, SealedTable, user_first_in_key
@@ -83,3 +84,20 @@ def test_a_candidate_applied_before_the_upgrade_replays_as_it_did():
     replay = apply_candidate(s, first, vec(1, 0))
     assert replay.replayed and replay.events == done.events
     assert applied_key(first) in s.tables.applied
+
+
+def test_a_replay_after_a_lifecycle_purge_reports_what_the_first_run_did():
+    """A memory purged by the lifecycle (purge_at) inside the uncommitted window of its turn: a
+    crash replays the candidate, which must report the first run's outcome (the progress of the
+    uninterrupted run), bring nothing back and send none of the purged memory's events."""
+    s = state()
+    first = cand("1", "Ana has a dog named Luna.")
+    done = apply_candidate(s, first, vec(1, 0))
+    assert done.outcome == "created" and done.events
+    memory = s.memory(done.memory_id)
+    purge(s, memory, datetime(2024, 6, 1, tzinfo=timezone.utc))
+    replay = apply_candidate(s, first, vec(1, 0))
+    assert replay.replayed
+    assert (replay.outcome, replay.memory_id) == ("created", done.memory_id)
+    assert replay.events == []
+    assert s.memory(done.memory_id).state == "purged"
