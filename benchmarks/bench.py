@@ -608,12 +608,13 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
                   model_cpu_seconds=delta(metric_total(text, MODEL_CPU_METRIC),
                                           metric_total(after[1], MODEL_CPU_METRIC)))
         for i, (url, (health, text), after) in enumerate(zip(stack.urls, statuses, statuses_end))]
-    single_source = None
+    single_source, single_cpu = None, None
     if single_worker_rate:
         single_source = "given (--single-worker-rate)"
     elif scaling and (workers > 1 and not broker):
         console.print("draining the same turns with one worker on a fresh stack (--scaling) ...")
-        single_worker_rate = single_worker_drain(turns, partitions, lifecycle, stack.one_record_batches)
+        single_worker_rate, single_cpu = single_worker_drain(turns, partitions, lifecycle,
+                                                             stack.one_record_batches)
         single_source = ("measured (--scaling): one worker, a fresh stack, the same turns and "
                          "partitions, right after this run")
     elif scaling and workers == 1 and not broker:
@@ -622,6 +623,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         worker_runs, turns=len(turns), seconds=elapsed, partitions=partitions,
         users=len(conversations), users_per_file=users_per_file,
         single_worker_turns_per_s=single_worker_rate, single_worker_source=single_source,
+        single_worker_cpu=single_cpu,
         broker_cpu_seconds=delta(cpu_start.get("broker"), cpu_end.get("broker")))
     cpu = cpu_report(workers_summed(cpu_start), workers_summed(cpu_end), len(turns), elapsed)
     cpu.update(model_cpu(worker_runs, len(turns), cpu["ms_per_turn"].get("worker")))
@@ -720,15 +722,34 @@ async def topic_partitions(broker_url: str, topic: str) -> int | None:
 
 
 def single_worker_drain(turns: list[Turn], partitions: int, lifecycle: bool,
-                        one_record: bool) -> float:
-    """Turns/s of one worker draining `turns` (produced all at once) on a fresh stack."""
+                        one_record: bool) -> tuple[float, dict[str, Any]]:
+    """Turns/s of one worker draining `turns` (produced all at once) on a fresh stack, and that
+    worker's CPU over the drain (`single_worker_cpu`): beside the N workers' own, it shows
+    whether a worker's CPU a turn grew when N shared the machine."""
+    from benchmarks.bench_scale import (
+        MODEL_CPU_METRIC,
+        WorkerRun,
+        delta,
+        metric_total,
+        single_worker_cpu,
+    )
+
     stack = start_stack(partitions, lifecycle, 1)
     try:
         asyncio.run(warm_worker(stack, "single-warmup"))
+        [(_, before)] = asyncio.run(_statuses(stack))
+        processes = stack_processes(stack)
+        cpu_start = cpu_snapshot(processes)
         result = asyncio.run(ingest(stack.broker_url, turns, one_record, 120.0, lambda: None))
+        cpu_end = cpu_snapshot(processes)
+        [(_, after)] = asyncio.run(_statuses(stack))
     finally:
         stack.close()
-    return round(len(turns) / max(result.finished - result.started, 1e-9), 2)
+    seconds = max(result.finished - result.started, 1e-9)
+    run = WorkerRun(stack.urls[0], cpu_seconds=delta(cpu_start["worker-0"], cpu_end["worker-0"]),
+                    turns=len(turns), model_cpu_seconds=delta(metric_total(before, MODEL_CPU_METRIC),
+                                                              metric_total(after, MODEL_CPU_METRIC)))
+    return round(len(turns) / seconds, 2), single_worker_cpu(run, seconds)
 
 
 def _reliability(points: list[Point], plot_path: Path | None, console: Console) -> dict[str, Any]:
@@ -917,6 +938,11 @@ def render_scale_out(report: dict[str, Any], console: Console) -> None:
         table.add_row(f"{row['worker']} {row['api_url']}", ",".join(map(str, row["partitions"])),
                       *(shown(row[k]) for k in ("turns", "turn_share", "cpu_seconds", "cores_busy",
                                                 "cpu_ms_per_turn", "model_cpu_seconds")))
+    if one := scale.get("single_worker_cpu"):
+        model = one["model_ms_per_turn"]
+        table.add_row("one worker alone (--scaling)", "all", str(scale["turns"]), "1", "",
+                      shown(one["cores_busy"]), shown(one["cpu_ms_per_turn"]),
+                      "" if model is None else f"{model} ms/turn")
     console.print(table)
 
 

@@ -131,10 +131,19 @@ def _round(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
 
 
+def single_worker_cpu(run: WorkerRun, seconds: float) -> dict[str, Any]:
+    """The one-worker drain's CPU (`--scaling`): cores busy, CPU and model CPU ms a turn."""
+    seconds = max(seconds, 1e-9)
+    per_turn = (lambda s: None if s is None or not run.turns else round(1000 * s / run.turns, 2))
+    return {"cores_busy": _round(None if run.cpu_seconds is None else run.cpu_seconds / seconds, 2),
+            "cpu_ms_per_turn": per_turn(run.cpu_seconds),
+            "model_ms_per_turn": per_turn(run.model_cpu_seconds)}
+
+
 def scale_out_report(workers: Sequence[WorkerRun], *, turns: int, seconds: float, partitions: int,
                      users: int, users_per_file: int, single_worker_turns_per_s: float | None,
                      single_worker_source: str | None, broker_cpu_seconds: float | None,
-                     ) -> dict[str, Any]:
+                     single_worker_cpu: dict[str, Any] | None = None) -> dict[str, Any]:
     """The report's `scale_out` section (see the module doc)."""
     seconds = max(seconds, 1e-9)
     rate = turns / seconds
@@ -156,6 +165,7 @@ def scale_out_report(workers: Sequence[WorkerRun], *, turns: int, seconds: float
         "turns_per_s": round(rate, 2),
         "single_worker_turns_per_s": single_worker_turns_per_s,
         "single_worker_source": single_worker_source,
+        "single_worker_cpu": single_worker_cpu,
         "scaling_efficiency": scaling_efficiency(rate, len(workers), single_worker_turns_per_s),
         "broker_cores_busy": _round(None if broker_cpu_seconds is None else
                                     broker_cpu_seconds / seconds, 2),

@@ -23,6 +23,7 @@ from benchmarks.bench_scale import (
     per_turn,
     record_bytes,
     scale_out_report,
+    single_worker_cpu,
     scaling_efficiency,
     spread_copies,
     written_ranges,
@@ -119,6 +120,21 @@ def test_scale_out_report_per_worker():
     row = unknown["per_worker"][0]
     assert row["turns"] is None and row["cores_busy"] is None and row["cpu_ms_per_turn"] is None
     assert unknown["scaling_efficiency"] is None and unknown["broker_cores_busy"] is None
+
+
+def test_the_one_worker_drains_cpu_is_reported_beside_the_n_workers():
+    """`--scaling`: the one worker's CPU a turn and cores busy, to compare with each of the N
+    workers' (a worker's CPU a turn that grows with N is contention for the machine's cores)."""
+    one = single_worker_cpu(WorkerRun("http://w", turns=400, cpu_seconds=6.0, model_cpu_seconds=2.0),
+                            seconds=4.0)
+    assert one == {"cores_busy": 1.5, "cpu_ms_per_turn": 15.0, "model_ms_per_turn": 5.0}
+    assert single_worker_cpu(WorkerRun("http://w", turns=400), 4.0) == {
+        "cores_busy": None, "cpu_ms_per_turn": None, "model_ms_per_turn": None}
+    report = scale_out_report([WorkerRun("http://w0", turns=400)], turns=400, seconds=2.0,
+                              partitions=4, users=4, users_per_file=1,
+                              single_worker_turns_per_s=100.0, single_worker_source="measured",
+                              broker_cpu_seconds=None, single_worker_cpu=one)
+    assert report["single_worker_cpu"] == one
 
 
 def test_model_cpu_is_reported_apart_from_the_rest():
