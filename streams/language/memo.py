@@ -15,7 +15,8 @@ do: at most `TEXT_MEMO_SIZE` texts of at most `MEMO_MAX_CHARS` each (a longer on
 hostile turn, is read afresh every time), so a few MB at worst. A purge empties them
 (`forget_texts`, called by `streams.memory.purge` for a user and for one memory), so nothing of
 a purged user's turns or a purged memory's summary stays readable in the worker's memory
-through them.
+through them; other caches of texts (`streams.write.contextual.TurnVectors`) are emptied with
+them (`on_forget`).
 """
 from __future__ import annotations
 
@@ -45,6 +46,11 @@ def text_memo(fn: Callable[Concatenate[str, P], R]) -> Callable[Concatenate[str,
             return fn(text, *args, **kwargs)
         return memoised(text, *args, **kwargs)
     return call
+
+
+def on_forget(clear: Callable[[], None]) -> None:
+    """Have `forget_texts` call `clear` too: for a cache of texts that is not a `text_memo`."""
+    _MEMOS.append(clear)
 
 
 def forget_texts() -> None:

@@ -32,7 +32,7 @@ from streams.privacy.user_keys import UserKeys
 from streams.providers.embedders import Embed
 from streams.guarded.llm import GuardedLLM
 from streams.write import policy
-from streams.write.contextual import FactTexts, context_of, fact_vectors
+from streams.write.contextual import FactTexts, TurnVectors, context_of, fact_vectors
 from streams.write.episodic import Observed, observe, rules_from
 from streams.write.facts import FactPipeline, candidates_of, hot_command, mentions_topic
 from streams.write.trigger import CommandKind, ExplicitCommand
@@ -137,6 +137,7 @@ class IngestStage:
         `record_scope` is the scope each record's table writes and sends are made in."""
         self.settings = settings
         self.embed = embed
+        self.turn_vectors = TurnVectors()
         self.record_scope = record_scope
         self.now = now
         self.tables = tables
@@ -158,7 +159,7 @@ class IngestStage:
         if not texts:
             return
         try:
-            vectors = iter(await fact_vectors(texts, self.embed))
+            vectors = iter(await fact_vectors(texts, self.embed, self.turn_vectors))
         except Exception as exc:  # noqa: BLE001 - dedup embeds what ingest could not
             metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
             log.warning("ingest could not embed candidates, dedup will: %s", describe_failure(exc))

@@ -31,16 +31,21 @@ Episodes get no context: they describe a window, not one turn.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from streams.language.memo import MEMO_MAX_CHARS, on_forget
 from topics.turns import Turn
 
 PREVIOUS_TURN_WEIGHT = 0.5
 SOURCE_TURN_WEIGHT = 0.3
+TURN_VECTORS_SIZE = 2048
+"""Turn texts whose embeddings a worker keeps (`TurnVectors`): one for each of as many threads
+as talk at once, and more (3 MB of float32 vectors)."""
 
 
 def turn_text(turn: Turn) -> str:
@@ -83,16 +88,59 @@ def context_of(turn: Turn, buffered: Sequence[dict[str, Any]]) -> tuple[str, str
     return turn_text(source), turn_text(before) if answered and before is not None else None
 
 
-async def fact_vectors(facts: Sequence[FactTexts], embed: Callable[[list[str]], Awaitable[np.ndarray]]
-                       ) -> list[tuple[np.ndarray, np.ndarray | None]]:
+class TurnVectors:
+    """The embeddings of the latest `size` turn texts a context was made of, so a turn is
+    embedded once although it is also the previous turn of the next: in a steady chat each
+    batch holds one turn, and the turn it answers came in an earlier batch. (A drained backlog
+    gains little: there the next turn is mostly in the same batch, whose texts are embedded
+    once anyway.) Exact for `local-int8`, which embeds one text a run: a text's vector does not
+    depend on the texts beside it. Like the write rules' memos (`streams.language.memo`) it
+    holds recent turns' texts: texts longer than `MEMO_MAX_CHARS` are not kept, and a purge
+    empties it (`forget_texts`)."""
+
+    def __init__(self, size: int = TURN_VECTORS_SIZE) -> None:
+        self.size = size
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        on_forget(self._vectors.clear)
+
+    def get(self, text: str) -> np.ndarray | None:
+        vector = self._vectors.get(text)
+        if vector is not None:
+            self._vectors.move_to_end(text)
+        return vector
+
+    def put(self, text: str, vector: np.ndarray) -> None:
+        if len(text) > MEMO_MAX_CHARS or self.size <= 0:
+            return
+        self._vectors[text] = vector
+        self._vectors.move_to_end(text)
+        while len(self._vectors) > self.size:
+            self._vectors.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._vectors)
+
+
+async def fact_vectors(facts: Sequence[FactTexts], embed: Callable[[list[str]], Awaitable[np.ndarray]],
+                       known: TurnVectors | None = None) -> list[tuple[np.ndarray, np.ndarray | None]]:
     """(summary embedding, context vector or None) per fact, every distinct text embedded once
     in one model call (the facts of one turn share its turns, and a turn is the previous turn
-    of the next)."""
+    of the next); the turn texts in `known` are not embedded again, and those embedded now are
+    added to it."""
     if not facts:
         return []
+    turns = {part for fact in facts for part, _ in fact.context()}
     texts = list(dict.fromkeys(t for fact in facts for t in (fact.summary, *(p for p, _ in fact.context()))))
-    rows = np.asarray(await embed(texts), dtype=np.float32)
-    at = {text: row for text, row in zip(texts, rows)}
+    at: dict[str, np.ndarray] = {}
+    if known is not None:
+        at = {text: vector for text in texts if text in turns and (vector := known.get(text)) is not None}
+    missing = [text for text in texts if text not in at]
+    if missing:
+        rows = np.asarray(await embed(missing), dtype=np.float32)
+        for text, row in zip(missing, rows):
+            at[text] = row
+            if known is not None and text in turns:
+                known.put(text, row.copy())  # a copy: a view would keep the whole batch alive
     out: list[tuple[np.ndarray, np.ndarray | None]] = []
     for fact in facts:
         parts = fact.context()

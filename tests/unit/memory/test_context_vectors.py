@@ -14,7 +14,8 @@ from streams.memory.vector_index import (
     encode_context_vector,
     encode_vector,
 )
-from streams.write.contextual import FactTexts, context_of, fact_vectors
+from streams.language.memo import MEMO_MAX_CHARS, forget_texts
+from streams.write.contextual import FactTexts, TurnVectors, context_of, fact_vectors
 from tests.unit.memory.test_memory_state import cand, state, vec
 from topics.turns import Turn
 
@@ -122,3 +123,36 @@ async def test_every_text_is_embedded_once_and_an_episode_gets_no_context() -> N
     assert context_a is not None and context_b is not None and episode_context is None
     assert np.allclose(context_a, context_b)
     assert a.shape == (8,)
+
+
+async def test_a_turn_embedded_for_one_batch_is_not_embedded_again_for_the_next() -> None:
+    """A steady chat: each batch one turn, whose context holds the turn before, embedded in the
+    batch before. Summaries are not kept (a summary is not met again)."""
+    calls: list[list[str]] = []
+    basis = {}
+
+    async def embed(texts: list[str]) -> np.ndarray:
+        calls.append(texts)
+        return np.stack([basis.setdefault(t, np.eye(16, dtype=np.float32)[len(basis)]) for t in texts])
+
+    known = TurnVectors()
+    first = await fact_vectors([FactTexts("fact a", "Nate: t1")], embed, known)
+    second = await fact_vectors([FactTexts("fact b", "Ana: t2", "Nate: t1")], embed, known)
+    assert calls == [["fact a", "Nate: t1"], ["fact b", "Ana: t2"]]
+    fresh = await fact_vectors([FactTexts("fact b", "Ana: t2", "Nate: t1")], embed)
+    assert np.array_equal(second[0][1], fresh[0][1]), "the same context as embedding afresh"
+    assert np.array_equal(first[0][1], 0.3 * basis["Nate: t1"])
+    assert known.get("fact a") is None and len(known) == 2
+
+
+def test_turn_vectors_keep_the_latest_and_are_emptied_by_a_purge() -> None:
+    known = TurnVectors(size=2)
+    for n in range(3):
+        known.put(f"t{n}", np.full(4, n, dtype=np.float32))
+    assert known.get("t0") is None and known.get("t1") is not None
+    known.put("t3", np.zeros(4, dtype=np.float32))  # t1 was read last: t2 goes
+    assert known.get("t2") is None and known.get("t1") is not None
+    known.put("x" * (MEMO_MAX_CHARS + 1), np.zeros(4, dtype=np.float32))
+    assert len(known) == 2, "a text longer than the memos keep is not kept"
+    forget_texts()
+    assert len(known) == 0
