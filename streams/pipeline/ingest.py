@@ -21,10 +21,10 @@ from streams.settings import ConsentSettings, EpisodicSettings, InputSettings, S
 from streams.errors import InvalidRecord
 from streams.memory import applied, consent, ids
 from streams.memory.tables import Table, thread_key, turn_key, user_day_key
+from streams.memory.vector_index import encode_context_vector, encode_vector
 from streams.memory.users import blocked_topics
 from streams.observability import metrics
 from streams.observability.logs import describe_failure
-from streams.pipeline.embedding_ahead import EmbeddingAhead
 from streams.pipeline.outputs import Outputs
 from streams.pipeline.records import Record, RecordScope, StageClock, no_scope
 from streams.privacy.placement import check_routed
@@ -32,7 +32,7 @@ from streams.privacy.user_keys import UserKeys
 from streams.providers.embedders import Embed
 from streams.guarded.llm import GuardedLLM
 from streams.write import policy
-from streams.write.contextual import FactTexts, TurnVectors, context_of
+from streams.write.contextual import FactTexts, TurnVectors, context_of, fact_vectors
 from streams.write.episodic import Observed, observe, rules_from
 from streams.write.facts import FactPipeline, candidates_of, hot_command, mentions_topic
 from streams.write.trigger import CommandKind, ExplicitCommand
@@ -146,6 +146,30 @@ class IngestStage:
         self.facts = FactPipeline(settings.write)
         self.episodes = rules_from(settings.episodic, settings.write)
 
+    async def with_vectors(self, plans: Sequence[TurnPlan]) -> None:
+        """Give the plans' candidates their vectors, every text embedded once in one model
+        call: the summary's embedding (`Candidate.vector_b64`) and, for a fact of one turn, its
+        context vector (`Candidate.context_b64`, `streams.write.contextual`). The model runs
+        off the event loop, so in a worker it embeds these facts while dedup applies earlier
+        ones: the two costs overlap instead of adding up. On a failure the candidates go
+        without (dedup embeds their summaries; they are then searched without context)."""
+        if self.embed is None:
+            return
+        texts = [t for plan in plans for t in plan.fact_texts()]
+        if not texts:
+            return
+        try:
+            vectors = iter(await fact_vectors(texts, self.embed, self.turn_vectors))
+        except Exception as exc:  # noqa: BLE001 - dedup embeds what ingest could not
+            metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
+            log.warning("ingest could not embed candidates, dedup will: %s", describe_failure(exc))
+            return
+        for plan in plans:
+            plan.candidates = [c.model_copy(update={
+                "vector_b64": encode_vector(summary),
+                "context_b64": None if context is None else encode_context_vector(context)})
+                for c, (summary, context) in zip(plan.candidates, vectors)]
+
     async def handle(self, record: Record) -> int:
         """Process one raw record; return the facts emitted (see `handle_batch`)."""
         return (await self.handle_batch([record]))[0]
@@ -153,9 +177,8 @@ class IngestStage:
     async def handle_batch(self, records: Sequence[Record]) -> list[int]:
         """Process records in order; return the facts emitted by each.
 
-        Each turn is decided first (trigger, extraction, policy, its thread's buffer), its
-        candidates embedded while the next turns are decided (`EmbeddingAhead`), then each
-        turn is sent,
+        Each turn is decided first (trigger, extraction, policy, its thread's buffer), then the
+        candidates of the whole batch are embedded in one model call, then each turn is sent,
         in turn order: its candidates are held and go out as the batch ends, in one record per
         user (`HeldCandidates`), then its events, one record per user, and the progress last,
         one record per user too (`Outputs.held_per_batch`). Never raises: a bad record, or any
@@ -165,22 +188,13 @@ class IngestStage:
         started = time.perf_counter()
         metrics.STAGE_RECORDS.labels(stage=STAGE).inc(len(records))
         plans: list[TurnPlan | None] = []
-        ahead = None if self.embed is None else EmbeddingAhead(self.embed, self.turn_vectors, STAGE)
-        try:
-            for record in records:
-                with self.record_scope(record):
-                    plan = await self._guarded(record, self._plan(record))
-                plans.append(plan)
-                if ahead is not None and plan is not None:
-                    ahead.add(plan)  # the model embeds while the next turns are decided
-                # Deciding a turn is CPU work on the event loop: let dedup apply a candidate (and
-                # the web routes answer) between two turns, rather than after the whole batch.
-                await asyncio.sleep(0)
-            if ahead is not None:
-                await ahead.finish()
-        finally:
-            if ahead is not None:
-                ahead.cancel()
+        for record in records:
+            with self.record_scope(record):
+                plans.append(await self._guarded(record, self._plan(record)))
+            # Deciding a turn is CPU work on the event loop: let dedup apply a candidate (and the
+            # web routes answer) between two turns, rather than after the whole batch.
+            await asyncio.sleep(0)
+        await self.with_vectors([plan for plan in plans if plan is not None])
         held = HeldCandidates()
         async with self.outputs.held_per_batch(STAGE):
             emitted = []
