@@ -355,7 +355,7 @@ class PromotionPass:
         if any(m.is_visible and PATTERN_TAG in m.tags and label in m.tags
                for m in user_index.stored_docs()):
             return True
-        near = user_index.search(vector, 5, accept=lambda m: m.is_visible and m.type == "semantic")
+        near = user_index.search(vector, 5, "semantic")
         return any(is_canonical(m) and sim >= self.config.canonical_similarity for m, sim in near)
 
     def _already_held(self, state: MemoryState, user_id: str, key: str | None,
@@ -366,6 +366,6 @@ class PromotionPass:
         user_index = state.index.user(user_id)
         if key and any(m.type == "semantic" for m in user_index.with_entity_key(lambda k: k == key)):
             return True
-        near = user_index.search(vector, 5, accept=lambda m: m.is_visible and m.type == "semantic")
+        near = user_index.search(vector, 5, "semantic")
         return any(sim >= state.config.profile.semantic_check_low
                    or (is_canonical(m) and sim >= self.config.canonical_similarity) for m, sim in near)

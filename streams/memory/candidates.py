@@ -69,9 +69,7 @@ def _apply(state: MemoryState, candidate: Candidate, vector: np.ndarray,
         if correction is not None:  # seed 003: fact corrections are never episodic inserts
             candidate = correction
     fact = candidate.fact
-    neighbours = user_index.search(
-        vector, state.config.neighbours_k, accept=lambda m: m.is_visible and m.type == fact.type
-    )
+    neighbours = user_index.search(vector, state.config.neighbours_k, fact.type)
     decision = keyed_decision(candidate, user_index) or dedup.decide(
         memory_type=fact.type, summary=fact.summary, entities=fact.entities,
         event_time=turn.ts, neighbours=neighbours, profile=state.config.profile,
@@ -149,8 +147,7 @@ def check_band(state: MemoryState, candidate: Candidate, vector: np.ndarray) -> 
     """Neighbours in the check band of the dedup bands: those a same-fact check decides."""
     fact = candidate.fact
     bands = dedup.bands_for(fact.type, state.config.profile)
-    hits = state.index.user(candidate.turn.user_id).search(
-        vector, state.config.neighbours_k, accept=lambda m: m.is_visible and m.type == fact.type)
+    hits = state.index.user(candidate.turn.user_id).search(vector, state.config.neighbours_k, fact.type)
     return [m for m, score in hits if bands.check_low <= score < bands.auto]
 
 
@@ -162,8 +159,7 @@ def as_correction(state: MemoryState, candidate: Candidate, vector: np.ndarray) 
     user_index = state.index.user(candidate.turn.user_id)
     if keyed_decision(semantic, user_index) is not None:
         return semantic
-    neighbours = user_index.search(
-        vector, state.config.neighbours_k, accept=lambda m: m.is_visible and m.type == "semantic")
+    neighbours = user_index.search(vector, state.config.neighbours_k, "semantic")
     decision = dedup.decide(
         memory_type="semantic", summary=candidate.fact.summary, entities=candidate.fact.entities,
         event_time=candidate.turn.ts, neighbours=neighbours, profile=state.config.profile,

@@ -223,8 +223,7 @@ def _apply_proposal(state: MemoryState, proposal: dict[str, Any], cmd: Command) 
     state.revisions.note_turn_memory(candidate.turn, memory.id)
     note_turn(state.tables.users, cmd.user_id, cmd.ts, created=True)
     if memory.type == "semantic":  # linked like any fact the candidate stage stores
-        neighbours = state.index.user(cmd.user_id).search(
-            vector, state.config.neighbours_k, accept=lambda m: m.is_visible and m.type == "semantic")
+        neighbours = state.index.user(cmd.user_id).search(vector, state.config.neighbours_k, "semantic")
         link(state, state.memory(memory.id) or memory, neighbours, cmd.ts)
     return events
 

@@ -11,13 +11,14 @@ import sys
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 
 from streams.memory import write_budget
 from streams.memory.lexical_index import LexicalIndex
 from streams.memory.model import Memory
+from topics.candidates import MemoryType
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +166,8 @@ class Columns:
     replaced: np.ndarray
     """Has a `superseded_by`: a newer memory answers for it (a correction, a consolidation)."""
     episodic: np.ndarray
+    type: np.ndarray
+    """The memory type's code (`MEMORY_TYPE_CODES`)."""
     category: np.ndarray
     importance: np.ndarray
     pinned: np.ndarray
@@ -182,7 +185,10 @@ class Columns:
     (`Memory.context_b64`), 0 for one without."""
 
 
-_COLUMN_TYPES = {"visible": np.bool_, "archived": np.bool_, "replaced": np.bool_, "episodic": np.bool_, "category": np.int32,
+MEMORY_TYPE_CODES: dict[str, int] = {name: code for code, name in enumerate(get_args(MemoryType))}
+"""The `type` column's code of each memory type."""
+_COLUMN_TYPES = {"visible": np.bool_, "archived": np.bool_, "replaced": np.bool_, "episodic": np.bool_,
+                 "type": np.int8, "category": np.int32,
                  "importance": np.int8, "pinned": np.bool_, "updated": np.float64, "day": np.int32,
                  "event_start": np.int32, "event_end": np.int32, "created": np.float64,
                  "budgeted": np.bool_, "context_norm": np.float32}
@@ -290,7 +296,7 @@ class UserIndex:
         code = self.category_codes.setdefault(memory.category.casefold(), len(self.category_codes))
         values = {"visible": memory.is_visible, "archived": memory.is_archived,
                   "replaced": memory.superseded_by is not None,
-                  "episodic": memory.type == "episodic",
+                  "episodic": memory.type == "episodic", "type": MEMORY_TYPE_CODES[memory.type],
                   "category": code, "importance": memory.importance, "pinned": memory.pinned,
                   "updated": memory.updated_at.timestamp(), "day": _day(memory.date_iso),
                   "event_start": _day(memory.event_start and memory.event_start.isoformat()),
@@ -461,16 +467,20 @@ class UserIndex:
                 return out
             take = rows.size
 
-    def search(
-        self, query: np.ndarray, k: int, accept: Callable[[Memory], bool] = lambda m: m.is_visible
-    ) -> list[tuple[Memory, float]]:
-        """Top-k (memory, cosine) among accepted memories, best first, as stored (own edges
-        only): the write side's search, whose hits may be changed and stored again (a served
-        document would store its neighbours' edges as its own)."""
-        if not self.ids:
+    def search(self, query: np.ndarray, k: int, memory_type: MemoryType | None = None,
+               ) -> list[tuple[Memory, float]]:
+        """Top-k (memory, cosine) among the active memories (of `memory_type` when given), best
+        first, as stored (own edges only): the write side's search, whose hits may be changed
+        and stored again (a served document would store its neighbours' edges as its own).
+        The state and type are read from the rows' columns: most of a user's memories may be
+        archived, and reading each document to pass them over was most of a search."""
+        n = len(self.ids)
+        if not n:
             return []
-        return self.best(self.similarities(query), np.ones(len(self.ids), dtype=bool), k, accept,
-                         served=False)
+        mask = self._columns["visible"][:n]
+        if memory_type is not None:
+            mask = mask & (self._columns["type"][:n] == MEMORY_TYPE_CODES[memory_type])
+        return self.best(self.similarities(query), mask, k, served=False)
 
     def __len__(self) -> int:
         return len(self.ids)

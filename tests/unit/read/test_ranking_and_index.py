@@ -51,6 +51,24 @@ def test_index_never_returns_invisible_memories():
     assert [m.id for m, _ in index.search(unit(1, 0), 5)] == ["here"]
 
 
+def test_a_search_by_type_passes_over_archived_and_other_types_and_sees_changes():
+    """The write side's search reads state and type from the rows' columns: the best active
+    memories of the type, however many archived or other-typed rows score higher, and a
+    memory archived since (`update_doc`) is no longer found."""
+    index = UserIndex(2)
+    for n in range(40):  # closest to the query, but archived
+        index.upsert(mem(f"old{n}", state="archived"), unit(1, 0.01 * n))
+    index.upsert(mem("episode").model_copy(update={"type": "episodic"}), unit(1, 0.5))
+    index.upsert(mem("near"), unit(1, 0.8))
+    index.upsert(mem("far"), unit(0, 1))
+    assert [m.id for m, _ in index.search(unit(1, 0), 2, "semantic")] == ["near", "far"]
+    assert [m.id for m, _ in index.search(unit(1, 0), 1, "episodic")] == ["episode"]
+    assert [m.id for m, _ in index.search(unit(1, 0), 1)] == ["episode"], "any type when none given"
+    index.update_doc(mem("near", state="archived"))
+    assert [m.id for m, _ in index.search(unit(1, 0), 2, "semantic")] == ["far"]
+    assert index.search(unit(1, 0), 1, "procedural") == []
+
+
 def test_rebuild_from_documents_roundtrips_vectors():
     v = unit(0.6, 0.8)
     m = mem("x").model_copy(update={"embedding_b64": encode_vector(v)})
