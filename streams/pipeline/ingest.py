@@ -198,6 +198,7 @@ class IngestStage:
         held = HeldCandidates()
         async with self.outputs.held_per_batch(STAGE):
             emitted = []
+            decided: list[tuple[Record, TurnPlan]] = []
             for record, plan in zip(records, plans):
                 if plan is None:
                     emitted.append(0)
@@ -206,16 +207,23 @@ class IngestStage:
                     sent = await self._guarded(record, self._send(
                         plan, held.holder(record, plan.turn)))
                 emitted.append(sent or 0)
+                if sent is not None:
+                    decided.append((record, plan))
             self.tables.flush()
-            await self._send_held(held)
+            dead = await self._send_held(held)
+        for record, plan in decided:  # a dead-lettered turn was counted as `dlq` already
+            if plan.outcome != "disabled" and id(record) not in dead:
+                metrics.TURNS.labels(outcome=plan.outcome).inc()
         metrics.STAGE_SECONDS.labels(stage=STAGE).observe(
             (time.perf_counter() - started) / max(len(records), 1))
         return emitted
 
-    async def _send_held(self, held: HeldCandidates) -> None:
+    async def _send_held(self, held: HeldCandidates) -> set[int]:
         """Send each user's held items (`Outputs.candidates`). When a user's cannot be sent,
         the turns they came from are dead-lettered, and their progress says so (`dlq`), so a
-        caller waiting on them is not left waiting for facts that never come."""
+        caller waiting on them is not left waiting for facts that never come. Returns the
+        `id` of each record dead-lettered."""
+        dead: set[int] = set()
         for user_id, items in held.items.items():
             try:
                 await self.outputs.candidates(user_id, [item for _, _, item in items])
@@ -225,8 +233,10 @@ class IngestStage:
                 log.error("ingest could not send the candidates of %d turn(s): %s", len(turns),
                           describe_failure(exc))
                 for record, turn in turns.values():
+                    dead.add(id(record))
                     await self._dead_letter(record, "internal_error", type(exc).__name__)
                     await self.outputs.progress(self._progress(turn, "dlq"))
+        return dead
 
     async def _guarded(self, record: Record, work: Awaitable[T]) -> T | None:
         """`work`'s result; or None once a failure has dead-lettered `record`."""
@@ -298,7 +308,6 @@ class IngestStage:
         if plan.outcome == "disabled":
             await self.outputs.progress(clock.stamp(self._progress(turn, "disabled")))
             return 0
-        metrics.TURNS.labels(outcome=plan.outcome).inc()
         if plan.command is not None:
             await self.send_hot_command(turn, plan.command, clock, hold)
             return 0

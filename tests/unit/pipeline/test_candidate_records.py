@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from streams.app.inprocess import InProcessPipeline
+from streams.observability.metrics import REGISTRY
 from streams.pipeline.records import Record
 from streams.privacy.payloads import open_record, seal_record
 from streams.settings import Settings
@@ -94,6 +95,7 @@ async def test_when_a_users_candidates_cannot_be_sent_their_turns_are_dead_lette
         await real(topic, key, value)
 
     pipeline.outputs.send = candidates_refused_for_ana
+    turns_before = {outcome: turns_counted(outcome) for outcome in ("dlq", "candidates", "command")}
 
     await pipeline.ingest_stage.handle_batch(BATCH)
 
@@ -104,6 +106,12 @@ async def test_when_a_users_candidates_cannot_be_sent_their_turns_are_dead_lette
     assert {p.turn_id for p in progress if p.outcome == "dlq"} == {"1", "3", "4"}
     assert progress.index(next(p for p in progress if p.outcome == "dlq")) > 0, \
         "after the entries that said the turns were decided"
+    counted = {outcome: turns_counted(outcome) - before for outcome, before in turns_before.items()}
+    assert counted == {"dlq": 3, "candidates": 1, "command": 0}, "each turn counted once, as it ended"
+
+
+def turns_counted(outcome: str) -> float:
+    return REGISTRY.get_sample_value("memstream_turns_total", {"outcome": outcome}) or 0.0
 
 
 async def test_a_record_whose_items_fail_is_dead_lettered_once(pipeline, monkeypatch):
