@@ -31,6 +31,7 @@ Episodes get no context: they describe a window, not one turn.
 """
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -101,7 +102,15 @@ class TurnVectors:
     def __init__(self, size: int = TURN_VECTORS_SIZE) -> None:
         self.size = size
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
-        on_forget(self._vectors.clear)
+        alive = weakref.ref(self)  # a stage gone (a test's pipeline) leaves no vectors behind
+
+        def forget() -> None:
+            if (known := alive()) is not None:
+                known.clear()
+        on_forget(forget)
+
+    def clear(self) -> None:
+        self._vectors.clear()
 
     def get(self, text: str) -> np.ndarray | None:
         vector = self._vectors.get(text)
