@@ -165,7 +165,6 @@ class Columns:
     """In the cold tier (`Memory.is_archived`)."""
     replaced: np.ndarray
     """Has a `superseded_by`: a newer memory answers for it (a correction, a consolidation)."""
-    episodic: np.ndarray
     type: np.ndarray
     """The memory type's code (`MEMORY_TYPE_CODES`)."""
     category: np.ndarray
@@ -184,10 +183,15 @@ class Columns:
     """|embedding + context| of a memory stored with its conversation's vector
     (`Memory.context_b64`), 0 for one without."""
 
+    @property
+    def episodic(self) -> np.ndarray:
+        """Rows of episodic memories (from `type`)."""
+        return self.type == MEMORY_TYPE_CODES["episodic"]
+
 
 MEMORY_TYPE_CODES: dict[str, int] = {name: code for code, name in enumerate(get_args(MemoryType))}
 """The `type` column's code of each memory type."""
-_COLUMN_TYPES = {"visible": np.bool_, "archived": np.bool_, "replaced": np.bool_, "episodic": np.bool_,
+_COLUMN_TYPES = {"visible": np.bool_, "archived": np.bool_, "replaced": np.bool_,
                  "type": np.int8, "category": np.int32,
                  "importance": np.int8, "pinned": np.bool_, "updated": np.float64, "day": np.int32,
                  "event_start": np.int32, "event_end": np.int32, "created": np.float64,
@@ -296,7 +300,7 @@ class UserIndex:
         code = self.category_codes.setdefault(memory.category.casefold(), len(self.category_codes))
         values = {"visible": memory.is_visible, "archived": memory.is_archived,
                   "replaced": memory.superseded_by is not None,
-                  "episodic": memory.type == "episodic", "type": MEMORY_TYPE_CODES[memory.type],
+                  "type": MEMORY_TYPE_CODES[memory.type],
                   "category": code, "importance": memory.importance, "pinned": memory.pinned,
                   "updated": memory.updated_at.timestamp(), "day": _day(memory.date_iso),
                   "event_start": _day(memory.event_start and memory.event_start.isoformat()),

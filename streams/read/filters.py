@@ -54,7 +54,7 @@ def window_mask(index: UserIndex, window: DateWindow) -> np.ndarray:
 
 def episodic_mask(index: UserIndex, window: DateWindow | None) -> np.ndarray:
     """Rows of episodic memories, in `window` when there is one (`window_mask`)."""
-    mask = index.columns().episodic.copy()
+    mask = index.columns().episodic
     if window is not None:
         mask &= window_mask(index, window)
     return mask
