@@ -131,13 +131,19 @@ def _round(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
 
 
+def _ms_per_turn(cpu_seconds: float | None, turns: float | None) -> float | None:
+    return None if cpu_seconds is None or not turns else round(1000 * cpu_seconds / turns, 2)
+
+
+def _cores_busy(cpu_seconds: float | None, seconds: float) -> float | None:
+    return _round(None if cpu_seconds is None else cpu_seconds / max(seconds, 1e-9), 2)
+
+
 def single_worker_cpu(run: WorkerRun, seconds: float) -> dict[str, Any]:
     """The one-worker drain's CPU (`--scaling`): cores busy, CPU and model CPU ms a turn."""
-    seconds = max(seconds, 1e-9)
-    per_turn = (lambda s: None if s is None or not run.turns else round(1000 * s / run.turns, 2))
-    return {"cores_busy": _round(None if run.cpu_seconds is None else run.cpu_seconds / seconds, 2),
-            "cpu_ms_per_turn": per_turn(run.cpu_seconds),
-            "model_ms_per_turn": per_turn(run.model_cpu_seconds)}
+    return {"cores_busy": _cores_busy(run.cpu_seconds, seconds),
+            "cpu_ms_per_turn": _ms_per_turn(run.cpu_seconds, run.turns),
+            "model_ms_per_turn": _ms_per_turn(run.model_cpu_seconds, run.turns)}
 
 
 def scale_out_report(workers: Sequence[WorkerRun], *, turns: int, seconds: float, partitions: int,
@@ -154,9 +160,8 @@ def scale_out_report(workers: Sequence[WorkerRun], *, turns: int, seconds: float
             "turns": None if w.turns is None else int(w.turns),
             "turn_share": (None if w.turns is None or not turns else round(w.turns / turns, 3)),
             "cpu_seconds": _round(w.cpu_seconds, 2),
-            "cores_busy": _round(None if w.cpu_seconds is None else w.cpu_seconds / seconds, 2),
-            "cpu_ms_per_turn": (None if w.cpu_seconds is None or not w.turns else
-                                round(1000 * w.cpu_seconds / w.turns, 2)),
+            "cores_busy": _cores_busy(w.cpu_seconds, seconds),
+            "cpu_ms_per_turn": _ms_per_turn(w.cpu_seconds, w.turns),
             "model_cpu_seconds": _round(w.model_cpu_seconds, 2),
         })
     return {
