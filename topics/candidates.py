@@ -13,6 +13,7 @@ user per batch rather than one per fact. A record written before holds one item;
 """
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from datetime import date
 from typing import Annotated, Any, Literal
 
@@ -58,14 +59,20 @@ class Candidate(BaseModel):
         default_factory=list,
         description="Provenance when it is more than `turn`: an episode covers its window.",
     )
+    context_turn: str | None = Field(
+        None, description="The turn the fact's context vector is made of (`streams.write."
+                          "contextual`), as its thread's buffer holds it (\"Speaker: text\", "
+                          "secrets redacted); None for an episode.")
+    context_previous: str | None = Field(
+        None, description="The turn before it, when another speaker said it (the turn it answers).")
     vector_b64: str | None = Field(
-        None, description="The summary's embedding (float32, base64), computed by ingest so the "
-                          "model's time overlaps dedup's work on earlier candidates; dedup "
-                          "embeds the summary itself when absent or of another size.")
-
+        None, description="The summary's embedding. Written by ingest before the candidate "
+                          "carried its texts; dedup now makes it from `fact.summary` (its "
+                          "worker's `TextVectors` mostly holds it), and reads it when a "
+                          "record has it.")
     context_b64: str | None = Field(
-        None, description="The fact's context vector (`streams.write.contextual`), computed by "
-                          "ingest with the summary's; the memory stores it as `context_b64`.")
+        None, description="The fact's context vector, as `vector_b64` (the memory stores it as "
+                          "`context_b64`).")
 
     @property
     def refs(self) -> list[str]:
@@ -94,8 +101,25 @@ CandidateItem = Candidate | ChatCommand
 """One item of a `memory.candidates` record."""
 CANDIDATE_ITEMS: TypeAdapter[list[Candidate | ChatCommand]] = TypeAdapter(list[CandidateRecord])
 MAX_ITEMS_PER_RECORD = 32
-"""Items of one record at most: about 100 KB of facts with their vectors, far below the
-producer's 1 MB request limit; a user's batch with more goes in several records."""
+"""Items of one record at most; a user's batch with more goes in several records."""
+MAX_RECORD_JSON_BYTES = 256 * 1024
+"""A record's items' JSON at most, unless one item alone is longer: the items of a record
+carry their turns' texts (a fact of a long turn carries it three times, in `turn` and its
+context), so 32 of them could reach the producer's 1 MB request limit; a few KB each is usual."""
+
+
+def record_arrays(items: Sequence[bytes]) -> Iterator[bytes]:
+    """The JSON arrays that carry `items` (each an item's JSON) in order: each of at most
+    `MAX_ITEMS_PER_RECORD` items and `MAX_RECORD_JSON_BYTES` (one item longer goes alone)."""
+    start = 0
+    while start < len(items):
+        end, size = start + 1, len(items[start])
+        while (end < len(items) and end - start < MAX_ITEMS_PER_RECORD
+               and size + len(items[end]) <= MAX_RECORD_JSON_BYTES):
+            size += len(items[end])
+            end += 1
+        yield b"[" + b",".join(items[start:end]) + b"]"
+        start = end
 
 
 def candidate_items(value: Any) -> list[Candidate | ChatCommand]:

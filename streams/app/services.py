@@ -22,6 +22,7 @@ from streams.providers.embedders.configured import build_embedder, embedder_key,
 from streams.providers.embedders.cpu import embed_measured
 from streams.guarded.llm import GuardedLLM
 from streams.read.calibration import ScoreCurve, curve_for
+from streams.write.contextual import TextVectors
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,9 @@ class Services:
         self.settings = settings
         self._embedder = embedder
         self._llm = llm
+        self.vectors = TextVectors()
+        """The latest facts' texts' embeddings, made by ingest and read by dedup
+        (`streams.write.contextual.TextVectors`)."""
 
     def embedder(self) -> Embedder:
         if self._embedder is None:

@@ -127,12 +127,13 @@ class Stage:
 
 def _ingest(kit: StageKit, listeners: StageListeners) -> IngestStage:
     return IngestStage(IngestSettings.of(kit.settings), kit.sealed.ingest, kit.services.llm, kit.outputs,
-                       embed=kit.services.embed, record_scope=kit.record_scope)
+                       embed=kit.services.embed, record_scope=kit.record_scope,
+                       vectors=kit.services.vectors)
 
 
 def _dedup(kit: StageKit, listeners: StageListeners) -> DedupStage:
     return DedupStage(kit.store, kit.services.embed, kit.services.llm, kit.outputs,
-                      record_scope=kit.record_scope,
+                      record_scope=kit.record_scope, vectors=kit.services.vectors,
                       lifecycle=kit.lifecycle if kit.settings.lifecycle.lifecycle_enabled else None,
                       proactivity=ProactivityPolicy.of(kit.settings.proactivity))
 

@@ -30,7 +30,7 @@ from streams.errors import InvalidRecord
 from streams.memory.candidates import apply_candidate, check_band
 from streams.memory.commands import CommandError
 from streams.memory.store import MemoryStore
-from streams.memory.vector_index import decode_sized
+from streams.memory.vector_index import decode_sized, encode_context_vector, encode_vector
 from streams.observability import metrics
 from streams.observability.logs import describe_failure
 from streams.pipeline.commands import apply_command
@@ -40,8 +40,9 @@ from streams.privacy.crypto import SealError
 from streams.privacy.payloads import open_record
 from streams.privacy.sealed import Sealer
 from streams.proactivity import ProactivityPolicy
-from streams.providers.embedders import Embed
+from streams.providers.embedders import Embed, EmbedderError
 from streams.guarded.llm import GuardedLLM
+from streams.write.contextual import FactTexts, TextVectors, fact_vectors
 from topics.candidates import MAX_ITEMS_PER_RECORD, Candidate, CandidateItem, ChatCommand, candidate_items
 from topics.progress import Outcome, TurnProgress
 
@@ -58,9 +59,12 @@ class DedupStage:
     def __init__(self, store: MemoryStore, embed: Embed, llm: GuardedLLM, outputs: Outputs,
                  record_scope: RecordScope = no_scope,
                  lifecycle: LifecycleRunner | None = None,
-                 proactivity: ProactivityPolicy | None = None) -> None:
+                 proactivity: ProactivityPolicy | None = None,
+                 vectors: TextVectors | None = None) -> None:
         """`lifecycle` runs after each record (module doc); `proactivity` decides which created
-        or changed memories go to `memory.proactivity` (none without it)."""
+        or changed memories go to `memory.proactivity` (none without it); `vectors`: the
+        candidates' texts' embeddings ingest made (the worker's, `Services.vectors`)."""
+        self.vectors = vectors if vectors is not None else TextVectors()
         self.lifecycle = lifecycle
         self.proactivity = proactivity
         self.store = store
@@ -85,13 +89,15 @@ class DedupStage:
         clocks = [StageClock.start(record, STAGE) for record in records]
         parsed = [(record, self.parse(record)) for record in records]
         await self._index_ready()
-        vectors = await self._embed_new([c for _, items in parsed if not isinstance(items, InvalidRecord)
-                                         for c in items if isinstance(c, Candidate)])
+        vectors = await self._vectors_of([c for _, items in parsed if not isinstance(items, InvalidRecord)
+                                          for c in items if isinstance(c, Candidate)])
         async with self.outputs.held_per_batch(STAGE):
             outcomes = []
             for (record, items), clock in zip(parsed, clocks):
                 with self.record_scope(record):
-                    outcomes.append(await self._handle_record(record, items, vectors, clock))
+                    if not isinstance(items, InvalidRecord):
+                        items = [vectors.get(id(item), item) for item in items]
+                    outcomes.append(await self._handle_record(record, items, clock))
             self.store.tables.flush()
         metrics.STAGE_SECONDS.labels(stage=STAGE).observe(
             (time.perf_counter() - started) / max(len(records), 1))
@@ -106,38 +112,46 @@ class DedupStage:
             metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
             log.error("vector index rebuild failed: %s", describe_failure(exc))
 
-    async def _embed_new(self, candidates: list[Candidate]) -> dict[int, np.ndarray]:
-        """The vectors of the candidates not applied yet, by `id()`, in one model call; empty
-        when that fails (each candidate is then embedded alone, inside its own error handling)."""
+    async def _vectors_of(self, candidates: list[Candidate]) -> dict[int, Candidate]:
+        """`_with_vectors(candidates)`, or empty when the embedding fails: each candidate is
+        then embedded alone, inside its own error handling."""
         try:
-            current = self.store.state()
-            fresh = [c for c in candidates if not current.is_applied(c)]
-            vectors = {id(c): v for c in fresh
-                       if (v := carried_vector(c, current.config.profile.dim)) is not None}
-            rest = [c for c in fresh if id(c) not in vectors]
-            if rest:
-                vectors.update(zip(map(id, rest), await self.embed([c.fact.summary for c in rest])))
-            return vectors
+            return await self._with_vectors(candidates)
         except Exception as exc:  # noqa: BLE001 - fall back to one record at a time
             metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
             log.error("dedup batch embedding failed, records go one at a time: %s",
                       describe_failure(exc))
             return {}
 
-    async def process_candidate(self, candidate: Candidate, vector: np.ndarray | None = None,
-                                clock: StageClock | None = None) -> str:
+    async def _with_vectors(self, candidates: list[Candidate]) -> dict[int, Candidate]:
+        """The candidates that carry no vectors, by `id()`, given them (`vector_b64`,
+        `context_b64`): made from the texts they carry, found in the worker's `TextVectors`
+        (ingest embedded them) or embedded in one model call. A replay gets them too: its
+        `applied` record names them instead of repeating them (`applied.Carried`). A candidate
+        that carries vectors (written before candidates carried texts) keeps them."""
+        dim = self.store.state().config.profile.dim
+        bare = [c for c in candidates if carried_vector(c, dim) is None]
+        if not bare:
+            return {}
+        made = await fact_vectors([FactTexts.of(c) for c in bare], self.embed, self.vectors)
+        return {id(c): c.model_copy(update={
+            "vector_b64": encode_vector(summary),
+            "context_b64": None if context is None else encode_context_vector(context)})
+            for c, (summary, context) in zip(bare, made)}
+
+    async def process_candidate(self, candidate: Candidate, clock: StageClock | None = None) -> str:
         """Apply one candidate and send what it produced; return the outcome.
 
-        `vector` is the candidate's embedding when the caller embedded a batch at once; `clock`
+        Its vectors are the ones the batch gave it (`_vectors_of`), else made now; `clock`
         stamps its progress record (from when its batch was taken).
         """
         clock = clock or StageClock(None, time.perf_counter())
         started = time.perf_counter()
         current = self.store.state()
-        if vector is None:
-            vector = carried_vector(candidate, current.config.profile.dim)
-        if vector is None:
-            vector = (await self.embed([candidate.fact.summary]))[0]
+        candidate = (await self._with_vectors([candidate])).get(id(candidate), candidate)
+        vector = carried_vector(candidate, current.config.profile.dim)
+        if vector is None:  # an embedder that answers a vector of another size
+            raise EmbedderError(f"the embedder gave no {current.config.profile.dim}-value vector")
         same_fact = None
         if self.llm.provider is not None and not current.is_applied(candidate):
             # The check band is decided by the LLM when one is configured (it falls back to the
@@ -174,7 +188,7 @@ class DedupStage:
         return parse_candidates(record, self.outputs.sealer)
 
     async def _handle_record(self, record: Record, items: list[CandidateItem] | InvalidRecord,
-                             vectors: dict[int, np.ndarray], clock: StageClock) -> list[str]:
+                             clock: StageClock) -> list[str]:
         """The outcome of each item of `record`, in order. A bad record, or one with an item
         that fails, is dead-lettered once, with the first failure's reason."""
         if isinstance(items, InvalidRecord):
@@ -183,7 +197,7 @@ class DedupStage:
             return ["dlq"]
         outcomes, letters = [], []
         for index, item in enumerate(items):
-            outcome, letter = await self._handle_one(record, item, vectors.get(id(item)), clock)
+            outcome, letter = await self._handle_one(record, item, clock)
             outcomes.append(outcome)
             if letter is not None:
                 letters.append(letter)
@@ -207,7 +221,7 @@ class DedupStage:
         await self.lifecycle.after_record(record.partition, user_id, ts,
                                           item_position(record.offset, index))
 
-    async def _handle_one(self, record: Record, item: CandidateItem, vector: np.ndarray | None,
+    async def _handle_one(self, record: Record, item: CandidateItem,
                           clock: StageClock) -> tuple[str, tuple[str, str, str | None] | None]:
         """The item's outcome, and (reason, detail, ref) when its record must be
         dead-lettered for it."""
@@ -215,7 +229,7 @@ class DedupStage:
             if isinstance(item, ChatCommand):
                 applied = await apply_command(self.store, self.embed, self.outputs, item.command, clock)
                 return applied.outcome, None
-            return await self.process_candidate(item, vector, clock), None
+            return await self.process_candidate(item, clock=clock), None
         except CommandError as exc:
             ref = item.command.command_id if isinstance(item, ChatCommand) else None
             return "dlq", ("inapplicable", str(exc), ref)

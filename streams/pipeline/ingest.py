@@ -21,7 +21,6 @@ from streams.settings import ConsentSettings, EpisodicSettings, InputSettings, S
 from streams.errors import InvalidRecord
 from streams.memory import applied, consent, ids
 from streams.memory.tables import Table, thread_key, turn_key, user_day_key
-from streams.memory.vector_index import encode_context_vector, encode_vector
 from streams.memory.users import blocked_topics
 from streams.observability import metrics
 from streams.observability.logs import describe_failure
@@ -32,7 +31,7 @@ from streams.privacy.user_keys import UserKeys
 from streams.providers.embedders import Embed
 from streams.guarded.llm import GuardedLLM
 from streams.write import policy
-from streams.write.contextual import FactTexts, TurnVectors, context_of, fact_vectors
+from streams.write.contextual import FactTexts, TextVectors, context_of, fact_vectors
 from streams.write.episodic import Observed, observe, rules_from
 from streams.write.facts import FactPipeline, candidates_of, hot_command, mentions_topic
 from streams.write.trigger import CommandKind, ExplicitCommand
@@ -82,17 +81,9 @@ class TurnPlan:
     command: ExplicitCommand | None = None
     consent: Literal["accept", "reject"] | None = None
     """A short answer to a consent proposal ("yes, update it"), `streams.memory.consent`."""
-    context: tuple[str, str | None] | None = None
-    """The turn's and the previous turn's texts its facts' context vectors are made of
-    (`streams.write.contextual`)."""
-
     def fact_texts(self) -> list[FactTexts]:
-        """What each candidate's vectors are made of: an episode its summary alone, a fact of
-        this turn its summary, and the turn and the one before as its context
-        (`streams.write.contextual`)."""
-        turn, previous = self.context or (None, None)
-        return [FactTexts(c.fact.summary) if c.source_refs or turn is None
-                else FactTexts(c.fact.summary, turn, previous) for c in self.candidates]
+        """What each candidate's vectors are made of (`streams.write.contextual`)."""
+        return [FactTexts.of(c) for c in self.candidates]
 
 
 @dataclass
@@ -131,13 +122,15 @@ class IngestStage:
 
     def __init__(self, settings: IngestSettings, tables: IngestTables, llm: GuardedLLM,
                  outputs: Outputs, now: Callable[[], datetime] = wall_clock,
-                 embed: Embed | None = None, record_scope: RecordScope = no_scope) -> None:
+                 embed: Embed | None = None, record_scope: RecordScope = no_scope,
+                 vectors: TextVectors | None = None) -> None:
         """`now` is the worker's clock, used only to refuse turns dated too far ahead; `embed`,
-        when given, embeds each candidate's summary here (`Candidate.vector_b64`);
-        `record_scope` is the scope each record's table writes and sends are made in."""
+        when given, embeds the candidates' texts here into `vectors` (the worker's, shared with
+        dedup; by default the stage's own); `record_scope` is the scope each record's table
+        writes and sends are made in."""
         self.settings = settings
         self.embed = embed
-        self.turn_vectors = TurnVectors()
+        self.vectors = vectors if vectors is not None else TextVectors()
         self.record_scope = record_scope
         self.now = now
         self.tables = tables
@@ -147,28 +140,20 @@ class IngestStage:
         self.episodes = rules_from(settings.episodic, settings.write)
 
     async def with_vectors(self, plans: Sequence[TurnPlan]) -> None:
-        """Give the plans' candidates their vectors, every text embedded once in one model
-        call: the summary's embedding (`Candidate.vector_b64`) and, for a fact of one turn, its
-        context vector (`Candidate.context_b64`, `streams.write.contextual`). The model runs
-        off the event loop, so in a worker it embeds these facts while dedup applies earlier
-        ones: the two costs overlap instead of adding up. On a failure the candidates go
-        without (dedup embeds their summaries; they are then searched without context)."""
-        if self.embed is None:
-            return
+        """Embed every text of the plans' candidates once, in one model call, into the worker's
+        `TextVectors`: the summaries, and for a fact of one turn the turns its context is made
+        of (`streams.write.contextual`). A candidate carries those texts, not vectors; dedup
+        finds the vectors there. The model runs off the event loop, so in a worker it embeds
+        these facts while dedup applies earlier ones: the two costs overlap instead of adding
+        up. On a failure dedup embeds them."""
         texts = [t for plan in plans for t in plan.fact_texts()]
-        if not texts:
+        if self.embed is None or not texts:
             return
         try:
-            vectors = iter(await fact_vectors(texts, self.embed, self.turn_vectors))
+            await fact_vectors(texts, self.embed, self.vectors)
         except Exception as exc:  # noqa: BLE001 - dedup embeds what ingest could not
             metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
             log.warning("ingest could not embed candidates, dedup will: %s", describe_failure(exc))
-            return
-        for plan in plans:
-            plan.candidates = [c.model_copy(update={
-                "vector_b64": encode_vector(summary),
-                "context_b64": None if context is None else encode_context_vector(context)})
-                for c, (summary, context) in zip(plan.candidates, vectors)]
 
     async def handle(self, record: Record) -> int:
         """Process one raw record; return the facts emitted (see `handle_batch`)."""
@@ -296,8 +281,8 @@ class IngestStage:
         if episode is not None and mentions_topic(episode.summary, topics):
             metrics.EPISODIC_SKIPS.labels(reason="blocked_topic").inc()
             episode = None
-        plan.candidates = candidates_of(turn, result, episode, observed.refs)
-        plan.context = context_of(turn, observed.entry["turns"])
+        plan.candidates = candidates_of(turn, result, episode, observed.refs,
+                                        context_of(turn, observed.entry["turns"]))
         plan.outcome = "candidates" if plan.candidates else "skipped"
         return plan
 

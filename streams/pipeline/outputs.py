@@ -19,7 +19,7 @@ from streams.pipeline.records import Record
 from streams.privacy.payloads import seal_command, seal_event
 from streams.privacy.sealed import Sealer
 from topics import names
-from topics.candidates import MAX_ITEMS_PER_RECORD
+from topics.candidates import record_arrays
 from topics.commands import Command
 from topics.events import MAX_EVENTS_PER_RECORD, MemoryEvent, events_record
 from topics.proactivity import ProactivityCandidate
@@ -127,10 +127,9 @@ class Outputs:
 
     async def candidates(self, user_id: str, items: Sequence[bytes]) -> None:
         """A user's facts and chat commands (each `CandidateItem`'s JSON), in order, to
-        `memory.candidates`: as few records as `MAX_ITEMS_PER_RECORD` allows, each the JSON
-        array of its items sealed for the user (`topics.candidates`)."""
-        for start in range(0, len(items), MAX_ITEMS_PER_RECORD):
-            array = b"[" + b",".join(items[start:start + MAX_ITEMS_PER_RECORD]) + b"]"
+        `memory.candidates`: as few records as `topics.candidates.record_arrays` allows, each
+        the JSON array of its items sealed for the user (`topics.candidates`)."""
+        for array in record_arrays(items):
             await self.send(names.MEMORY_CANDIDATES, user_id.encode(),
                             self.sealer.seal_stored(user_id, array)[0])
 

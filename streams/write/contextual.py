@@ -40,13 +40,15 @@ from typing import Any
 import numpy as np
 
 from streams.language.memo import MEMO_MAX_CHARS, on_forget
+from topics.candidates import Candidate
 from topics.turns import Turn
 
 PREVIOUS_TURN_WEIGHT = 0.5
 SOURCE_TURN_WEIGHT = 0.3
-TURN_VECTORS_SIZE = 2048
-"""Turn texts whose embeddings a worker keeps (`TurnVectors`): one for each of as many threads
-as talk at once, and more (3 MB of float32 vectors)."""
+TEXT_VECTORS_SIZE = 8192
+"""Texts whose embeddings a worker keeps (`TextVectors`): the turns and summaries of as many
+threads as talk at once, and of the candidates between ingest and dedup in a drained backlog
+(12 MB of float32 vectors)."""
 
 
 def turn_text(turn: Turn) -> str:
@@ -62,6 +64,12 @@ class FactTexts:
     summary: str
     turn: str | None = None
     previous: str | None = None
+
+    @classmethod
+    def of(cls, candidate: Candidate) -> FactTexts:
+        """The texts a candidate carries (its summary and, for a fact of one turn, its
+        context's turns)."""
+        return cls(candidate.fact.summary, candidate.context_turn, candidate.context_previous)
 
     def context(self) -> list[tuple[str, float]]:
         """(text, weight) of each part of the context vector."""
@@ -89,17 +97,21 @@ def context_of(turn: Turn, buffered: Sequence[dict[str, Any]]) -> tuple[str, str
     return turn_text(source), turn_text(before) if answered and before is not None else None
 
 
-class TurnVectors:
-    """The embeddings of the latest `size` turn texts a context was made of, so a turn is
-    embedded once although it is also the previous turn of the next: in a steady chat each
-    batch holds one turn, and the turn it answers came in an earlier batch. (A drained backlog
-    gains little: there the next turn is mostly in the same batch, whose texts are embedded
-    once anyway.) Exact for `local-int8`, which embeds one text a run: a text's vector does not
-    depend on the texts beside it. Like the write rules' memos (`streams.language.memo`) it
-    holds recent turns' texts: texts longer than `MEMO_MAX_CHARS` are not kept, and a purge
-    empties it (`forget_texts`)."""
+class TextVectors:
+    """The embeddings of the latest `size` texts embedded for facts (summaries and the turns
+    their contexts are made of), shared by ingest and dedup of one worker (`Services.vectors`).
 
-    def __init__(self, size: int = TURN_VECTORS_SIZE) -> None:
+    Ingest embeds a batch's facts while dedup applies earlier ones, and a candidate carries
+    its texts, not its vectors (`Candidate.context_turn`): dedup finds them here and makes no
+    model call, unless the candidate was made by another worker (a rebalance) or long ago;
+    then it embeds them again. That is exact for `local-int8`, which embeds one text a run: a
+    text's vector does not depend on the texts beside it, so a replay after a crash decides as
+    the first run did. A turn is also the previous turn of the next, which in a steady chat
+    comes in a later batch: it is not embedded twice either.
+    Like the write rules' memos (`streams.language.memo`) it holds recent texts: texts longer
+    than `MEMO_MAX_CHARS` are not kept, and a purge empties it (`forget_texts`)."""
+
+    def __init__(self, size: int = TEXT_VECTORS_SIZE) -> None:
         self.size = size
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         alive = weakref.ref(self)  # a stage gone (a test's pipeline) leaves no vectors behind
@@ -131,24 +143,23 @@ class TurnVectors:
 
 
 async def fact_vectors(facts: Sequence[FactTexts], embed: Callable[[list[str]], Awaitable[np.ndarray]],
-                       known: TurnVectors | None = None) -> list[tuple[np.ndarray, np.ndarray | None]]:
+                       known: TextVectors | None = None) -> list[tuple[np.ndarray, np.ndarray | None]]:
     """(summary embedding, context vector or None) per fact, every distinct text embedded once
     in one model call (the facts of one turn share its turns, and a turn is the previous turn
-    of the next); the turn texts in `known` are not embedded again, and those embedded now are
+    of the next); the texts in `known` are not embedded again, and those embedded now are
     added to it."""
     if not facts:
         return []
-    turns = {part for fact in facts for part, _ in fact.context()}
     texts = list(dict.fromkeys(t for fact in facts for t in (fact.summary, *(p for p, _ in fact.context()))))
     at: dict[str, np.ndarray] = {}
     if known is not None:
-        at = {text: vector for text in texts if text in turns and (vector := known.get(text)) is not None}
+        at = {text: vector for text in texts if (vector := known.get(text)) is not None}
     missing = [text for text in texts if text not in at]
     if missing:
         rows = np.asarray(await embed(missing), dtype=np.float32)
         for text, row in zip(missing, rows):
             at[text] = row
-            if known is not None and text in turns:
+            if known is not None:
                 known.put(text, row.copy())  # a copy: a view would keep the whole batch alive
     out: list[tuple[np.ndarray, np.ndarray | None]] = []
     for fact in facts:

@@ -130,12 +130,18 @@ def hot_command(turn: Turn, command: ExplicitCommand) -> Command:
 
 
 def candidates_of(turn: Turn, result: TurnFacts, episode: Fact | None = None,
-                  episode_refs: Sequence[str] = ()) -> list[Candidate]:
-    """The turn's candidates: its facts, then the episode it closes (provenance: the window)."""
+                  episode_refs: Sequence[str] = (),
+                  context: tuple[str, str | None] | None = None) -> list[Candidate]:
+    """The turn's candidates: its facts, each with `context` (the texts of the turn and of the
+    one before, `streams.write.contextual.context_of`), then the episode it closes
+    (provenance: the window; no context)."""
     facts = [*result.facts, *([episode] if episode is not None else [])]
+    turn_text, previous = context or (None, None)
     return [
         Candidate(turn=turn, fact=fact, fact_index=i, fact_count=len(facts),
                   confidence=result.confidence,
-                  source_refs=list(episode_refs) if fact is episode else [])
+                  source_refs=list(episode_refs) if fact is episode else [],
+                  context_turn=None if fact is episode else turn_text,
+                  context_previous=None if fact is episode else previous)
         for i, fact in enumerate(facts)
     ]

@@ -15,7 +15,7 @@ from streams.memory.vector_index import (
     encode_vector,
 )
 from streams.language.memo import MEMO_MAX_CHARS, forget_texts
-from streams.write.contextual import FactTexts, TurnVectors, context_of, fact_vectors
+from streams.write.contextual import FactTexts, TextVectors, context_of, fact_vectors
 from tests.unit.memory.test_memory_state import cand, state, vec
 from topics.turns import Turn
 
@@ -127,7 +127,7 @@ async def test_every_text_is_embedded_once_and_an_episode_gets_no_context() -> N
 
 async def test_a_turn_embedded_for_one_batch_is_not_embedded_again_for_the_next() -> None:
     """A steady chat: each batch one turn, whose context holds the turn before, embedded in the
-    batch before. Summaries are not kept (a summary is not met again)."""
+    batch before. Summaries are kept too: dedup reads them."""
     calls: list[list[str]] = []
     basis = {}
 
@@ -135,18 +135,18 @@ async def test_a_turn_embedded_for_one_batch_is_not_embedded_again_for_the_next(
         calls.append(texts)
         return np.stack([basis.setdefault(t, np.eye(16, dtype=np.float32)[len(basis)]) for t in texts])
 
-    known = TurnVectors()
+    known = TextVectors()
     first = await fact_vectors([FactTexts("fact a", "Nate: t1")], embed, known)
     second = await fact_vectors([FactTexts("fact b", "Ana: t2", "Nate: t1")], embed, known)
     assert calls == [["fact a", "Nate: t1"], ["fact b", "Ana: t2"]]
     fresh = await fact_vectors([FactTexts("fact b", "Ana: t2", "Nate: t1")], embed)
     assert np.array_equal(second[0][1], fresh[0][1]), "the same context as embedding afresh"
     assert np.array_equal(first[0][1], 0.3 * basis["Nate: t1"])
-    assert known.get("fact a") is None and len(known) == 2
+    assert known.get("fact a") is not None and len(known) == 4
 
 
 def test_turn_vectors_keep_the_latest_and_are_emptied_by_a_purge() -> None:
-    known = TurnVectors(size=2)
+    known = TextVectors(size=2)
     for n in range(3):
         known.put(f"t{n}", np.full(4, n, dtype=np.float32))
     assert known.get("t0") is None and known.get("t1") is not None

@@ -4,6 +4,7 @@ item as written before (`topics.candidates`)."""
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -14,7 +15,7 @@ from streams.pipeline.records import Record
 from streams.privacy.payloads import open_record, seal_record
 from streams.settings import Settings
 from topics import names
-from topics.candidates import MAX_ITEMS_PER_RECORD, Candidate, ChatCommand, candidate_items
+from topics.candidates import MAX_ITEMS_PER_RECORD, Candidate, ChatCommand, candidate_items, record_arrays
 from tests.unit.pipeline.test_held_records import turn_record
 from topics.progress import parse_progress
 
@@ -75,7 +76,7 @@ async def test_a_record_of_one_item_written_before_still_applies(pipeline):
 
 
 async def test_a_user_with_more_items_than_a_record_holds_gets_several(pipeline, monkeypatch):
-    monkeypatch.setattr("streams.pipeline.outputs.MAX_ITEMS_PER_RECORD", 2)
+    monkeypatch.setattr("topics.candidates.MAX_ITEMS_PER_RECORD", 2)
     ana = [turn_record(i, "ana", text) for i, text in enumerate(
         ["I adopted a dog named Luna.", "I work as a nurse.", "My sister Maria lives in Porto."])]
 
@@ -205,3 +206,11 @@ async def test_dedup_lets_the_event_loop_run_between_two_items_of_a_record(pipel
     assert len(seen_at_item) >= 3
     assert all(b > a for a, b in zip(seen_at_item, seen_at_item[1:])), \
         "another task ran between each two items"
+
+
+def test_a_record_of_long_items_is_cut_by_size_and_an_item_longer_than_that_goes_alone(monkeypatch):
+    monkeypatch.setattr("topics.candidates.MAX_RECORD_JSON_BYTES", 10)
+    items = [b'"aaaa"', b'"bb"', b'"cccccccccccccc"', b'"d"', b'"e"']
+    arrays = list(record_arrays(items))
+    assert arrays == [b'["aaaa","bb"]', b'["cccccccccccccc"]', b'["d","e"]']
+    assert [x for a in arrays for x in json.loads(a)] == [json.loads(i) for i in items]

@@ -141,8 +141,11 @@ async def test_a_failing_batch_embedding_falls_back_to_one_record_at_a_time(tmp_
     pipeline = InProcessPipeline(Settings(table_store="memory://", data_dir=tmp_path), minilm_embedder)
     real = pipeline.dedup_stage.embed
 
-    async def flaky(texts):  # fails for batches, works for single texts
-        if len(texts) > 1:
+    calls = []
+
+    async def flaky(texts):  # fails for the batch's call, works for each candidate's
+        calls.append(texts)
+        if len(calls) == 1:
             raise RuntimeError("embedder out of memory")
         return await real(texts)
 
@@ -153,4 +156,5 @@ async def test_a_failing_batch_embedding_falls_back_to_one_record_at_a_time(tmp_
         ["I adopted a dog named Luna.", "I work as a nurse in Lisbon."])]
     await pipeline.ingest(turns)
     assert pipeline.outcomes() == {"created": 2}
+    assert len(calls) == 3, "the batch's call, then one for each candidate"
 

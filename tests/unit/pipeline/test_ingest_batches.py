@@ -11,7 +11,7 @@ from streams.app.inprocess import InProcessPipeline
 from streams.pipeline.records import Record
 from topics import names
 from topics.candidates import Candidate, candidate_items
-from streams.privacy.payloads import open_record
+from streams.privacy.payloads import open_record, seal_record
 from tests.unit.app.test_inprocess import turn
 
 
@@ -59,8 +59,46 @@ async def test_a_batch_is_embedded_in_one_call_and_sent_in_turn_order(tmp_path, 
     [record_sent] = pipeline.topics.sent[names.MEMORY_CANDIDATES]  # one user: one record
     sent = candidate_items(open_record(pipeline.sealed.sealer, record_sent.value or b""))
     assert [c.turn.turn_id for c in sent] == ["1"] * emitted[0] + ["3"] * emitted[2]
-    assert all(c.vector_b64 and c.context_b64 for c in sent), "each carries its vectors"
+    assert all(c.vector_b64 is None and c.context_b64 is None for c in sent), "texts, not vectors"
+    assert [c.context_turn for c in sent] == (["Ana: I adopted a dog named Luna last year."] * emitted[0]
+                                              + ["Ana: I work as a nurse at the city hospital."] * emitted[2])
     assert len(pipeline.topics.sent[names.CHAT_TURNS_DLQ]) == 1
+
+
+async def test_dedup_finds_the_vectors_ingest_made_and_makes_the_same_as_it_would(tmp_path, minilm_embedder):
+    """A candidate carries its texts; dedup of the same worker finds their vectors in the
+    worker's `TextVectors` (no model call), and a worker without them (a rebalance, a restart)
+    makes the same vectors, so the two store the same memory."""
+    def memory_of(pipeline: InProcessPipeline) -> tuple[str | None, str | None]:
+        [memory] = pipeline.store.user_memories("ana")
+        index = pipeline.store.state().index.user("ana")
+        return index.vector_b64(memory.id), index.context_b64(memory.id)
+
+    async def dedup(pipeline: InProcessPipeline, items: object) -> list[list[str]]:
+        calls: list[list[str]] = []
+        real = pipeline.dedup_stage.embed
+
+        async def embed(texts):  # type: ignore[no-untyped-def]
+            calls.append(list(texts))
+            return await real(texts)
+
+        pipeline.dedup_stage.embed = embed
+        value = seal_record(pipeline.sealed.sealer, "ana", items)
+        await pipeline.dedup_stage.handle_batch([Record(names.MEMORY_CANDIDATES, 0, 0, b"ana", value, None)])
+        return calls
+
+    first = InProcessPipeline(Settings(table_store="memory://", data_dir=tmp_path / "a"), minilm_embedder)
+    await first.ingest_stage.handle_batch([turn_record(1, "I adopted a dog named Luna last year."),
+                                           turn_record(2, "Where do you work these days?")])
+    [sent] = first.topics.sent[names.MEMORY_CANDIDATES]
+    items = open_record(first.sealed.sealer, sent.value or b"")
+    assert await dedup(first, items) == [], "every vector was in the worker's TextVectors"
+
+    other = InProcessPipeline(Settings(table_store="memory://", data_dir=tmp_path / "b"), minilm_embedder)
+    other.services.vectors.clear()  # the same process's model: emptied, as in another worker
+    calls = await dedup(other, items)
+    assert len(calls) == 1 and "Ana: I adopted a dog named Luna last year." in calls[0]
+    assert memory_of(other) == memory_of(first) and memory_of(first)[1] is not None
 
 
 async def test_when_the_model_fails_the_batch_goes_without_vectors(tmp_path, minilm_embedder):
@@ -76,4 +114,4 @@ async def test_when_the_model_fails_the_batch_goes_without_vectors(tmp_path, min
     [sent] = pipeline.topics.sent[names.MEMORY_CANDIDATES]
     [candidate] = candidate_items(open_record(pipeline.sealed.sealer, sent.value or b""))
     assert isinstance(candidate, Candidate) and candidate.vector_b64 is None
-    assert candidate.context_b64 is None
+    assert candidate.context_turn == "Ana: I adopted a dog named Luna last year.", "dedup embeds it"
