@@ -15,8 +15,8 @@ do: at most `TEXT_MEMO_SIZE` texts of at most `MEMO_MAX_CHARS` each (a longer on
 hostile turn, is read afresh every time), so a few MB at worst. A purge empties them
 (`forget_texts`, called by `streams.memory.purge` for a user and for one memory), so nothing of
 a purged user's turns or a purged memory's summary stays readable in the worker's memory
-through them; other caches of texts (`streams.write.contextual.TurnVectors`) are emptied with
-them (`on_forget`).
+through them; other caches of texts that know whose texts they hold
+(`streams.write.contextual.TextVectors`) forget that user's with them (`on_forget`).
 """
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ MEMO_MAX_CHARS = 1000
 P = ParamSpec("P")
 R = TypeVar("R")
 _MEMOS: list[Callable[[], None]] = []
+_FORGETS: list[Callable[[str | None], None]] = []
 
 
 def text_memo(fn: Callable[Concatenate[str, P], R]) -> Callable[Concatenate[str, P], R]:
@@ -48,12 +49,16 @@ def text_memo(fn: Callable[Concatenate[str, P], R]) -> Callable[Concatenate[str,
     return call
 
 
-def on_forget(clear: Callable[[], None]) -> None:
-    """Have `forget_texts` call `clear` too: for a cache of texts that is not a `text_memo`."""
-    _MEMOS.append(clear)
+def on_forget(forget: Callable[[str | None], None]) -> None:
+    """Have `forget_texts(user_id)` call `forget(user_id)` too: for a cache of texts that is
+    not a `text_memo` and knows whose texts it holds (None: everyone's)."""
+    _FORGETS.append(forget)
 
 
-def forget_texts() -> None:
-    """Empty every memo (a purge: no text of the user stays in them)."""
+def forget_texts(user_id: str | None = None) -> None:
+    """Empty every memo, and have the caches of `on_forget` forget `user_id`'s texts (every
+    user's when None): a purge, after which no text of the user stays in them."""
     for clear in _MEMOS:
         clear()
+    for forget in _FORGETS:
+        forget(user_id)

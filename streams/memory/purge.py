@@ -72,7 +72,7 @@ def purge_user(state: MemoryState, user_id: str, thread_id: str, ts: datetime,
     state.tables.users.pop(user_id, None)
     if state.tables.keys is not None:
         state.tables.keys.shred(user_id, ts, shredded_at)
-    forget_texts()  # the write rules' memos may hold the user's recent sentences
+    forget_texts(user_id)  # the write rules' memos may hold the user's recent sentences
     events = []
     for memory in memories:
         event = MemoryEvent(
@@ -99,7 +99,7 @@ def scrub_memory(state: MemoryState, memory: Memory, history: list[dict[str, Any
         record = state.tables.applied.get(key)
         if record and mentions(record, memory.id):
             state.tables.applied[key] = scrubbed(record, memory.id)
-    forget_texts()  # the write rules' memos may hold its summary (the secret scan reads it)
+    forget_texts(memory.user_id)  # the write rules' memos may hold its summary (the secret scan reads it)
 
 
 def applied_keys(memory: Memory, history: list[dict[str, Any]]) -> set[str]:

@@ -64,12 +64,15 @@ class FactTexts:
     summary: str
     turn: str | None = None
     previous: str | None = None
+    user_id: str = ""
+    """Whose texts they are (`TextVectors` keeps them by user, so a purge forgets one user's)."""
 
     @classmethod
     def of(cls, candidate: Candidate) -> FactTexts:
         """The texts a candidate carries (its summary and, for a fact of one turn, its
         context's turns)."""
-        return cls(candidate.fact.summary, candidate.context_turn, candidate.context_previous)
+        return cls(candidate.fact.summary, candidate.context_turn, candidate.context_previous,
+                   candidate.turn.user_id)
 
     def context(self) -> list[tuple[str, float]]:
         """(text, weight) of each part of the context vector."""
@@ -109,32 +112,42 @@ class TextVectors:
     the first run did. A turn is also the previous turn of the next, which in a steady chat
     comes in a later batch: it is not embedded twice either.
     Like the write rules' memos (`streams.language.memo`) it holds recent texts: texts longer
-    than `MEMO_MAX_CHARS` are not kept, and a purge empties it (`forget_texts`)."""
+    than `MEMO_MAX_CHARS` are not kept, and a purge forgets them (`forget_texts`): it keeps
+    them by user, so a purge forgets the purged user's only, and the others' candidates in
+    flight still find theirs."""
 
     def __init__(self, size: int = TEXT_VECTORS_SIZE) -> None:
         self.size = size
-        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         alive = weakref.ref(self)  # a stage gone (a test's pipeline) leaves no vectors behind
 
-        def forget() -> None:
+        def forget(user_id: str | None) -> None:
             if (known := alive()) is not None:
-                known.clear()
+                known.forget(user_id)
         on_forget(forget)
 
     def clear(self) -> None:
         self._vectors.clear()
 
-    def get(self, text: str) -> np.ndarray | None:
-        vector = self._vectors.get(text)
+    def forget(self, user_id: str | None) -> None:
+        """Drop `user_id`'s texts (everyone's when None)."""
+        if user_id is None:
+            self.clear()
+            return
+        for key in [key for key in self._vectors if key[0] == user_id]:
+            del self._vectors[key]
+
+    def get(self, user_id: str, text: str) -> np.ndarray | None:
+        vector = self._vectors.get((user_id, text))
         if vector is not None:
-            self._vectors.move_to_end(text)
+            self._vectors.move_to_end((user_id, text))
         return vector
 
-    def put(self, text: str, vector: np.ndarray) -> None:
+    def put(self, user_id: str, text: str, vector: np.ndarray) -> None:
         if len(text) > MEMO_MAX_CHARS or self.size <= 0:
             return
-        self._vectors[text] = vector
-        self._vectors.move_to_end(text)
+        self._vectors[(user_id, text)] = vector
+        self._vectors.move_to_end((user_id, text))
         while len(self._vectors) > self.size:
             self._vectors.popitem(last=False)
 
@@ -150,17 +163,21 @@ async def fact_vectors(facts: Sequence[FactTexts], embed: Callable[[list[str]], 
     added to it."""
     if not facts:
         return []
-    texts = list(dict.fromkeys(t for fact in facts for t in (fact.summary, *(p for p, _ in fact.context()))))
+    keys = list(dict.fromkeys((fact.user_id, text) for fact in facts
+                              for text in (fact.summary, *(part for part, _ in fact.context()))))
     at: dict[str, np.ndarray] = {}
     if known is not None:
-        at = {text: vector for text in texts if (vector := known.get(text)) is not None}
-    missing = [text for text in texts if text not in at]
+        for user_id, text in keys:
+            if text not in at and (vector := known.get(user_id, text)) is not None:
+                at[text] = vector
+    missing = list(dict.fromkeys(text for _, text in keys if text not in at))
     if missing:
         rows = np.asarray(await embed(missing), dtype=np.float32)
         for text, row in zip(missing, rows):
-            at[text] = row
-            if known is not None:
-                known.put(text, row.copy())  # a copy: a view would keep the whole batch alive
+            at[text] = row.copy()  # a copy: a view would keep the whole batch alive
+    if known is not None:
+        for user_id, text in keys:
+            known.put(user_id, text, at[text])
     out: list[tuple[np.ndarray, np.ndarray | None]] = []
     for fact in facts:
         parts = fact.context()

@@ -136,23 +136,29 @@ async def test_a_turn_embedded_for_one_batch_is_not_embedded_again_for_the_next(
         return np.stack([basis.setdefault(t, np.eye(16, dtype=np.float32)[len(basis)]) for t in texts])
 
     known = TextVectors()
-    first = await fact_vectors([FactTexts("fact a", "Nate: t1")], embed, known)
-    second = await fact_vectors([FactTexts("fact b", "Ana: t2", "Nate: t1")], embed, known)
+    first = await fact_vectors([FactTexts("fact a", "Nate: t1", user_id="ana")], embed, known)
+    second = await fact_vectors([FactTexts("fact b", "Ana: t2", "Nate: t1", "ana")], embed, known)
     assert calls == [["fact a", "Nate: t1"], ["fact b", "Ana: t2"]]
-    fresh = await fact_vectors([FactTexts("fact b", "Ana: t2", "Nate: t1")], embed)
+    fresh = await fact_vectors([FactTexts("fact b", "Ana: t2", "Nate: t1", "ana")], embed)
     assert np.array_equal(second[0][1], fresh[0][1]), "the same context as embedding afresh"
     assert np.array_equal(first[0][1], 0.3 * basis["Nate: t1"])
-    assert known.get("fact a") is not None and len(known) == 4
+    assert known.get("ana", "fact a") is not None and len(known) == 4
+    again = await fact_vectors([FactTexts("fact a", "Nate: t1", user_id="ana")], embed, known)
+    assert len(calls) == 3 and np.array_equal(again[0][0], first[0][0]), "dedup's lookup: no call"
 
 
-def test_turn_vectors_keep_the_latest_and_are_emptied_by_a_purge() -> None:
+def test_text_vectors_keep_the_latest_and_a_purge_forgets_its_users() -> None:
     known = TextVectors(size=2)
     for n in range(3):
-        known.put(f"t{n}", np.full(4, n, dtype=np.float32))
-    assert known.get("t0") is None and known.get("t1") is not None
-    known.put("t3", np.zeros(4, dtype=np.float32))  # t1 was read last: t2 goes
-    assert known.get("t2") is None and known.get("t1") is not None
-    known.put("x" * (MEMO_MAX_CHARS + 1), np.zeros(4, dtype=np.float32))
+        known.put("ana", f"t{n}", np.full(4, n, dtype=np.float32))
+    assert known.get("ana", "t0") is None and known.get("ana", "t1") is not None
+    known.put("ana", "t3", np.zeros(4, dtype=np.float32))  # t1 was read last: t2 goes
+    assert known.get("ana", "t2") is None and known.get("ana", "t1") is not None
+    known.put("ana", "x" * (MEMO_MAX_CHARS + 1), np.zeros(4, dtype=np.float32))
     assert len(known) == 2, "a text longer than the memos keep is not kept"
+    known.put("bo", "t1", np.ones(4, dtype=np.float32))  # ana's t3 goes
+    assert known.get("bo", "t1") is not None and known.get("bo", "t3") is None, "kept by user"
+    forget_texts("ana")
+    assert known.get("ana", "t1") is None and known.get("bo", "t1") is not None, "the purged user's only"
     forget_texts()
     assert len(known) == 0
