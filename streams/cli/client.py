@@ -114,7 +114,6 @@ def watch(
     (MEMSTREAM_MASTER_KEY, MASTER_KEY_FILE, or the one `memstream run` keeps in DATA_DIR) it is
     shown opened, else as "(sealed)".
     """
-    from pydantic import ValidationError
 
     from streams.client import AsyncMemstreamClient, ClientError, StreamReset
     from streams.tools.client import read_topic
@@ -147,7 +146,7 @@ def watch(
         async for _key, raw in read_topic(broker_url(broker), MEMORY_EVENTS, from_beginning=from_beginning):
             try:
                 events = events_of(raw)
-            except ValidationError:
+            except ValueError:  # pydantic's ValidationError, or EventsRecordError
                 continue
             for event in events:
                 opened = await unsealer.open_event(event) if unsealer else None

@@ -1,6 +1,7 @@
 """The sink agent's routing: an event is acked only once its records are safe in every sink."""
 from __future__ import annotations
 
+import zlib
 from datetime import datetime, timezone
 
 import pytest
@@ -12,7 +13,7 @@ from sinks.base import SinkRecord
 from streams.app.factory import create_app
 from streams.settings import Settings
 from tests.unit.sinks.fakes import FakeDestination, Recorder, runner
-from topics.events import MemoryEvent
+from topics.events import DEFLATED, MemoryEvent, events_record
 
 TS = datetime(2024, 5, 1, 10, tzinfo=timezone.utc)
 
@@ -124,6 +125,25 @@ def test_garbage_on_memory_events_gets_a_named_error():
         routing.parse_events(b'{"kind": "created"}')
     with pytest.raises(ValueError, match="^invalid_event"):
         routing.parse_events(b'[' + event().model_dump_json().encode() + b', {"kind": "created"}]')
+
+
+def test_a_batchs_record_is_deflated_and_reads_back_as_do_records_written_before():
+    events = [event(memory_id=f"m{i}").model_copy(update={"event_id": f"e{i}"}) for i in range(8)]
+    array = [e.model_dump_json().encode() for e in events]
+    record = events_record(array)
+    assert record[:1] == DEFLATED and len(record) < sum(map(len, array)) / 2
+    assert routing.parse_events(record) == events
+    in_clear = b"[" + b",".join(array) + b"]"  # as written before
+    assert routing.parse_events(in_clear) == events
+    assert routing.parse_events(array[0]) == events[:1], "one event object, as written before that"
+    assert events_record([b"{}"]) == b"[{}]", "kept in clear when deflate does not shorten it"
+
+
+def test_a_deflated_record_that_does_not_inflate_gets_a_named_error():
+    record = events_record([event(memory_id=f"m{i}").model_dump_json().encode() for i in range(8)])
+    for broken in (record[:-6], record[:1] + b"not zlib at all", DEFLATED + zlib.compress(b"[" * 100)):
+        with pytest.raises(ValueError, match="^invalid_event"):
+            routing.parse_events(broken)
 
 
 def test_destinations_come_from_settings_and_none_configured_registers_no_agent():
