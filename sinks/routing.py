@@ -20,7 +20,8 @@ from pydantic import ValidationError
 from sinks.base import SinkRecord
 from sinks.runner import DeadLetterSender, RunnerConfig, SinkRunner
 from streams.settings import Settings, SinksSettings
-from topics.events import EVENT_KINDS, EventsRecordError, MemoryEvent, events_of
+from topics.deflated import DeflatedRecordError
+from topics.events import EVENT_KINDS, MemoryEvent, events_of
 from topics.schema_errors import location
 
 Tables = Mapping[str, Any]
@@ -145,7 +146,7 @@ def parse_events(raw: bytes | None) -> list[MemoryEvent]:
     content-free reason."""
     try:
         return events_of(raw)
-    except EventsRecordError:
+    except DeflatedRecordError:
         raise ValueError("invalid_event: does not inflate") from None
     except ValidationError as exc:
         fields = ",".join(location(e) for e in exc.errors()[:5])

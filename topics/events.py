@@ -2,7 +2,7 @@
 
 A record holds one user's events of one stage batch, in order, as a JSON array of
 `MemoryEvent`s (at most `MAX_EVENTS_PER_RECORD`; `events_record`): one record per user per batch
-rather than one per event, deflated (zlib, behind the byte `0x02`) when that is shorter. A
+rather than one per event, deflated when that is shorter (`topics.deflated`). A
 record written before holds the array in clear, or one `MemoryEvent` object; `events_of` reads
 all three.
 
@@ -13,14 +13,13 @@ clear. memstream's own consumers open it; a consumer holding the master key can 
 """
 from __future__ import annotations
 
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter
 
-from streams.errors import MemstreamError
+from topics.deflated import deflated, inflated, is_deflated
 from topics.sealed import Sealed
 from topics.times import EventTime
 
@@ -105,51 +104,24 @@ records as this allows): a record stays well under Kafka's default 1 MB message 
 _EVENT_LIST = TypeAdapter(list[MemoryEvent])
 
 
-DEFLATED = b"\x02"
-"""The first byte of a record whose JSON array is deflated (zlib) after it."""
-DEFLATE_LEVEL = 1
-"""zlib's fastest: the envelopes repeat their field names, ids and user id, which any level
-finds; the sealed content (base64 of ciphertext) gives little to a slower one."""
-MAX_INFLATED = 16 * 1024 * 1024
-"""The most a deflated record may grow to when read: far above `MAX_EVENTS_PER_RECORD` events,
-so a record that grows past it is refused rather than read into memory."""
-
-
-class EventsRecordError(MemstreamError, ValueError):
-    """A `memory.events` record that says it is deflated and does not inflate."""
-
-
 def events_record(events: Sequence[bytes]) -> bytes:
     """One record's value: the JSON array of `events` (each a `MemoryEvent`'s JSON), deflated
-    behind `DEFLATED` when that is shorter (a batch's events: about half the bytes)."""
-    array = b"[" + b",".join(events) + b"]"
-    deflated = DEFLATED + zlib.compress(array, DEFLATE_LEVEL)
-    return deflated if len(deflated) < len(array) else array
-
-
-def _inflated(raw: bytes) -> bytes:
-    inflater = zlib.decompressobj()
-    try:
-        array = inflater.decompress(raw[1:], MAX_INFLATED)
-    except zlib.error:
-        raise EventsRecordError("a deflated memory.events record does not inflate") from None
-    if inflater.unconsumed_tail or not inflater.eof:
-        raise EventsRecordError("a deflated memory.events record is cut short or too large")
-    return array
+    when that is shorter (`topics.deflated`; a batch's events: about half the bytes)."""
+    return deflated(b"[" + b",".join(events) + b"]")
 
 
 def events_of(value: bytes | str | list[Any] | dict[str, Any] | None) -> list[MemoryEvent]:
     """The events of one `memory.events` record, raw or JSON-decoded: a JSON array of
     `MemoryEvent`s, deflated (`events_record`) or not, or one `MemoryEvent` object (a record
     written before, or by another producer). Raises pydantic's `ValidationError` when it is
-    none of them, `EventsRecordError` when it does not inflate."""
+    none of them, `DeflatedRecordError` when it does not inflate."""
     if isinstance(value, list):
         return _EVENT_LIST.validate_python(value)
     if isinstance(value, dict):
         return [MemoryEvent.model_validate(value)]
     raw = value or b""
-    if isinstance(raw, bytes) and raw[:1] == DEFLATED:
-        return _EVENT_LIST.validate_json(_inflated(raw))
+    if isinstance(raw, bytes) and is_deflated(raw):
+        return _EVENT_LIST.validate_json(inflated(raw))
     if raw.lstrip()[:1] in (b"[", "["):
         return _EVENT_LIST.validate_json(raw)
     return [MemoryEvent.model_validate_json(raw)]

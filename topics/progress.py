@@ -2,8 +2,9 @@
 
 A record holds the progress of one user's turns in one batch of a stage, as a JSON array of
 `TurnProgress` (in order): a stage sends one record per user per batch, not one per turn and
-fact (two records a turn before). A record written before holds one `TurnProgress` object;
-`progress_entries` reads both.
+fact (two records a turn before), deflated when that is shorter (`topics.deflated`). A record
+written before holds the array in clear, or one `TurnProgress` object; `progress_entries`
+reads all three.
 """
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, TypeAdapter
+
+from topics.deflated import deflated, inflated
 
 Outcome = Literal[
     "skipped", "created", "updated", "superseded", "duplicate", "blocked", "dlq", "disabled", "command",
@@ -42,13 +45,19 @@ class TurnProgress(BaseModel):
 
 
 PROGRESS_RECORD: TypeAdapter[list[TurnProgress]] = TypeAdapter(list[TurnProgress])
-"""A `memory.progress` record as the stages write it: the entries of one user's batch."""
+"""The entries of one user's batch, as a JSON array (`progress_record`)."""
+
+
+def progress_record(entries: list[TurnProgress]) -> bytes:
+    """A `memory.progress` record as the stages write it: the entries of one user's batch,
+    deflated when that is shorter."""
+    return deflated(PROGRESS_RECORD.dump_json(entries))
 
 
 def progress_entries(value: bytes | None) -> list[dict[str, Any]]:
     """The progress entries (as JSON objects) of a `memory.progress` record, old or new form
-    (module doc); raises ValueError for anything else."""
-    parsed = orjson.loads(value or b"")  # orjson.JSONDecodeError is a ValueError
+    (module doc); raises ValueError for anything else (`DeflatedRecordError` is one)."""
+    parsed = orjson.loads(inflated(value or b""))  # orjson.JSONDecodeError is a ValueError
     entries = parsed if isinstance(parsed, list) else [parsed]
     if not all(isinstance(entry, dict) for entry in entries):
         raise ValueError("a progress record holds something other than progress entries")

@@ -146,7 +146,7 @@ def watch(
         async for _key, raw in read_topic(broker_url(broker), MEMORY_EVENTS, from_beginning=from_beginning):
             try:
                 events = events_of(raw)
-            except ValueError:  # pydantic's ValidationError, or EventsRecordError
+            except ValueError:  # pydantic's ValidationError, or DeflatedRecordError
                 continue
             for event in events:
                 opened = await unsealer.open_event(event) if unsealer else None

@@ -23,7 +23,7 @@ from topics.candidates import record_arrays
 from topics.commands import Command
 from topics.events import MAX_EVENTS_PER_RECORD, MemoryEvent, events_record
 from topics.proactivity import ProactivityCandidate
-from topics.progress import PROGRESS_RECORD, TurnProgress
+from topics.progress import TurnProgress, progress_record
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ class Outputs:
                       describe_failure(exc))
 
     async def _send_progress(self, user_id: str, entries: list[TurnProgress]) -> None:
-        await self.send(names.MEMORY_PROGRESS, user_id.encode(), PROGRESS_RECORD.dump_json(entries))
+        await self.send(names.MEMORY_PROGRESS, user_id.encode(), progress_record(entries))
 
     async def candidates(self, user_id: str, items: Sequence[bytes]) -> None:
         """A user's facts and chat commands (each `CandidateItem`'s JSON), in order, to

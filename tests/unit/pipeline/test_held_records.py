@@ -17,7 +17,8 @@ from topics import names
 from topics.candidates import candidate_items
 from topics.commands import Command
 from topics.events import MAX_EVENTS_PER_RECORD, MemoryEvent, events_of
-from topics.progress import TurnProgress, parse_progress, progress_entries
+from topics.deflated import DEFLATED
+from topics.progress import PROGRESS_RECORD, TurnProgress, parse_progress, progress_entries, progress_record
 from topics.turns import Turn
 
 
@@ -204,3 +205,14 @@ def test_a_record_of_the_form_before_reads_as_one_entry():
 def test_anything_else_is_not_a_progress_record(value):
     with pytest.raises(ValueError):
         progress_entries(value)
+
+
+def test_a_batchs_progress_record_is_deflated_and_reads_back_as_do_records_written_before():
+    entries = [TurnProgress(user_id="ana", thread_id="t", turn_id=str(i), stage="dedup",
+                            outcome="created", fact_count=1, memory_id=f"m{i}") for i in range(6)]
+    record = progress_record(entries)
+    assert record[:1] == DEFLATED and len(record) < len(PROGRESS_RECORD.dump_json(entries)) / 2
+    assert parse_progress(record) == entries
+    assert parse_progress(PROGRESS_RECORD.dump_json(entries)) == entries, "in clear, as written before"
+    with pytest.raises(ValueError):
+        parse_progress(record[:-4])

@@ -13,7 +13,8 @@ from sinks.base import SinkRecord
 from streams.app.factory import create_app
 from streams.settings import Settings
 from tests.unit.sinks.fakes import FakeDestination, Recorder, runner
-from topics.events import DEFLATED, MemoryEvent, events_record
+from topics.deflated import DEFLATED
+from topics.events import MemoryEvent, events_record
 
 TS = datetime(2024, 5, 1, 10, tzinfo=timezone.utc)
 

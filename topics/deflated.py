@@ -1,0 +1,51 @@
+"""Records that are JSON arrays of many similar entries (`memory.events`, `memory.progress`),
+deflated: a stage writes one record per user per batch, whose entries repeat their field names,
+ids and user id, so zlib keeps about half of it or less.
+
+A deflated record is the byte `DEFLATED` (0x02) then the zlib stream of the JSON array; a JSON
+value starts with `[`, `{` or white space, so a reader tells the two apart by the first byte
+and still reads records written before in clear. A record is deflated only when that is shorter.
+"""
+from __future__ import annotations
+
+import zlib
+
+from streams.errors import MemstreamError
+
+DEFLATED = b"\x02"
+"""The first byte of a deflated record."""
+DEFLATE_LEVEL = 1
+"""zlib's fastest: the repeated names and ids are what it finds at any level; the sealed
+content (base64 of ciphertext) gives little to a slower one."""
+MAX_INFLATED = 16 * 1024 * 1024
+"""The most a deflated record may grow to when read (the producer's request limit is far
+below): past that it is refused rather than read into memory."""
+
+
+class DeflatedRecordError(MemstreamError, ValueError):
+    """A record that says it is deflated and does not inflate (or inflates past `MAX_INFLATED`)."""
+
+
+def deflated(array: bytes) -> bytes:
+    """The record of a JSON array: deflated behind `DEFLATED` when that is shorter, else as it is."""
+    packed = DEFLATED + zlib.compress(array, DEFLATE_LEVEL)
+    return packed if len(packed) < len(array) else array
+
+
+def is_deflated(raw: bytes) -> bool:
+    return raw[:1] == DEFLATED
+
+
+def inflated(raw: bytes) -> bytes:
+    """The JSON of a record (`deflated`), as it is when it is not deflated; raises
+    `DeflatedRecordError`."""
+    if not is_deflated(raw):
+        return raw
+    inflater = zlib.decompressobj()
+    try:
+        array = inflater.decompress(raw[1:], MAX_INFLATED)
+    except zlib.error:
+        raise DeflatedRecordError("a deflated record does not inflate") from None
+    if inflater.unconsumed_tail or not inflater.eof:
+        raise DeflatedRecordError("a deflated record is cut short or too large")
+    return array
