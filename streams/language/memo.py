@@ -13,10 +13,10 @@ the function would.
 The memos hold texts of recent turns in memory, as the sealed tables' caches of opened values
 do: at most `TEXT_MEMO_SIZE` texts of at most `MEMO_MAX_CHARS` each (a longer one, such as a
 hostile turn, is read afresh every time), so a few MB at worst. A purge empties them
-(`forget_texts`, called by `streams.memory.purge` for a user and for one memory), so nothing of
-a purged user's turns or a purged memory's summary stays readable in the worker's memory
-through them; other caches of texts that know whose texts they hold
-(`streams.write.contextual.TextVectors`) forget that user's with them (`on_forget`).
+(`forget_texts` for a user, `clear_memos` for one memory; called by `streams.memory.purge`), so
+nothing of a purged user's turns or a purged memory's summary stays readable in the worker's
+memory through them; other caches of texts that know whose texts they hold
+(`streams.write.contextual.TextVectors`) forget a purged user's with them (`on_forget`).
 """
 from __future__ import annotations
 
@@ -57,8 +57,14 @@ def on_forget(forget: Callable[[str | None], None]) -> None:
 
 def forget_texts(user_id: str | None = None) -> None:
     """Empty every memo, and have the caches of `on_forget` forget `user_id`'s texts (every
-    user's when None): a purge, after which no text of the user stays in them."""
-    for clear in _MEMOS:
-        clear()
+    user's when None): a purge of the user, after which no text of theirs stays in them."""
+    clear_memos()
     for forget in _FORGETS:
         forget(user_id)
+
+
+def clear_memos() -> None:
+    """Empty every memo (a purge of one memory: they may hold its summary). The caches of
+    `on_forget` hold no stored memory's summary (`streams.write.contextual.TextVectors`)."""
+    for clear in _MEMOS:
+        clear()

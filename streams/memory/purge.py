@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from streams.language.memo import forget_texts
+from streams.language.memo import clear_memos, forget_texts
 from streams.memory import applied, ids
 from streams.memory.applied import Applied
 from streams.memory.model import Memory
@@ -99,7 +99,7 @@ def scrub_memory(state: MemoryState, memory: Memory, history: list[dict[str, Any
         record = state.tables.applied.get(key)
         if record and mentions(record, memory.id):
             state.tables.applied[key] = scrubbed(record, memory.id)
-    forget_texts(memory.user_id)  # the write rules' memos may hold its summary (the secret scan reads it)
+    clear_memos()  # the write rules' memos may hold its summary (the secret scan reads it)
 
 
 def applied_keys(memory: Memory, history: list[dict[str, Any]]) -> set[str]:

@@ -133,7 +133,8 @@ class DedupStage:
         bare = [c for c in candidates if carried_vector(c, dim) is None]
         if not bare:
             return {}
-        made = await fact_vectors([FactTexts.of(c) for c in bare], self.embed, self.vectors)
+        made = await fact_vectors([FactTexts.of(c) for c in bare], self.embed, self.vectors,
+                                  take_summaries=True)
         return {id(c): c.model_copy(update={
             "vector_b64": encode_vector(summary),
             "context_b64": None if context is None else encode_context_vector(context)})

@@ -14,7 +14,7 @@ from streams.memory.vector_index import (
     encode_context_vector,
     encode_vector,
 )
-from streams.language.memo import MEMO_MAX_CHARS, forget_texts
+from streams.language.memo import MEMO_MAX_CHARS, clear_memos, forget_texts
 from streams.write.contextual import FactTexts, TextVectors, context_of, fact_vectors
 from tests.unit.memory.test_memory_state import cand, state, vec
 from topics.turns import Turn
@@ -158,7 +158,24 @@ def test_text_vectors_keep_the_latest_and_a_purge_forgets_its_users() -> None:
     assert len(known) == 2, "a text longer than the memos keep is not kept"
     known.put("bo", "t1", np.ones(4, dtype=np.float32))  # ana's t3 goes
     assert known.get("bo", "t1") is not None and known.get("bo", "t3") is None, "kept by user"
+    clear_memos()
+    assert known.get("ana", "t1") is not None, "a purge of one memory: no summary of one is kept here"
     forget_texts("ana")
     assert known.get("ana", "t1") is None and known.get("bo", "t1") is not None, "the purged user's only"
     forget_texts()
     assert len(known) == 0
+
+
+async def test_dedup_takes_the_summaries_and_leaves_the_turns_for_the_next_context() -> None:
+    calls: list[list[str]] = []
+
+    async def embed(texts: list[str]) -> np.ndarray:
+        calls.append(texts)
+        return np.eye(8, dtype=np.float32)[: len(texts)]
+
+    known = TextVectors()
+    fact = FactTexts("Ana has a dog", "Ana: I have a dog", "Nate: any pets?", "ana")
+    made = await fact_vectors([fact], embed, known)  # ingest
+    taken = await fact_vectors([fact], embed, known, take_summaries=True)  # dedup
+    assert len(calls) == 1 and all(np.array_equal(a, b) for a, b in zip(made[0], taken[0]))
+    assert known.get("ana", "Ana has a dog") is None and len(known) == 2, "the turns stay"

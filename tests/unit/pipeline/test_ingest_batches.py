@@ -93,6 +93,10 @@ async def test_dedup_finds_the_vectors_ingest_made_and_makes_the_same_as_it_woul
     [sent] = first.topics.sent[names.MEMORY_CANDIDATES]
     items = open_record(first.sealed.sealer, sent.value or b"")
     assert await dedup(first, items) == [], "every vector was in the worker's TextVectors"
+    [candidate] = candidate_items(items)
+    assert isinstance(candidate, Candidate) and candidate.context_turn is not None
+    assert first.services.vectors.get("ana", candidate.fact.summary) is None, "dedup took it"
+    assert first.services.vectors.get("ana", candidate.context_turn) is not None, "the turn stays"
 
     other = InProcessPipeline(Settings(table_store="memory://", data_dir=tmp_path / "b"), minilm_embedder)
     other.services.vectors.clear()  # the same process's model: emptied, as in another worker
