@@ -81,6 +81,7 @@ class TurnPlan:
     command: ExplicitCommand | None = None
     consent: Literal["accept", "reject"] | None = None
     """A short answer to a consent proposal ("yes, update it"), `streams.memory.consent`."""
+
     def fact_texts(self) -> list[FactTexts]:
         """What each candidate's vectors are made of (`streams.write.contextual`)."""
         return [FactTexts.of(c) for c in self.candidates]
