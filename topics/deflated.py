@@ -5,6 +5,8 @@ ids and user id, so zlib keeps about half of it or less.
 A deflated record is the byte `DEFLATED` (0x02) then the zlib stream of the JSON array; a JSON
 value starts with `[`, `{` or white space, so a reader tells the two apart by the first byte
 and still reads records written before in clear. A record is deflated only when that is shorter.
+(A sealed table's value uses the same byte for deflated-then-sealed, `streams.privacy.
+table_values`: the topic, a changelog or one of these, says which a record is.)
 """
 from __future__ import annotations
 

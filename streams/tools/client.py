@@ -15,6 +15,7 @@ import aiohttp
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from streams.errors import ApiError
+from topics.deflated import inflated
 from topics.names import CHAT_TURNS
 from topics.turns import Turn
 
@@ -69,7 +70,8 @@ async def read_topic(
     bootstrap: str, topic: str, *, from_beginning: bool = True, group_id: str | None = None,
     security: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[tuple[bytes | None, Any]]:
-    """Yield (key, JSON value) from `topic` forever; records that are not JSON are skipped."""
+    """Yield (key, JSON value) from `topic` forever, a deflated record (`topics.deflated`:
+    `memory.events`, `memory.progress`) inflated; records that are not JSON are skipped."""
     consumer = AIOKafkaConsumer(
         topic, bootstrap_servers=bootstrap, group_id=group_id, enable_auto_commit=False,
         auto_offset_reset="earliest" if from_beginning else "latest", **kafka_security(security),
@@ -78,8 +80,8 @@ async def read_topic(
     try:
         async for message in consumer:
             try:
-                yield message.key, json.loads(message.value)
-            except (TypeError, ValueError):
+                yield message.key, json.loads(inflated(message.value or b""))
+            except (TypeError, ValueError):  # DeflatedRecordError is a ValueError
                 continue
     finally:
         await consumer.stop()

@@ -30,7 +30,8 @@ from tests.integration.conftest import (
     wait_processed,
 )
 from tests.integration.test_sse import events
-from topics.names import CHAT_TURNS, CHAT_TURNS_DLQ
+from topics.deflated import inflated
+from topics.names import CHAT_TURNS, CHAT_TURNS_DLQ, MEMORY_EVENTS, MEMORY_PROGRESS
 from streams.privacy import table_values
 from topics.sealed import Sealed
 
@@ -46,7 +47,13 @@ async def topic_records(broker_url: str) -> dict[str, list[bytes]]:
         topics = sorted(t for t in await consumer.topics() if t != CHAT_TURNS and not t.startswith("__"))
     finally:
         await consumer.stop()
-    return {topic: [v for _, v in await read_records(broker_url, topic) if v] for topic in topics}
+    return {topic: [inflated(v) if topic in DEFLATED_TOPICS else v
+                    for _, v in await read_records(broker_url, topic) if v] for topic in topics}
+
+
+DEFLATED_TOPICS = (MEMORY_EVENTS, MEMORY_PROGRESS)
+"""Topics whose records may be deflated (`topics.deflated`): read inflated, so what they hold
+is looked at, not their zlib bytes."""
 
 
 def opened_text(value: Any, unsealer: TopicUnsealer, depth: int = 0) -> str:
