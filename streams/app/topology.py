@@ -62,17 +62,19 @@ TOPICS: tuple[Topic, ...] = (
           written_by="the API, the admin page, the chat backend"),
     Topic(names.MEMORY_COMMANDS_DLQ, "`DeadLetter` ([bad input](#bad-input))", read_by="operators"),
     Topic(names.MEMORY_CANDIDATES, "the candidate facts, episodes and commands said in chat "
-          "of one user's batch of turns, in order, sealed",
+          "of one user's batch of turns, in order, sealed; a fact carries the texts its "
+          "vectors are made of, not the vectors",
           internal=True),
     Topic(names.MEMORY_CANDIDATES_DLQ, "`DeadLetter` ([bad input](#bad-input))",
           read_by="operators"),
-    Topic(names.MEMORY_EVENTS, "an array of `MemoryEvent`, one record per user per batch "
-          "(`topics.events.events_of`): each a deterministic `event_id`, its kind (candidate, "
+    Topic(names.MEMORY_EVENTS, "an array of `MemoryEvent`, one record per user per batch, "
+          "deflated when that is shorter (`topics.events.events_of`, `topics.deflated`): each a deterministic `event_id`, its kind (candidate, "
           "created, updated, merged, superseded, linked, soft_deleted, restored, deleted, "
           "purged, archived, consolidated, promoted, error), the memory and the thread "
           "revision, event time, sealed content", read_by="any consumer"),
     Topic(names.MEMORY_PROGRESS, "what became of each turn at each stage (no content): an "
-          "array of `TurnProgress`, one record per user per batch",
+          "array of `TurnProgress`, one record per user per batch, deflated when that is "
+          "shorter (`topics.progress.progress_entries`)",
           read_by="the bench, the LangGraph store's put", internal=True),
     Topic(names.MEMORY_PROACTIVITY, "candidates for reaching out, no content "
           "([proactivity](#proactivity))", read_by="downstream outreach"),
