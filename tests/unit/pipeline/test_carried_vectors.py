@@ -1,5 +1,6 @@
-"""Ingest embeds each candidate's summary and the vector travels in the candidate, so the model's
-time overlaps dedup's work in a worker; dedup embeds only what arrives without one."""
+"""Ingest embeds each candidate's texts into the worker's `TextVectors`, so the model's time
+overlaps dedup's work in a worker; dedup embeds only what it does not find there (or in a
+candidate written before, which carries its vectors)."""
 from __future__ import annotations
 
 import numpy as np

@@ -13,6 +13,7 @@ from topics import names
 from topics.candidates import Candidate, candidate_items
 from streams.privacy.payloads import open_record, seal_record
 from tests.unit.app.test_inprocess import turn
+from tests.unit.pipeline.test_carried_vectors import counted
 
 
 def record(offset: int, value: bytes) -> Record:
@@ -75,14 +76,7 @@ async def test_dedup_finds_the_vectors_ingest_made_and_makes_the_same_as_it_woul
         return index.vector_b64(memory.id), index.context_b64(memory.id)
 
     async def dedup(pipeline: InProcessPipeline, items: object) -> list[list[str]]:
-        calls: list[list[str]] = []
-        real = pipeline.dedup_stage.embed
-
-        async def embed(texts):  # type: ignore[no-untyped-def]
-            calls.append(list(texts))
-            return await real(texts)
-
-        pipeline.dedup_stage.embed = embed
+        calls = counted(pipeline)
         value = seal_record(pipeline.sealed.sealer, "ana", items)
         await pipeline.dedup_stage.handle_batch([Record(names.MEMORY_CANDIDATES, 0, 0, b"ana", value, None)])
         return calls
