@@ -34,14 +34,10 @@ def deflated(array: bytes) -> bytes:
     return packed if len(packed) < len(array) else array
 
 
-def is_deflated(raw: bytes) -> bool:
-    return raw[:1] == DEFLATED
-
-
 def inflated(raw: bytes) -> bytes:
     """The JSON of a record (`deflated`), as it is when it is not deflated; raises
     `DeflatedRecordError`."""
-    if not is_deflated(raw):
+    if raw[:1] != DEFLATED:
         return raw
     inflater = zlib.decompressobj()
     try:

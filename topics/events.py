@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter
 
-from topics.deflated import deflated, inflated, is_deflated
+from topics.deflated import deflated, inflated
 from topics.sealed import Sealed
 from topics.times import EventTime
 
@@ -119,9 +119,7 @@ def events_of(value: bytes | str | list[Any] | dict[str, Any] | None) -> list[Me
         return _EVENT_LIST.validate_python(value)
     if isinstance(value, dict):
         return [MemoryEvent.model_validate(value)]
-    raw = value or b""
-    if isinstance(raw, bytes) and is_deflated(raw):
-        return _EVENT_LIST.validate_json(inflated(raw))
+    raw = inflated(value) if isinstance(value, bytes) else value or b""
     if raw.lstrip()[:1] in (b"[", "["):
         return _EVENT_LIST.validate_json(raw)
     return [MemoryEvent.model_validate_json(raw)]

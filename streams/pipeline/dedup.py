@@ -149,8 +149,10 @@ class DedupStage:
         clock = clock or StageClock(None, time.perf_counter())
         started = time.perf_counter()
         current = self.store.state()
-        candidate = (await self._with_vectors([candidate])).get(id(candidate), candidate)
         vector = carried_vector(candidate, current.config.profile.dim)
+        if vector is None:  # the batch could not give it its vectors
+            candidate = (await self._with_vectors([candidate])).get(id(candidate), candidate)
+            vector = carried_vector(candidate, current.config.profile.dim)
         if vector is None:  # an embedder that answers a vector of another size
             raise EmbedderError(f"the embedder gave no {current.config.profile.dim}-value vector")
         same_fact = None
