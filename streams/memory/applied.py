@@ -35,9 +35,10 @@ from topics.progress import Outcome
 
 WRITTEN_TABLES = ("memories", "users", "thread_revs", "audit")
 """The tables a candidate writes (besides its own `applied` record)."""
-Carried = Mapping[str, str]
-"""Values the record being applied carries, by name (e.g. the candidate's `vector_b64`): a
-listed write names them (`{"$carried": name}`) instead of repeating them."""
+Carried = Mapping[str, Any]
+"""Values the record being applied carries, by name (e.g. the candidate's `vector_b64`, a
+string, or a turn as its thread's buffer keeps it, an object): a listed write names them
+(`{"$carried": name}`) instead of repeating them."""
 _CARRIED = "$carried"
 log = logging.getLogger(__name__)
 
@@ -77,15 +78,34 @@ def remember(applied: Table, key: str, result: Applied, writes: list[list[Any]] 
 
 
 def digest(value: Any) -> str:
-    """A short fingerprint of a table value (None: the key is absent). (orjson: the stdlib's
-    encoder was a quarter of a candidate's CPU.) Hashed in pieces shorter than the size at which
-    hashlib lets the GIL go (`_HASH_PIECE`): a memory document is longer, and letting the GIL go
-    costs the event loop a wait for it whenever the embedder's threads want it (the same digest)."""
+    """A short fingerprint of a table value (None: the key is absent): the first
+    `DIGEST_CHARS` hex digits of the SHA-256 of its sorted JSON (`_hexdigest`)."""
+    return _hexdigest(value)[:DIGEST_CHARS]
+
+
+def _hexdigest(value: Any) -> str:
+    """The SHA-256 of `value`'s sorted JSON, in hex. (orjson: the stdlib's encoder was a quarter
+    of a candidate's CPU.) Hashed in pieces shorter than the size at which hashlib lets the GIL
+    go (`_HASH_PIECE`): a memory document is longer, and letting the GIL go costs the event loop
+    a wait for it whenever the embedder's threads want it."""
     data = memoryview(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
     hashed = hashlib.sha256()
     for start in range(0, len(data), _HASH_PIECE):
         hashed.update(data[start:start + _HASH_PIECE])
-    return hashed.hexdigest()[:32]
+    return hashed.hexdigest()
+
+
+DIGEST_CHARS = 16
+"""64 bits: a digest is only ever compared with the one value a key holds now, where a chance
+match is 2^-64; every listed write holds two, in every `applied`, `turn_log` and lifecycle
+record. Records written before hold 32 digits, and are compared by their own length
+(`_holds`)."""
+
+
+def _holds(current: str, recorded: str) -> bool:
+    """Whether a key whose value's full digest is `current` holds the value whose digest was
+    recorded as `recorded` (of any length: 32 digits before, `DIGEST_CHARS` now)."""
+    return len(recorded) >= DIGEST_CHARS and current.startswith(recorded)
 
 
 _HASH_PIECE = 2047
@@ -199,8 +219,7 @@ class WriteSet:
         writes = [[name, *write] for name, held in self.held.items() for write in held.listed()]
         if not carried:
             return writes
-        names = {value: {_CARRIED: name} for name, value in carried.items()}
-        return [[name, key, replaced, written, _named(patch, names)]
+        return [[name, key, replaced, written, named(patch, carried)]
                 for name, key, replaced, written, patch in writes]
 
     def commit(self, key: str, result: Applied, carried: Carried | None = None) -> None:
@@ -231,9 +250,11 @@ def redo_change(table: Table, key: Any, write: list[Any]) -> Any:
     (made again)."""
     replaced, written, patch = write
     current = table.get(key)
-    if digest(current) not in (replaced, written):
+    now = _hexdigest(current)
+    in_place = _holds(now, written)
+    if not (in_place or _holds(now, replaced)):
         return None
-    value = current if digest(current) == written else patched(current, patch)
+    value = current if in_place else patched(current, patch)
     if value is None:
         table.pop(key, None)
         return None
@@ -241,14 +262,31 @@ def redo_change(table: Table, key: Any, write: list[Any]) -> Any:
     return value
 
 
-def _named(patch: Any, names: Mapping[str, dict[str, str]]) -> Any:
-    """`patch` with each string that is a carried value replaced by its name."""
+def change_naming(before: Any, after: Any, carried: Carried) -> list[Any]:
+    """`change`, its patch naming the `carried` values it holds (`named`)."""
+    replaced, written, patch = change(before, after)
+    return [replaced, written, named(patch, carried)]
+
+
+def named(patch: Any, carried: Carried) -> Any:
+    """`patch` with each string or object that is a carried value replaced by its name
+    (`{"$carried": name}`; `redo` and `redo_naming` put the values back)."""
+    strings = {value: {_CARRIED: name} for name, value in carried.items() if isinstance(value, str)}
+    objects = [(value, {_CARRIED: name}) for name, value in carried.items() if isinstance(value, dict)]
+    return _named(patch, strings, objects)
+
+
+def _named(patch: Any, strings: Mapping[str, dict[str, str]],
+           objects: list[tuple[dict[str, Any], dict[str, str]]]) -> Any:
     if isinstance(patch, str):
-        return names.get(patch, patch)
+        return strings.get(patch, patch)
     if isinstance(patch, dict):
-        return {k: _named(v, names) for k, v in patch.items()}
+        for value, name in objects:
+            if patch == value:
+                return name
+        return {k: _named(v, strings, objects) for k, v in patch.items()}
     if isinstance(patch, list):
-        return [_named(v, names) for v in patch]
+        return [_named(v, strings, objects) for v in patch]
     return patch
 
 
@@ -268,6 +306,18 @@ def _restored(patch: Any, carried: Carried) -> Any:
     if isinstance(patch, list):
         return [_restored(v, carried) for v in patch]
     return patch
+
+
+def redo_naming(table: Table, key: Any, write: list[Any], carried: Carried) -> Any:
+    """`redo_change` of a write listed by `change_naming`, with the `carried` values put back;
+    a write naming a value not carried is left undone (None)."""
+    replaced, written, patch = write
+    try:
+        restored = _restored(patch, carried)
+    except _NotCarried as missing:
+        log.warning("a replay cannot redo a write: its record no longer carries %s", missing)
+        return None
+    return redo_change(table, key, [replaced, written, restored])
 
 
 def redo(tables: MemoryTables, writes: list[list[Any]],

@@ -32,7 +32,7 @@ from streams.providers.embedders import Embed
 from streams.guarded.llm import GuardedLLM
 from streams.write import policy
 from streams.write.contextual import FactTexts, TextVectors, context_of, fact_vectors
-from streams.write.episodic import Observed, observe, rules_from
+from streams.write.episodic import Observed, buffered_turn, observe, rules_from
 from streams.write.facts import FactPipeline, candidates_of, hot_command, mentions_topic
 from streams.write.trigger import CommandKind, ExplicitCommand
 from streams.write.validation import parse_turn
@@ -44,6 +44,9 @@ from topics.turns import Turn
 log = logging.getLogger(__name__)
 STAGE = "ingest"
 HOT_COMMANDS = (CommandKind.forget, CommandKind.dont_remember)
+TURN_CARRIED = "turn"
+"""The name under which a turn's `turn_log` record names the turn its buffer write adds
+(`streams.memory.applied.change_naming`): the text is in the turn, which a replay has at hand."""
 T = TypeVar("T")
 
 
@@ -337,7 +340,10 @@ class IngestStage:
         if seen is None:
             # The turn's record lists the buffer writes, and is made first: a replay makes the
             # writes again if the worker was killed before them, or if a recovery rolled them back.
-            record = {**observed.record, "buffer_write": applied.change(buffer, observed.entry)}
+            # The turn it adds is named, not repeated: its replay has the turn at hand.
+            buffered = {TURN_CARRIED: observed.entry["turns"][-1]}
+            record = {**observed.record,
+                      "buffer_write": applied.change_naming(buffer, observed.entry, buffered)}
             if observed.user_day is not None:
                 record["user_day_write"] = applied.change(user_day or None, observed.user_day)
             self.tables.turn_log[logged] = record
@@ -346,7 +352,8 @@ class IngestStage:
                 self.tables.buffers[day_key] = observed.user_day
         else:
             if "buffer_write" in seen:
-                applied.redo_change(self.tables.buffers, key, seen["buffer_write"])
+                applied.redo_naming(self.tables.buffers, key, seen["buffer_write"],
+                                    {TURN_CARRIED: buffered_turn(turn, policy.redact)})
             if "user_day_write" in seen:
                 applied.redo_change(self.tables.buffers, day_key, seen["user_day_write"])
         return observed

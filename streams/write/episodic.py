@@ -203,6 +203,11 @@ class Observed:
         return [Turn.model_validate(t) for t in self.entry["turns"]]
 
 
+def buffered_turn(turn: Turn, redact: Any = lambda text: text) -> dict[str, Any]:
+    """`turn` as its thread's buffer keeps it: its text passed through `redact`, no metadata."""
+    return turn.model_copy(update={"text": redact(turn.text), "metadata": {}}).model_dump(mode="json")
+
+
 def observe(entry: dict[str, Any] | None, turn: Turn, rules: EpisodeRules, window_n: int,
             redact: Any = lambda text: text, seen: dict[str, Any] | None = None,
             user_day: dict[str, Any] | None = None) -> Observed:
@@ -220,8 +225,7 @@ def observe(entry: dict[str, Any] | None, turn: Turn, rules: EpisodeRules, windo
         fact = Fact.model_validate(closed) if closed else None
         return Observed(entry, fact, list(seen.get("refs", [])), seen)
     # The buffered turns stay as stored: only an episode's window is read back into turns.
-    buffered = [*entry["turns"], turn.model_copy(update={"text": redact(turn.text), "metadata": {}})
-                .model_dump(mode="json")]
+    buffered = [*entry["turns"], buffered_turn(turn, redact)]
     state = dict(entry.get("episodic") or {})
     reason = due(state, turn, rules, user_day)
     fact, refs = None, []

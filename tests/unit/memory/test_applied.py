@@ -120,13 +120,42 @@ def test_a_write_naming_a_vector_the_replayed_candidate_lacks_is_left_undone():
 
 
 def test_a_digest_is_the_sha256_of_the_values_sorted_json_whatever_its_length() -> None:
-    """`applied` records written before hold such digests: a replay compares them with the
-    digest of what a key holds now."""
+    """Its first 16 hex digits: a replay compares it with the digest of what a key holds now."""
     import hashlib
-
-    import orjson
 
     from streams.memory.applied import digest
     for value in (None, {"b": 1, "a": [1, 2]}, {"summary": "x" * 5000, "ids": list(range(900))}):
-        whole = hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]
-        assert digest(value) == whole
+        whole = hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
+        assert digest(value) == whole[:16]
+
+
+def test_a_write_recorded_with_the_longer_digests_of_before_is_redone_by_them() -> None:
+    """`applied`, `turn_log` and lifecycle records written before the upgrade hold 32 digits."""
+    import hashlib
+
+    def long_digest(value):
+        return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]
+
+    before, after = {"turns": ["a"]}, {"turns": ["a", "b"]}
+    old_write = [long_digest(before), long_digest(after), patch_of(before, after)]
+    rolled_back = {"k": before}
+    assert applied.redo_change(rolled_back, "k", old_write) == after and rolled_back["k"] == after
+    changed_since = {"k": {"turns": ["c"]}}
+    assert applied.redo_change(changed_since, "k", old_write) is None
+    assert changed_since["k"] == {"turns": ["c"]}, "a key changed since is left alone"
+    assert applied.redo_change({"k": before}, "k", [long_digest(before)[:8], *old_write[1:]]) is None, \
+        "too short a digest matches nothing"
+
+
+def test_a_carried_object_is_named_and_a_replay_puts_it_back() -> None:
+    turn = {"turn_id": "2", "text": "I adopted a dog named Luna last year."}
+    before, after = {"turns": [{"turn_id": "1", "text": "hi"}]}, None
+    after = {"turns": [*before["turns"], dict(turn)]}
+    write = applied.change_naming(before, after, {"turn": turn})
+    assert turn["text"] not in orjson.dumps(write).decode(), "named, not repeated"
+    rolled_back = {"k": before}
+    assert applied.redo_naming(rolled_back, "k", write, {"turn": turn}) == after
+    assert rolled_back["k"] == after
+    untouched = {"k": before}
+    assert applied.redo_naming(untouched, "k", write, {}) is None and untouched["k"] == before, \
+        "not made without the value it names"

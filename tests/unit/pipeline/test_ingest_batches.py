@@ -6,8 +6,11 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
+import orjson
+
 from streams.settings import Settings
 from streams.app.inprocess import InProcessPipeline
+from streams.memory.tables import thread_key, turn_key
 from streams.pipeline.records import Record
 from topics import names
 from topics.candidates import Candidate, candidate_items
@@ -113,3 +116,23 @@ async def test_when_the_model_fails_the_batch_goes_without_vectors(tmp_path, min
     [candidate] = candidate_items(open_record(pipeline.sealed.sealer, sent.value or b""))
     assert isinstance(candidate, Candidate) and candidate.vector_b64 is None
     assert candidate.context_turn == "Ana: I adopted a dog named Luna last year.", "dedup embeds it"
+
+
+async def test_a_turns_record_names_the_turn_it_buffers_and_its_replay_buffers_it_again(
+        tmp_path, minilm_embedder):
+    """`turn_log` lists the buffer write a replay makes again without repeating the turn (the
+    replay has it); a recovery that rolled the buffer back gets the turn back from the replay."""
+    pipeline = InProcessPipeline(Settings(table_store="memory://", data_dir=tmp_path), minilm_embedder)
+    stage, tables = pipeline.ingest_stage, pipeline.sealed.ingest
+    text = "I adopted a dog named Luna last year, she is a border collie."
+    await stage.handle_batch([turn_record(1, "Hi there, how are you?")])
+    before = tables.buffers[thread_key("ana", "t1")]
+    await stage.handle_batch([turn_record(2, text)])
+    whole = tables.buffers[thread_key("ana", "t1")]
+    assert whole["turns"][-1]["text"] == text
+
+    logged = tables.turn_log[turn_key("ana", "t1", "2")]
+    assert text not in orjson.dumps(logged).decode(), "the turn is named, not repeated"
+    tables.buffers[thread_key("ana", "t1")] = before  # a recovery rolls the buffer back
+    await stage.handle_batch([turn_record(2, text)])
+    assert tables.buffers[thread_key("ana", "t1")] == whole
