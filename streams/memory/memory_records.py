@@ -5,7 +5,7 @@ Every change of a memory writes its document and appends to its audit list. Kept
 change, a fifth of a turn's Kafka records (docs/decisions.md#a-memorys-document-and-audit-list-are-one-record). Here the
 `memories` table holds a *memory record* per id:
 
-    {"$record": 1, "user_id": …, "memory": <document> | null, "audit": [<entry>, …]}
+    {"$record": 1 | 2, "user_id": …, "memory": <document> | null, "audit": [<entry>, …]}
 
 and the stages see it through two views with the mappings they always had: `docs` (memory id
 -> document) and `audit` (memory id -> entries, oldest first). A change writes both views, and
@@ -17,29 +17,83 @@ Tables written before are read as they are: a `memories` value that is a bare do
 document, and its audit list is the one in the old `audit` table (`legacy_audit`, read only).
 The next write of that id makes a memory record of both, which from then on shadows the old
 audit list; the `applied` records written before list writes per view, so their replays work.
+
+A document with every field of `streams.memory.model.Memory` is stored *compact* (`"$record":
+2`): the fields that hold their value in `OMITTED` are left out, and put back when it is read.
+Most of a document's fields hold their default (no valence, no superseding memory, no purge
+date, …); left out they are 6 % of its record, deflated, in every rewrite of a memory. A
+document missing any field is stored as it is (`"$record": 1`), as every record before was.
 """
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
 
+from streams.memory.model import Memory
 from streams.tables import ReadableItems, Table
 
 RECORD_FORMAT = 1
+"""A memory record whose document is stored as it is."""
+COMPACT_FORMAT = 2
+"""A memory record whose document is stored without the fields that hold their `OMITTED` value."""
 _FORMAT_FIELD = "$record"
+
+OMITTED: dict[str, Any] = {
+    "category": "Other", "tags": [], "entities": [], "entity_key": None, "source": "chat",
+    "trust_score": 0.7, "importance": 3, "valence": None, "intensity": None, "pinned": False,
+    "private": False, "state": "active", "last_verified_at": None, "access_count": 0,
+    "valid_from": None, "valid_to": None, "event_start": None, "event_end": None,
+    "superseded_by": None, "purge_at": None, "related_ids": [], "relations": {},
+    "consolidated_from": [], "source_turn_ids": [], "agent_id": None, "run_id": None,
+    "actor_id": None, "role": None, "thread_id": None, "date_iso": None, "week": None,
+    "year": None, "version": 1, "embedding_b64": None, "context_b64": None,
+    "pending_change": None,
+}
+"""What a field left out of a compact document holds. Part of the format, not read from the
+model: a default the model changes later must not change what records written before say (a
+test holds these to the model's defaults, so a change there is a new format)."""
+_COMPLETE = frozenset(Memory.model_fields)
+"""The fields a document must have to be stored compact (so that every field left out of it
+was there, with its `OMITTED` value)."""
 
 
 def is_memory_record(value: Any) -> bool:
     """Whether a `memories` value is a memory record (else a bare document written before)."""
-    return isinstance(value, dict) and value.get(_FORMAT_FIELD) == RECORD_FORMAT
+    return isinstance(value, dict) and value.get(_FORMAT_FIELD) in (RECORD_FORMAT, COMPACT_FORMAT)
 
 
 def memory_record(memory: dict[str, Any] | None, audit: list[dict[str, Any]]) -> dict[str, Any]:
     """The value of a memory with document `memory` (None: none) and audit list `audit`; its
-    user (which the sealed table seals it for) is the document's, else the last entry's."""
+    user (which the sealed table seals it for) is the document's, else the last entry's. A
+    document with every field is stored compact (module doc)."""
     owner = memory if memory is not None else audit[-1]
+    if memory is not None and _COMPLETE <= memory.keys():
+        compact = {k: v for k, v in memory.items() if not _omitted(k, v)}
+        return {_FORMAT_FIELD: COMPACT_FORMAT, "user_id": owner["user_id"], "memory": compact,
+                "audit": audit}
     return {_FORMAT_FIELD: RECORD_FORMAT, "user_id": owner["user_id"], "memory": memory,
             "audit": audit}
+
+
+def document_of(record: dict[str, Any]) -> dict[str, Any] | None:
+    """The document of a memory record (`is_memory_record`), its left-out fields put back."""
+    memory = record["memory"]
+    if memory is None or record[_FORMAT_FIELD] != COMPACT_FORMAT:
+        return memory
+    full = dict(memory)
+    for name, value in OMITTED.items():
+        if name not in full:
+            full[name] = [] if value == [] else {} if value == {} else value
+    return full
+
+
+def _omitted(name: str, value: Any) -> bool:
+    """Whether field `name` holds its `OMITTED` value (of the same JSON type: 0 is not False)."""
+    kept = OMITTED.get(name, _NOT_OMITTED)
+    return type(value) is type(kept) and value == kept
+
+
+_NOT_OMITTED = object()
 
 
 class MemoryRecords:
@@ -56,14 +110,14 @@ class MemoryRecords:
         """The document and the audit list under `key` (None: none, or unreadable)."""
         value = _get(self.table, key)
         if is_memory_record(value):
-            return value["memory"], value["audit"] or None
+            return document_of(value), value["audit"] or None
         return value, self._legacy_list(key)
 
     def document(self, key: Any) -> dict[str, Any] | None:
         """The document under `key` alone: `read` without the old `audit` table's read, which
         a document never needs (every `MemoryState.memory`, on the hot path)."""
         value = _get(self.table, key)
-        return value["memory"] if is_memory_record(value) else value
+        return document_of(value) if is_memory_record(value) else value
 
     def _legacy_list(self, key: Any) -> list[dict[str, Any]] | None:
         return _get(self.legacy_audit, key) if self.legacy_audit is not None else None

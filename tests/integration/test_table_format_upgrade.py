@@ -25,7 +25,7 @@ from faust.serializers import codecs
 from streams.app.topic_admin import create_topics
 from streams.app.topology import ALL_TOPICS
 from streams.memory.applied_by_turn import legacy_candidate_key
-from streams.memory.memory_records import is_memory_record
+from streams.memory.memory_records import document_of, is_memory_record
 from streams.privacy import table_values
 from streams.privacy.placement import partition_for
 from streams.privacy.crypto import decode_key
@@ -60,7 +60,8 @@ def old_forms(table: str, key: bytes, value: bytes,
     record = orjson.loads(plaintext)
     if table == "memories" and is_memory_record(record):
         split = [("audit", key, orjson.dumps(record["audit"]))]
-        return [("memories", key, orjson.dumps(record["memory"])), *split] if record["memory"] else split
+        document = document_of(record)
+        return [("memories", key, orjson.dumps(document)), *split] if document else split
     if table == "applied" and isinstance(record, dict) and "$turn" in record:
         user_id = orjson.loads(key)[0]
         return [*(("applied", legacy_candidate_key(user_id, cid).encode(), orjson.dumps(one))

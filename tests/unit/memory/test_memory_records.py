@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 from streams.app.inprocess import InProcessPipeline
-from streams.memory.memory_records import MemoryRecords, is_memory_record, memory_record
+from streams.memory.memory_records import (OMITTED, MemoryRecords, document_of, is_memory_record,
+                                           memory_record)
+from streams.memory.model import Memory
 from streams.pipeline.records import Record
 from streams.privacy.sealed import SealedTable, user_in_value
 from streams.settings import Settings
@@ -71,6 +73,49 @@ def test_values_written_before_are_read_and_rewritten_as_one_record():
     records.docs.pop("m1")
     del records.audit["m1"]
     assert "m1" not in raw and "m1" not in legacy, "the old list does not show through"
+
+
+def full_document(**fields: Any) -> dict[str, Any]:
+    return Memory(id="m1", user_id=USER, type="semantic", summary="Ana has a dog.", created_at=T0,
+                  updated_at=T0, last_accessed=T0, **fields).model_dump(mode="json")
+
+
+def test_a_document_with_every_field_is_stored_without_those_at_their_usual_value():
+    raw: dict[str, Any] = {}
+    records = MemoryRecords(raw)
+    doc = full_document(valence="positive", tags=["pet"], importance=4)
+    records.docs["m1"], records.audit["m1"] = doc, [ENTRY]
+    stored = raw["m1"]["memory"]
+    assert raw["m1"]["$record"] == 2 and is_memory_record(raw["m1"])
+    assert {"valence", "tags", "importance", "summary"} <= stored.keys()
+    assert not {"superseded_by", "purge_at", "relations", "pinned", "trust_score"} & stored.keys()
+    assert records.docs["m1"] == doc and records.read("m1") == (doc, [ENTRY])
+    assert document_of(raw["m1"]) == doc
+    records.docs["m1"]["related_ids"].append("m2")
+    assert records.docs["m1"]["related_ids"] == [], "each read its own lists"
+
+
+def test_a_field_of_another_json_type_than_its_usual_value_is_kept():
+    raw: dict[str, Any] = {}
+    records = MemoryRecords(raw)
+    doc = {**full_document(), "access_count": False, "version": 1.0}
+    records.docs["m1"] = doc
+    assert raw["m1"]["memory"]["access_count"] is False and "version" in raw["m1"]["memory"]
+    assert records.docs["m1"] == doc and records.docs["m1"]["access_count"] is False
+
+
+def test_a_full_document_stored_as_it_is_before_reads_the_same():
+    doc = full_document(valence="positive")
+    records = MemoryRecords({"m1": {"$record": 1, "user_id": USER, "memory": doc, "audit": [ENTRY]}})
+    assert records.docs["m1"] == doc and records.audit["m1"] == [ENTRY]
+
+
+def test_what_a_compact_document_leaves_out_is_what_the_model_defaults_to():
+    """`OMITTED` is part of the stored format: if a default of the model changes, the records
+    written before must still read as they were written (a new format, not a new default)."""
+    defaults = {name: field.get_default(call_default_factory=True)
+                for name, field in Memory.model_fields.items() if not field.is_required()}
+    assert OMITTED == defaults
 
 
 # --- in the stages -------------------------------------------------------------------------
