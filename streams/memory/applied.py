@@ -29,6 +29,7 @@ from typing import Any
 import orjson
 
 from streams.errors import MemstreamError
+from streams.memory.memory_records import compact_document, expanded_document
 from streams.memory.tables import MemoryTables, Table
 from topics.events import MemoryEvent
 from topics.progress import Outcome
@@ -115,7 +116,8 @@ _HASH_PIECE = 2047
 def patch_of(before: Any, after: Any) -> dict[str, Any]:
     """What turns `before` into `after`, compactly: per field for documents; for lists, the
     entries dropped from the front and those inserted (a log that grows, a sorted list of ids
-    that gains one); else the whole value."""
+    that gains one); else the whole value, a memory's document compact
+    (`streams.memory.memory_records.compact_document`)."""
     if isinstance(before, dict) and isinstance(after, dict):
         return {"fields": {k: patch_of(before.get(k), v) for k, v in after.items()
                            if k not in before or before[k] != v},
@@ -125,7 +127,8 @@ def patch_of(before: Any, after: Any) -> dict[str, Any]:
             inserted = _insertions(before[dropped:], after)
             if inserted is not None:
                 return {"drop": dropped, "insert": inserted}
-    return {"value": after}
+    compact = compact_document(after)
+    return {"value": after} if compact is None else {"document": compact}
 
 
 def _insertions(before: list[Any], after: list[Any]) -> list[list[Any]] | None:
@@ -149,6 +152,8 @@ def patched(value: Any, patch: dict[str, Any]) -> Any:
         for position, entry in patch["insert"]:
             out.insert(position, entry)
         return out
+    if "document" in patch:
+        return expanded_document(patch["document"])
     return patch["value"]
 
 

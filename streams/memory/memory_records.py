@@ -67,12 +67,29 @@ def memory_record(memory: dict[str, Any] | None, audit: list[dict[str, Any]]) ->
     user (which the sealed table seals it for) is the document's, else the last entry's. A
     document with every field is stored compact (module doc)."""
     owner = memory if memory is not None else audit[-1]
-    if memory is not None and _COMPLETE <= memory.keys():
-        compact = {k: v for k, v in memory.items() if not _omitted(k, v)}
+    compact = compact_document(memory)
+    if compact is not None:
         return {_FORMAT_FIELD: COMPACT_FORMAT, "user_id": owner["user_id"], "memory": compact,
                 "audit": audit}
     return {_FORMAT_FIELD: RECORD_FORMAT, "user_id": owner["user_id"], "memory": memory,
             "audit": audit}
+
+
+def compact_document(document: Any) -> dict[str, Any] | None:
+    """`document` without the fields that hold their `OMITTED` value; None when it is not a
+    document with every field of `Memory` (then it is kept as it is)."""
+    if not isinstance(document, dict) or not _COMPLETE <= document.keys():
+        return None
+    return {k: v for k, v in document.items() if not _omitted(k, v)}
+
+
+def expanded_document(compact: dict[str, Any]) -> dict[str, Any]:
+    """A document from `compact_document`, its left-out fields put back (a copy)."""
+    full = dict(compact)
+    for name, value in OMITTED.items():
+        if name not in full:
+            full[name] = [] if value == [] else {} if value == {} else value
+    return full
 
 
 def document_of(record: dict[str, Any]) -> dict[str, Any] | None:
@@ -80,11 +97,7 @@ def document_of(record: dict[str, Any]) -> dict[str, Any] | None:
     memory = record["memory"]
     if memory is None or record[_FORMAT_FIELD] != COMPACT_FORMAT:
         return memory
-    full = dict(memory)
-    for name, value in OMITTED.items():
-        if name not in full:
-            full[name] = [] if value == [] else {} if value == {} else value
-    return full
+    return expanded_document(memory)
 
 
 def _omitted(name: str, value: Any) -> bool:

@@ -36,6 +36,18 @@ def test_patches_rebuild_every_value():
     assert patched(doc, patch) == new
     assert patch["fields"]["related_ids"] == {"drop": 0, "insert": [[1, "b"]]}, "only what changed"
     assert patched(None, patch_of(None, new)) == new
+    memory = state_memory_document()
+    assert set(patch_of(None, memory)) == {"document"} and patched(None, patch_of(None, memory)) == memory
+    assert patched(None, patch_of(None, {**memory, "extra": 1})) == {**memory, "extra": 1}
+
+
+def state_memory_document() -> dict:
+    from datetime import datetime, timezone
+
+    from streams.memory.model import Memory
+    at = datetime(2024, 5, 1, tzinfo=timezone.utc)
+    return Memory(id="m1", user_id="u", type="semantic", summary="Ana has a dog.", created_at=at,
+                  updated_at=at, last_accessed=at, valence="positive").model_dump(mode="json")
 
 
 def test_a_worker_killed_between_the_record_and_its_writes_ends_as_if_uninterrupted():
@@ -70,7 +82,9 @@ def test_the_record_names_the_candidates_vectors_and_a_replay_puts_them_back():
     result = _apply(killed.over(writes.tables), second, vec(0.6, 0.8), None, candidate_id(second))
     listed = writes.listed(carried_values(second))
     assert second.vector_b64 not in orjson.dumps(listed).decode(), "named, not repeated"
-    assert {"$carried": "vector_b64"} in listed[0][4]["value"].values()
+    document = listed[0][4]["document"]
+    assert {"$carried": "vector_b64"} in document.values()
+    assert "superseded_by" not in document, "listed compact, as the memory record stores it"
     applied.remember(killed.tables.applied, applied_key(second), result, listed)
     again = apply_candidate(killed, second, vec(0.6, 0.8))
 
