@@ -66,7 +66,7 @@ class Sealer:
         if stored.by == "transit":
             return self.keys.open_in_transit(
                 stored.user_id, base64.urlsafe_b64encode(stored.sealed).decode("ascii"))
-        return inflate(self.keys.open_raw(stored.user_id, stored.sealed), stored.deflated)
+        return inflate(self.keys.open_raw(stored.user_id, stored.sealed), stored.form)
 
 
 class SealedTable(ReadableItems):

@@ -16,7 +16,7 @@ from streams.privacy.crypto import SealError, new_key
 from streams.privacy.payloads import open_record, seal_record
 from streams.privacy import table_values
 from streams.privacy.sealed import Sealer, SealedTable, user_first_in_key, user_in_value
-from streams.privacy.table_values import DEFLATED, FORMAT, pack, unpack
+from streams.privacy.table_values import DEFLATED, DICTIONARY_DEFLATED, FORMAT, pack, unpack
 from streams.privacy.user_keys import UserKeys
 
 DOC = {"id": "m1", "user_id": "ana", "summary": "Ana adopted a dog named Luna.",
@@ -44,8 +44,37 @@ def test_values_written_before_the_upgrade_open_and_are_rewritten_binary(sealer)
     assert dict(table.items()).keys() == {"m1", "m2"}
 
     table["m1"] = table["m1"]
-    assert raw["m1"][:1] == DEFLATED and table["m1"] == DOC
+    assert raw["m1"][:1] == DICTIONARY_DEFLATED and table["m1"] == DOC
     assert len(raw["m1"]) < 0.8 * len(codecs.dumps("json", old_dict)), "a fifth smaller at least"
+
+
+def test_a_value_deflated_without_the_dictionary_written_before_opens(sealer):
+    body = zlib.compress(orjson.dumps(DOC), 1)
+    raw = {"m1": DEFLATED + pack("ana", sealer.keys.seal_raw("ana", body))[1:]}
+    table = SealedTable(raw, sealer, user_in_value)
+    assert table["m1"] == DOC
+
+
+def test_the_dictionary_shortens_a_memory_document_and_never_changes():
+    """Values deflated with it inflate only with the same bytes: a new one is a new format."""
+    import hashlib
+
+    from streams.privacy.value_dictionary import VALUE_DICTIONARY, VALUE_DICTIONARY_SHA256
+    assert hashlib.sha256(VALUE_DICTIONARY).hexdigest() == VALUE_DICTIONARY_SHA256 == \
+        "9442a8f2a3866d8d78a2406697d9411552492f6a62718b9981cbf170222857e7"
+    document = orjson.dumps({"$record": 2, "user_id": "bo", "memory": {
+        "id": "3f1c", "user_id": "bo", "type": "semantic", "category": "Personal",
+        "summary": "Bo plays the cello in a quartet on Fridays.", "tags": ["music", "hobby"],
+        "created_at": "2024-02-01T09:00:00Z", "updated_at": "2024-02-01T09:00:00Z",
+        "last_accessed": "2024-02-01T09:00:00Z", "source_turn_ids": ["s1:4"], "role": "user",
+        "thread_id": "s1"}, "audit": [{"id": "9a0e", "memory_id": "3f1c", "user_id": "bo",
+        "verb": "ADD", "actor": "system", "ts": "2024-02-01T09:00:00+00:00", "rev": 4,
+        "thread_id": "s1", "old": None, "new": {"summary": "Bo plays the cello.",
+        "state": "active", "pinned": False, "importance": 3, "category": "Personal"},
+        "meta": {"similarity": 0.21, "reason": "below_bands", "source_turn_id": "s1:4"}}]})
+    with_dictionary, deflated = table_values.deflate(document)
+    assert deflated and len(with_dictionary) < 0.8 * len(zlib.compress(document, 1))
+    assert table_values.inflate(with_dictionary, DICTIONARY_DEFLATED) == document
 
 
 def test_a_binary_value_of_json_as_it_is_written_before_deflating_opens(sealer):
@@ -59,16 +88,17 @@ def test_a_value_is_deflated_only_when_that_makes_it_shorter(sealer):
     table["short"] = {"user_id": "ana", "n": 1}
     table["doc"] = DOC
     assert table.table["short"][:1] == FORMAT, "too short to gain"
-    assert table.table["doc"][:1] == DEFLATED and len(table.table["doc"]) < 300
+    assert table.table["doc"][:1] == DICTIONARY_DEFLATED and len(table.table["doc"]) < 300
     assert table["doc"] == DOC and table["short"]["n"] == 1
     noise = os.urandom(3000)
     assert table_values.deflate(noise) == (noise, False), "deflate would make it longer"
 
 
+@pytest.mark.parametrize("form", [DEFLATED, DICTIONARY_DEFLATED])
 @pytest.mark.parametrize("body", [b"not deflate", zlib.compress(b"x" * 5000)[:-6]],
                          ids=["garbage", "cut short"])
-def test_a_deflated_value_that_does_not_inflate_reads_as_absent(sealer, body):
-    raw = {"k": pack("ana", sealer.keys.seal_raw("ana", body), deflated=True)}
+def test_a_deflated_value_that_does_not_inflate_reads_as_absent(sealer, body, form):
+    raw = {"k": form + pack("ana", sealer.keys.seal_raw("ana", body), deflated=True)[1:]}
     table = SealedTable(raw, sealer, user_in_value)
     assert table.get("k") is None and "k" in table
 
@@ -77,7 +107,7 @@ def test_a_value_that_would_inflate_past_the_limit_is_refused(sealer, monkeypatc
     monkeypatch.setattr(table_values, "MAX_INFLATED", 1000)
     table = SealedTable({}, sealer, user_in_value)
     table["big"] = {"user_id": "ana", "text": "a" * 2000}
-    assert table.table["big"][:1] == DEFLATED
+    assert table.table["big"][:1] == DICTIONARY_DEFLATED
     table._opened.clear()
     assert table.get("big") is None
 
@@ -113,7 +143,7 @@ def test_a_sealed_record_is_binary_and_one_sealed_before_as_json_still_opens(sea
     candidate = {"kind": "fact", "summary": "Ana adopted a dog named Luna.", "vector_b64": "h:" + "A" * 1024}
     record = seal_record(sealer, "ana", candidate)
     before = sealer.seal("ana", candidate).model_dump_json().encode()  # as memory.candidates held it
-    assert record[:1] == DEFLATED and len(record) < 0.8 * len(before)
+    assert record[:1] == DICTIONARY_DEFLATED and len(record) < 0.8 * len(before)
     assert open_record(sealer, record) == candidate == open_record(sealer, before)
     assert open_record(sealer, b'{"in": "clear"}') == {"in": "clear"}
 
