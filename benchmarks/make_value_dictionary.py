@@ -58,7 +58,7 @@ def written_values() -> list[bytes]:
         put(table, key, user_id, plaintext)
         values.append(bytes(plaintext))
 
-    sealed.SealedTable.put_plaintext = kept  # type: ignore[method-assign]
+    sealed.SealedTable.put_plaintext = kept  # type: ignore[method-assign]  # records what the chat writes
     start = datetime(2024, 5, 1, 10, tzinfo=timezone.utc)
     turns = [Turn(user_id="user", thread_id=f"session_{day}", turn_id=f"D{day}:{n}", role="user",
                   speaker="User", text=text, ts=start + timedelta(days=30 * day, minutes=n))
@@ -67,7 +67,7 @@ def written_values() -> list[bytes]:
         pipeline = InProcessPipeline(Settings(table_store="memory://", data_dir=Path(data_dir)),
                                      shared_embedder("local-int8", 32))
         asyncio.run(pipeline.ingest(turns))
-    sealed.SealedTable.put_plaintext = put  # type: ignore[method-assign]
+    sealed.SealedTable.put_plaintext = put  # type: ignore[method-assign]  # as it was
     return values
 
 

@@ -57,9 +57,9 @@ class Sealer:
         """A table value (or a record) holding `plaintext` (JSON, UTF-8), deflated when that
         is shorter and sealed with the user's data key (`streams.privacy.table_values`), and
         its sealed bytes."""
-        body, deflated = deflate(plaintext)
+        body, form = deflate(plaintext)
         sealed = self.keys.seal_raw(user_id, body)
-        return pack(user_id, sealed, deflated), sealed
+        return pack(user_id, sealed, form), sealed
 
     def open_stored(self, stored: StoredValue) -> bytes:
         """The JSON (UTF-8) inside a table value; raises `SealError` when it does not open."""
