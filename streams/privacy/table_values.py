@@ -3,15 +3,17 @@ before.
 
 Binary: a format byte | sealer (0: the user's data key, 1: the master key in transit) | length
 of the user id (2 bytes, big-endian) | the user id (UTF-8) | the sealed bytes
-(`streams.privacy.crypto.seal_raw`). The format byte says what was sealed: `b"\\x03"` (written
-now) the value's JSON deflated (zlib) with a preset dictionary (`streams.privacy.
-value_dictionary`) when that is shorter, `b"\\x02"` deflated without one (written before),
+(`streams.privacy.crypto.seal_raw`). The format byte says what was sealed: `b"\\x04"` (written
+now for a value with vectors) its JSON with the vectors taken out as bytes
+(`streams.privacy.binary_vectors`), deflated (zlib) with a preset dictionary
+(`streams.privacy.value_dictionary`), `b"\\x03"` (written now for one without) its JSON
+deflated with the dictionary, each when that is shorter; `b"\\x02"` deflated without one (written before),
 `b"\\x01"` the JSON as it is (written before, and now for a value deflate does not shorten).
 A table's values are JSON documents that repeat their field names and quote their vectors in
 base64: deflated, a memory document is a third smaller, an `applied` record two thirds
 (docs/decisions.md#deflated-table-values); the dictionary, which holds those field names and
 usual values once for all, takes about 14 % more off
-(docs/decisions.md#table-values-deflate-with-a-preset-dictionary).
+(docs/decisions.md#table-values-deflate-with-a-preset-dictionary-their-vectors-as-bytes).
 Deflating before sealing lets the length of a value depend on its content; a value holds one
 user's data only, so no one can learn another user's content from it. Before, a table value was
 the `topics.sealed.Sealed` envelope as JSON, its sealed bytes in base64 inside: a third larger on disk and in every
