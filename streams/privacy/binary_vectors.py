@@ -87,7 +87,10 @@ def joined(value: bytes) -> bytes:
     for at in range(end, table_end, 5):
         if table_end > len(value) or value[at] not in _PREFIXES:
             raise SplitValueError("a split value lacks a vector")
-        vectors.append((value[at], int.from_bytes(value[at + 1:at + 5], "big")))
+        kind, length = value[at], int.from_bytes(value[at + 1:at + 5], "big")
+        if kind == _HALF and length % 2:
+            raise SplitValueError("a split value's float16 vector has an odd length")
+        vectors.append((kind, length))
     half = sum(length for kind, length in vectors if kind == _HALF) // 2
     int8_at = table_end + 2 * half
     if int8_at + sum(length for kind, length in vectors if kind == _INT8) != len(value):

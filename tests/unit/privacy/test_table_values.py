@@ -195,3 +195,12 @@ def test_a_value_whose_vectors_do_not_fit_back_reads_as_absent(sealer, cut):
     inflated = b"".join(split(plaintext))[:-cut]
     raw = {"k": pack("ana", sealer.keys.seal_raw("ana", zlib.compress(inflated)), VECTORS_DEFLATED)}
     assert SealedTable(raw, sealer, user_in_value).get("k") is None
+
+
+def test_a_split_value_with_an_odd_float16_length_does_not_join():
+    from streams.privacy.binary_vectors import SplitValueError, joined
+    json_text = b'{"e":\x00,"f":\x00}'  # two float16 vectors of 3 and 1 bytes: 4 in all
+    table = b"\x01" + (3).to_bytes(4, "big") + b"\x01" + (1).to_bytes(4, "big")
+    value = len(json_text).to_bytes(4, "big") + json_text + table + b"abcd"
+    with pytest.raises(SplitValueError):
+        joined(value)
