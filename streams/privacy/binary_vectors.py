@@ -36,14 +36,12 @@ class SplitValueError(MemstreamError, ValueError):
     """A split value (`split`) whose parts do not fit together."""
 
 
-def has_vectors(plaintext: bytes) -> bool:
-    """Whether `plaintext` quotes a vector `split` would take out (a quick look first)."""
-    return (b'"h:' in plaintext or b'"i8:' in plaintext) and _VECTOR.search(plaintext) is not None
-
-
-def split(plaintext: bytes) -> list[bytes]:
+def split(plaintext: bytes) -> list[bytes] | None:
     """`plaintext` (JSON) as the parts to deflate (module doc): the header, then the low bytes,
-    the high bytes and the int8 bytes of its vectors (each part may be empty)."""
+    the high bytes and the int8 bytes of its vectors (each part but the header may be empty);
+    None when it quotes no vector to take out."""
+    if b'"h:' not in plaintext and b'"i8:' not in plaintext:  # most values: no scan
+        return None
     json_parts: list[bytes] = []
     table: list[bytes] = []
     low: list[bytes] = []
@@ -67,6 +65,8 @@ def split(plaintext: bytes) -> list[bytes]:
         json_parts += [plaintext[at:match.start()], _MARK]
         table.append(kind.to_bytes(1, "big") + len(data).to_bytes(4, "big"))
         at = match.end()
+    if not table:
+        return None
     json_parts.append(plaintext[at:])
     json_text = b"".join(json_parts)
     header = len(json_text).to_bytes(4, "big") + json_text + b"".join(table)

@@ -95,7 +95,7 @@ def deflate(plaintext: bytes) -> tuple[bytes, bytes]:
     (`VECTORS_DEFLATED`), else as it is (`FORMAT`)."""
     if len(plaintext) < MIN_DEFLATED:
         return plaintext, FORMAT
-    parts = binary_vectors.split(plaintext) if binary_vectors.has_vectors(plaintext) else None
+    parts = binary_vectors.split(plaintext)
     deflater = zlib.compressobj(DEFLATE_LEVEL, zlib.DEFLATED, DEFLATE_WINDOW_BITS,
                                 zdict=VALUE_DICTIONARY)
     if parts is None:
