@@ -313,16 +313,23 @@ def _restored(patch: Any, carried: Carried) -> Any:
     return patch
 
 
-def redo_naming(table: Table, key: Any, write: list[Any], carried: Carried) -> Any:
-    """`redo_change` of a write listed by `change_naming`, with the `carried` values put back;
-    a write naming a value not carried is left undone (None)."""
+def redo_naming(table: Table, key: Any, write: list[Any], carried: Carried, name: str) -> Any:
+    """`redo_change` of a write to table `name` listed by `change_naming`, with the `carried`
+    values put back; a write naming a value not carried is left undone (None)."""
+    restored = _restored_write(name, write, carried)
+    return None if restored is None else redo_change(table, key, restored)
+
+
+def _restored_write(name: str, write: list[Any], carried: Carried) -> list[Any] | None:
+    """`write` (a `change` to table `name`) with the `carried` values it names put back; None,
+    logged, when it names one the replayed record no longer carries."""
     replaced, written, patch = write
     try:
-        restored = _restored(patch, carried)
+        return [replaced, written, _restored(patch, carried)]
     except _NotCarried as missing:
-        log.warning("a replay cannot redo a write: its record no longer carries %s", missing)
+        log.warning("a replay cannot redo a %s write: its record no longer carries %s",
+                    name, missing)
         return None
-    return redo_change(table, key, [replaced, written, restored])
 
 
 def redo(tables: MemoryTables, writes: list[list[Any]],
@@ -332,14 +339,8 @@ def redo(tables: MemoryTables, writes: list[list[Any]],
     is not listed). A write naming a value the record no longer carries (a turn re-sent whose
     embedding failed this time) is left undone rather than made without it."""
     made = []
-    for name, key, replaced, written, patch in writes:
-        try:
-            write = [replaced, written, _restored(patch, carried or {})]
-        except _NotCarried as missing:
-            log.warning("a replay cannot redo a %s write: its record no longer carries %s",
-                        name, missing)
-            continue
-        value = redo_change(getattr(tables, name), key, write)
+    for name, key, *write in writes:
+        value = redo_naming(getattr(tables, name), key, write, carried or {}, name)
         if value is not None:
             made.append((name, value))
     return made

@@ -353,7 +353,7 @@ class IngestStage:
         else:
             if "buffer_write" in seen:
                 applied.redo_naming(self.tables.buffers, key, seen["buffer_write"],
-                                    {TURN_CARRIED: buffered_turn(turn, policy.redact)})
+                                    {TURN_CARRIED: buffered_turn(turn, policy.redact)}, "buffers")
             if "user_day_write" in seen:
                 applied.redo_change(self.tables.buffers, day_key, seen["user_day_write"])
         return observed

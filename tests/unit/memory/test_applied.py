@@ -15,6 +15,7 @@ from streams.memory.documents import candidate_id
 from streams.memory.state import MemoryState
 from streams.memory.documents import applied_key
 from streams.memory.vector_index import encode_vector
+from tests.unit.memory.test_memory_records import full_document
 from tests.unit.memory.test_memory_state import cand, state, vec
 
 TABLES = ("memories", "users", "thread_revs", "audit", "applied")
@@ -36,18 +37,9 @@ def test_patches_rebuild_every_value():
     assert patched(doc, patch) == new
     assert patch["fields"]["related_ids"] == {"drop": 0, "insert": [[1, "b"]]}, "only what changed"
     assert patched(None, patch_of(None, new)) == new
-    memory = state_memory_document()
+    memory = full_document()
     assert set(patch_of(None, memory)) == {"document"} and patched(None, patch_of(None, memory)) == memory
     assert patched(None, patch_of(None, {**memory, "extra": 1})) == {**memory, "extra": 1}
-
-
-def state_memory_document() -> dict:
-    from datetime import datetime, timezone
-
-    from streams.memory.model import Memory
-    at = datetime(2024, 5, 1, tzinfo=timezone.utc)
-    return Memory(id="m1", user_id="u", type="semantic", summary="Ana has a dog.", created_at=at,
-                  updated_at=at, last_accessed=at, valence="positive").model_dump(mode="json")
 
 
 def test_a_worker_killed_between_the_record_and_its_writes_ends_as_if_uninterrupted():
@@ -168,8 +160,8 @@ def test_a_carried_object_is_named_and_a_replay_puts_it_back() -> None:
     write = applied.change_naming(before, after, {"turn": turn})
     assert turn["text"] not in orjson.dumps(write).decode(), "named, not repeated"
     rolled_back = {"k": before}
-    assert applied.redo_naming(rolled_back, "k", write, {"turn": turn}) == after
+    assert applied.redo_naming(rolled_back, "k", write, {"turn": turn}, "buffers") == after
     assert rolled_back["k"] == after
     untouched = {"k": before}
-    assert applied.redo_naming(untouched, "k", write, {}) is None and untouched["k"] == before, \
+    assert applied.redo_naming(untouched, "k", write, {}, "buffers") is None and untouched["k"] == before, \
         "not made without the value it names"
