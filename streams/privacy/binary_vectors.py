@@ -1,13 +1,13 @@
-"""The vectors of a table value as bytes, not base64, inside what is deflated.
+"""The vectors of a table value as bytes, not base64, inside what is compressed.
 
 A memory document quotes its vectors in base64 (`streams.memory.vector_index`: `"h:…"` float16,
-`"i8:…"` int8 with its scale). Deflate barely shortens base64: it spreads each byte over
-characters, so the redundancy of the float16 values is lost (their high bytes, sign and
-exponent, hold 5.5 bits of 8; their low bytes 8). Before deflating
-(`streams.privacy.table_values`), `split` takes every such string out of the JSON, leaving a NUL
+`"i8:…"` int8 with its scale). A compressor (zstd now, zlib's deflate before) barely shortens
+base64: it spreads each byte over characters, so the redundancy of the float16 values is lost
+(their high bytes, sign and exponent, hold 5.5 bits of 8; their low bytes 8). Before
+compressing (`streams.privacy.table_values`), `split` takes every such string out of the JSON, leaving a NUL
 byte in its place (orjson writes a NUL inside a string as an escape, never as a byte), and gives
-the value back in parts for deflate to code in blocks of their own (each block has its own
-Huffman codes, so the high bytes are not coded with the random low ones):
+the value back in parts for the compressor to code in blocks of their own (each block has its
+own Huffman codes, so the high bytes are not coded with the random low ones):
 
     header: <JSON length, 4 bytes> <JSON, each vector a NUL byte> (<kind, 1 byte> <length, 4 bytes>)*
     then the low bytes of every float16 vector, then their high bytes, then the int8 vectors' bytes
@@ -37,7 +37,7 @@ class SplitValueError(MemstreamError, ValueError):
 
 
 def split(plaintext: bytes) -> list[bytes] | None:
-    """`plaintext` (JSON) as the parts to deflate (module doc): the header, then the low bytes,
+    """`plaintext` (JSON) as the parts to compress (module doc): the header, then the low bytes,
     the high bytes and the int8 bytes of its vectors (each part but the header may be empty);
     None when it quotes no vector to take out."""
     if b'"h:' not in plaintext and b'"i8:' not in plaintext:  # most values: no scan
@@ -74,7 +74,7 @@ def split(plaintext: bytes) -> list[bytes] | None:
 
 
 def joined(value: bytes) -> bytes:
-    """The JSON whose parts (`split`), inflated, are `value`; raises `SplitValueError` when
+    """The JSON whose parts (`split`), decompressed, are `value`; raises `SplitValueError` when
     they do not fit together."""
     if len(value) < 4:
         raise SplitValueError("a split value is shorter than its header")

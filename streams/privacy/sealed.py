@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from streams.privacy.crypto import SealError
-from streams.privacy.table_values import StoredValue, deflate, inflate, pack, unpack
+from streams.privacy.table_values import StoredValue, compress, decompress, pack, unpack
 from streams.privacy.user_keys import UserKeys
 from streams.tables import ReadableItems, Table, key_text
 from topics.sealed import Sealed
@@ -54,10 +54,10 @@ class Sealer:
         return orjson.loads(self.keys.open(envelope.user_id, envelope.sealed))
 
     def seal_stored(self, user_id: str, plaintext: bytes) -> tuple[bytes, bytes]:
-        """A table value (or a record) holding `plaintext` (JSON, UTF-8), deflated when that
+        """A table value (or a record) holding `plaintext` (JSON, UTF-8), compressed when that
         is shorter and sealed with the user's data key (`streams.privacy.table_values`), and
         its sealed bytes."""
-        body, form = deflate(plaintext)
+        body, form = compress(plaintext)
         sealed = self.keys.seal_raw(user_id, body)
         return pack(user_id, sealed, form), sealed
 
@@ -66,7 +66,7 @@ class Sealer:
         if stored.by == "transit":
             return self.keys.open_in_transit(
                 stored.user_id, base64.urlsafe_b64encode(stored.sealed).decode("ascii"))
-        return inflate(self.keys.open_raw(stored.user_id, stored.sealed), stored.form)
+        return decompress(self.keys.open_raw(stored.user_id, stored.sealed), stored.form)
 
 
 class SealedTable(ReadableItems):

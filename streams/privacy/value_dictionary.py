@@ -1,13 +1,14 @@
-"""The preset dictionary a sealed table value is deflated with (format byte 0x03,
+"""The preset dictionary a sealed table value is compressed with (zstd, as raw content: format
+bytes 0x05 and 0x06; zlib's preset dictionary in formats 0x03 and 0x04 written before;
 `streams.privacy.table_values`).
 
-zlib starts every value with this text in its window, so the field names and the usual
+The compressor starts every value with this text in its window, so the field names and the usual
 values a table value shares with every other one (a memory document's 40-odd fields, an audit
 entry's, an `applied` record's outline, a turn buffer's) cost a back-reference instead of
 their letters: about 14 % of every value, deflated, the vectors' base64 (which nothing
 predicts) left aside.
 
-Part of the stored format: a value deflated with it inflates only with the very same bytes,
+Part of the stored format: a value compressed with it reads only with the very same bytes,
 so it is never edited. A better dictionary is a new format byte beside this one. It was made
 (`benchmarks/make_value_dictionary.py`) from the values a short made-up chat writes: no
 user's content is in it, and its ids and vectors are blanked.

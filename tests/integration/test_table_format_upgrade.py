@@ -92,7 +92,7 @@ many of each form, of the audit lists split off and of the turns split."""
     try:
         for table in TABLE_OWNERS:
             for key, value in await read_records(broker_url, changelog_topic(APP_ID, table)):
-                if not value or not table_values.unpack(value).deflated:
+                if not value or not table_values.unpack(value).compressed:
                     continue
                 for old_table, old_key, plaintext in old_forms(table, key, value, unsealer):
                     as_json = sum(rewritten.values()) % 2 == 0

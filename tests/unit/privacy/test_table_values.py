@@ -1,5 +1,6 @@
-"""Sealed tables and `memory.candidates` records use a binary envelope of deflated JSON, and
-still read the forms written before it (the JSON envelope; the binary one of JSON as it is)
+"""Sealed tables and `memory.candidates` records use a binary envelope of compressed JSON, and
+still read the forms written before it (the JSON envelope; the binary one of JSON as it is,
+deflated, deflated with the dictionary)
 (`streams.privacy.table_values`): a worker upgraded over old tables and topics opens every
 value."""
 from __future__ import annotations
@@ -10,14 +11,16 @@ from datetime import datetime, timezone
 
 import orjson
 import pytest
+import zstandard
 from faust.serializers import codecs
 
 from streams.privacy.crypto import SealError, new_key
 from streams.privacy.payloads import open_record, seal_record
 from streams.privacy import table_values
 from streams.privacy.sealed import Sealer, SealedTable, user_first_in_key, user_in_value
-from streams.privacy.table_values import (DEFLATED, DICTIONARY_DEFLATED, FORMAT, VECTORS_DEFLATED, pack,
-                                          unpack)
+from streams.privacy.binary_vectors import split
+from streams.privacy.table_values import (COMPRESSED, DEFLATED, DICTIONARY_DEFLATED, FORMAT, VECTORS_COMPRESSED,
+                                          VECTORS_DEFLATED, pack, unpack)
 from streams.privacy.user_keys import UserKeys
 from streams.privacy.value_dictionary import VALUE_DICTIONARY
 
@@ -46,7 +49,7 @@ def test_values_written_before_the_upgrade_open_and_are_rewritten_binary(sealer)
     assert dict(table.items()).keys() == {"m1", "m2"}
 
     table["m1"] = table["m1"]
-    assert raw["m1"][:1] == VECTORS_DEFLATED and table["m1"] == DOC
+    assert raw["m1"][:1] == VECTORS_COMPRESSED and table["m1"] == DOC
     assert len(raw["m1"]) < 0.8 * len(codecs.dumps("json", old_dict)), "a fifth smaller at least"
 
 
@@ -74,9 +77,10 @@ def test_the_dictionary_shortens_a_memory_document_and_never_changes():
         "thread_id": "s1", "old": None, "new": {"summary": "Bo plays the cello.",
         "state": "active", "pinned": False, "importance": 3, "category": "Personal"},
         "meta": {"similarity": 0.21, "reason": "below_bands", "source_turn_id": "s1:4"}}]})
-    with_dictionary, form = table_values.deflate(document)
-    assert form == DICTIONARY_DEFLATED and len(with_dictionary) < 0.8 * len(zlib.compress(document, 1))
-    assert table_values.inflate(with_dictionary, DICTIONARY_DEFLATED) == document
+    with_dictionary, form = table_values.compress(document)
+    without = zstandard.ZstdCompressor(level=table_values.ZSTD_LEVEL).compress(document)
+    assert form == COMPRESSED and len(with_dictionary) < 0.8 * len(without)
+    assert table_values.decompress(with_dictionary, COMPRESSED) == document
 
 
 def test_a_binary_value_of_json_as_it_is_written_before_deflating_opens(sealer):
@@ -85,21 +89,54 @@ def test_a_binary_value_of_json_as_it_is_written_before_deflating_opens(sealer):
     assert raw["m1"][:1] == FORMAT and table["m1"] == DOC
 
 
-def test_a_value_is_deflated_only_when_that_makes_it_shorter(sealer):
+def test_a_value_is_compressed_only_when_that_makes_it_shorter(sealer):
     table = SealedTable({}, sealer, user_in_value)
     table["short"] = {"user_id": "ana", "n": 1}
     table["doc"] = DOC
     assert table.table["short"][:1] == FORMAT, "too short to gain"
-    assert table.table["doc"][:1] == VECTORS_DEFLATED and len(table.table["doc"]) < 300
+    assert table.table["doc"][:1] == VECTORS_COMPRESSED and len(table.table["doc"]) < 300
     assert table["doc"] == DOC and table["short"]["n"] == 1
     noise = os.urandom(3000)
-    assert table_values.deflate(noise) == (noise, FORMAT), "deflate would make it longer"
+    assert table_values.compress(noise) == (noise, FORMAT), "compressing would make it longer"
 
 
-@pytest.mark.parametrize("form", [DEFLATED, DICTIONARY_DEFLATED, VECTORS_DEFLATED])
-@pytest.mark.parametrize("body", [b"not deflate", zlib.compress(b"x" * 5000)[:-6]],
-                         ids=["garbage", "cut short"])
-def test_a_deflated_value_that_does_not_inflate_reads_as_absent(sealer, body, form):
+def old_zlib_value(plaintext: bytes) -> tuple[bytes, bytes]:
+    """`plaintext` as the last release wrote it: deflated with the dictionary (zlib level 3, a
+    16 KB window), its vectors split out in blocks of their own (format 4) when it has any."""
+    deflater = zlib.compressobj(3, zlib.DEFLATED, 14, zdict=VALUE_DICTIONARY)
+    parts = split(plaintext)
+    if parts is None:
+        return deflater.compress(plaintext) + deflater.flush(), DICTIONARY_DEFLATED
+    blocks = [part for part in parts if part]
+    out = [piece for block in blocks[:-1] for piece in (deflater.compress(block), deflater.flush(zlib.Z_BLOCK))]
+    return b"".join([*out, deflater.compress(blocks[-1]), deflater.flush()]), VECTORS_DEFLATED
+
+
+def test_values_deflated_with_the_dictionary_before_open(sealer):
+    from streams.memory.vector_index import encode_vector
+    import numpy as np
+    with_vectors = {**DOC, "embedding_b64": encode_vector(np.ones(384, np.float32) / 20)}
+    raw = {}
+    for key, value in (("plain", {**DOC, "embedding_b64": "", "text": "Ana " * 50}), ("vectors", with_vectors)):
+        body, form = old_zlib_value(orjson.dumps(value))
+        raw[key] = pack("ana", sealer.keys.seal_raw("ana", body), form)
+    assert raw["plain"][:1] == DICTIONARY_DEFLATED and raw["vectors"][:1] == VECTORS_DEFLATED
+    table = SealedTable(raw, sealer, user_in_value)
+    assert table["plain"]["text"] == "Ana " * 50 and table["vectors"] == with_vectors
+
+
+def zstd_frame(data: bytes) -> bytes:
+    return zstandard.ZstdCompressor().compress(data)
+
+
+@pytest.mark.parametrize("form,body", [
+    *((form, body) for form in (DEFLATED, DICTIONARY_DEFLATED, VECTORS_DEFLATED)
+      for body in (b"not deflate", zlib.compress(b"x" * 5000)[:-6])),
+    *((form, body) for form in (COMPRESSED, VECTORS_COMPRESSED)
+      for body in (b"not zstd", zstd_frame(b"x" * 5000)[:-3], zlib.compress(b"x" * 5000),
+                   zstandard.ZstdCompressor(write_content_size=False).compress(b"x" * 5000))),
+], ids=lambda part: part.hex()[:8] if isinstance(part, bytes) else None)
+def test_a_compressed_value_that_does_not_decompress_reads_as_absent(sealer, body, form):
     raw = {"k": pack("ana", sealer.keys.seal_raw("ana", body), form)}
     table = SealedTable(raw, sealer, user_in_value)
     assert table.get("k") is None and "k" in table
@@ -109,7 +146,7 @@ def test_a_value_that_would_inflate_past_the_limit_is_refused(sealer, monkeypatc
     monkeypatch.setattr(table_values, "MAX_INFLATED", 1000)
     table = SealedTable({}, sealer, user_in_value)
     table["big"] = {"user_id": "ana", "text": "a" * 2000}
-    assert table.table["big"][:1] == DICTIONARY_DEFLATED
+    assert table.table["big"][:1] == COMPRESSED
     table._opened.clear()
     assert table.get("big") is None
 
@@ -145,7 +182,7 @@ def test_a_sealed_record_is_binary_and_one_sealed_before_as_json_still_opens(sea
     candidate = {"kind": "fact", "summary": "Ana adopted a dog named Luna.", "vector_b64": "h:" + "A" * 1024}
     record = seal_record(sealer, "ana", candidate)
     before = sealer.seal("ana", candidate).model_dump_json().encode()  # as memory.candidates held it
-    assert record[:1] == VECTORS_DEFLATED and len(record) < 0.8 * len(before)
+    assert record[:1] == VECTORS_COMPRESSED and len(record) < 0.8 * len(before)
     assert open_record(sealer, record) == candidate == open_record(sealer, before)
     assert open_record(sealer, b'{"in": "clear"}') == {"in": "clear"}
 
@@ -163,9 +200,9 @@ def test_a_record_sealed_for_a_purged_user_does_not_open(sealer):
         open_record(sealer, record)
 
 
-def test_a_documents_vectors_are_deflated_as_bytes_and_read_back_as_they_were(sealer):
-    """Base64 hides the float16 values' redundancy from deflate; as bytes, in blocks of their
-    own, a memory record's vectors take less (`streams.privacy.binary_vectors`)."""
+def test_a_documents_vectors_are_compressed_as_bytes_and_read_back_as_they_were(sealer):
+    """Base64 hides the float16 values' redundancy from the compressor; as bytes, in blocks of
+    their own, a memory record's vectors take less (`streams.privacy.binary_vectors`)."""
     import numpy as np
 
     from streams.memory.vector_index import encode_context_vector, encode_vector
@@ -176,24 +213,26 @@ def test_a_documents_vectors_are_deflated_as_bytes_and_read_back_as_they_were(se
            "context_b64": encode_context_vector(vectors[1]),
            "note": 'a summary that quotes \"h:AAAA\" stays text'}
     plaintext = orjson.dumps(doc)
-    body, form = table_values.deflate(plaintext)
-    assert form == VECTORS_DEFLATED and table_values.inflate(body, form) == plaintext
-    as_text = zlib.compressobj(3, zlib.DEFLATED, 14, zdict=VALUE_DICTIONARY)
-    assert len(body) < len(as_text.compress(plaintext) + as_text.flush()) - 100
+    body, form = table_values.compress(plaintext)
+    assert form == VECTORS_COMPRESSED and table_values.decompress(body, form) == plaintext
+    dictionary = zstandard.ZstdCompressionDict(VALUE_DICTIONARY, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+    as_text = zstandard.ZstdCompressor(level=table_values.ZSTD_LEVEL, dict_data=dictionary).compress(plaintext)
+    assert len(body) < len(as_text) - 60
     table = SealedTable({}, sealer, user_in_value)
     table["m1"] = doc
     table._opened.clear()
     assert table["m1"] == doc
 
 
+@pytest.mark.parametrize("form", [VECTORS_DEFLATED, VECTORS_COMPRESSED])
 @pytest.mark.parametrize("cut", [1, 5, 200])
-def test_a_value_whose_vectors_do_not_fit_back_reads_as_absent(sealer, cut):
+def test_a_value_whose_vectors_do_not_fit_back_reads_as_absent(sealer, cut, form):
     from streams.memory.vector_index import encode_vector
     import numpy as np
-    from streams.privacy.binary_vectors import split
     plaintext = orjson.dumps({**DOC, "embedding_b64": encode_vector(np.ones(384, np.float32) / 20)})
     inflated = b"".join(split(plaintext))[:-cut]
-    raw = {"k": pack("ana", sealer.keys.seal_raw("ana", zlib.compress(inflated)), VECTORS_DEFLATED)}
+    body = zlib.compress(inflated) if form == VECTORS_DEFLATED else zstd_frame(inflated)
+    raw = {"k": pack("ana", sealer.keys.seal_raw("ana", body), form)}
     assert SealedTable(raw, sealer, user_in_value).get("k") is None
 
 
