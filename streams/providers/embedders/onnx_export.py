@@ -81,8 +81,8 @@ def export_fp32(model_dir: Path, out: Path) -> None:
     dynamic, with the TorchScript exporter (`dynamo=False`: no `onnxscript` needed).
 
     Attention is exported as BERT's own matrix products (`attn_implementation="eager"`), not
-    through torch's `scaled_dot_product_attention`, whose traced mask handling adds a dozen
-    small nodes a layer (IsNaN, Where, Expand...): one text's int8 run took 1.9-2.0 ms of CPU
+    through torch's `scaled_dot_product_attention`, whose traced mask handling adds seven
+    small nodes a layer (IsNaN, Where, Mul, constants): one text's int8 run took 1.9-2.0 ms of CPU
     against 2.1-2.2 (300 LoCoMo turns, 35 tokens each, one thread), its vector at a cosine of
     0.9998 to the one before (docs/decisions.md#the-embedder-exports-eager-attention). Fusing
     attention with ONNX Runtime's transformer optimizer was slower still for texts this short."""

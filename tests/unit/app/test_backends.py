@@ -17,6 +17,27 @@ def test_jax_is_kept_on_the_cpu_unless_the_operator_chose(monkeypatch):
     assert os.environ["JAX_PLATFORMS"] == "cuda"
 
 
+BLAS_THREADS = ("import numpy, threadpoolctl\n"
+                "from streams.app.backends import pin_cpu_backends\n"
+                "pin_cpu_backends()\n"
+                "print([pool['num_threads'] for pool in threadpoolctl.threadpool_info() "
+                "if pool['user_api'] == 'blas'])")
+
+
+def blas_threads(**env: str) -> str:
+    """The BLAS pools' threads in a fresh process that imported numpy before pinning."""
+    base = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    result = subprocess.run([sys.executable, "-c", BLAS_THREADS], capture_output=True, text=True,
+                            check=True, env={**base, **env})
+    return result.stdout.strip()
+
+
+def test_numpys_blas_runs_on_one_thread_unless_the_operator_chose():
+    """OpenBLAS's spinning threads took cores from the event loop (decisions.md)."""
+    assert blas_threads() == "[1]"
+    assert blas_threads(OPENBLAS_NUM_THREADS="2") == "[2]"
+
+
 def test_the_worker_and_its_stages_import_no_library_that_picks_a_backend():
     """bm25s runs a JAX top-k on import when JAX is installed; numba compiles for what it finds."""
     code = ("import sys, agents, streams.worker, streams.api.web, streams.cli.main\n"

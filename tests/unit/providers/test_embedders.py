@@ -140,6 +140,15 @@ def test_the_onnx_files_are_made_once_and_reused(
     assert {p: p.stat().st_mtime_ns for p in cache_dir.iterdir()} == mtimes
 
 
+def test_attention_is_exported_as_plain_matrix_products(onnx_fp32, onnx_int8) -> None:
+    """Eager attention: none of the nodes traced SDPA adds for its mask (IsNaN, and Where, Mul
+    beside it), which cost 7-10 % of a short text's run (decisions.md#the-embedder-exports-eager-attention)."""
+    import onnx
+    for embedder in (onnx_fp32, onnx_int8):
+        ops = {node.op_type for node in onnx.load(str(embedder.model_file)).graph.node}
+        assert "Softmax" in ops and "IsNaN" not in ops, sorted(ops)
+
+
 def test_int8_reuses_a_cached_fp32_export(tmp_path: Path, onnx_fp32, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / onnx_fp32.model_file.name).symlink_to(onnx_fp32.model_file)
     monkeypatch.setattr(onnx_export, "export_fp32", lambda *_: pytest.fail("exported again"))
