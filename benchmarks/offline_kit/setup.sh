@@ -35,8 +35,14 @@ kit_env() {
 
 kit_wheels() {
   if [ -f "$KIT_SITE/.kit-wheels" ]; then
-    echo "wheels: already in $KIT_SITE ($(wc -l < "$KIT_SITE/.kit-wheels") of them)"
-    return 0
+    # A carried .whl that differs from what is installed (a rebuilt kit on a warm machine)
+    # is installed afresh; without .whl, what is there is used.
+    if ! ls .whl/*.whl >/dev/null 2>&1 || (cd .whl && ls *.whl) | cmp -s - "$KIT_SITE/.kit-wheels"; then
+      echo "wheels: already in $KIT_SITE ($(wc -l < "$KIT_SITE/.kit-wheels") of them)"
+      return 0
+    fi
+    echo "wheels: the carried .whl differs from $KIT_SITE's: installing afresh"
+    rm -rf "$KIT_SITE"
   fi
   ls .whl/*.whl >/dev/null 2>&1 || kit_fail "$KIT_SITE has no wheels and .whl was not carried:" \
     "the machine was not warm any more. Run call 1 and then call 2 again, at once." || return 1
