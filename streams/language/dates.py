@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 
+from streams.language.memo import text_memo
 from streams.language.signals import is_past_tense
 
 # --- write side: relative phrases rewritten as dates (`resolve_dates`) -----------------------
@@ -162,6 +163,7 @@ def _relative(m: re.Match[str], d: date) -> tuple[str, str] | None:
     return ("on" if unit == "day" else "around"), _fmt(parsed)
 
 
+@text_memo  # the extractor reads a sentence's dates twice: for its summary and its span
 def resolve_dates(text: str, day: date) -> str:
     """Replace relative dates by dates from `day`: "yesterday" → "on 7 May 2023", "last
     Saturday" → "on 6 May 2023", "two weeks ago" → "around 24 April 2023", "next month" →
@@ -288,6 +290,7 @@ def mentioned_span(text: str, said: date) -> tuple[date, date] | None:
     return min(s for s, _ in spans), max(e for _, e in spans)
 
 
+@text_memo
 def mentioned_interval(text: str, said: date) -> tuple[date, date] | None:
     """The first and last day of the dates `text` mentions, its relative dates ("last year",
     "two weeks ago") resolved against `said` (`resolve_dates`); None when it mentions none."""

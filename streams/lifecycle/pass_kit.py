@@ -48,16 +48,13 @@ def save_pass_state(state: MemoryState, user_id: str, name: str, value: dict[str
 
 
 def visible(state: MemoryState, user_id: str, types: Iterable[str]) -> list[Memory]:
-    """The user's active memories of `types`, as stored (the index serves documents with their
-    incoming edges added; a pass that rewrites a memory must start from its own document)."""
+    """The user's active memories of `types`, as stored (`UserIndex.stored_docs`: the index
+    serves documents with their incoming edges added, and a pass that rewrites a memory must
+    start from its own document). Without their vectors, which `state.store` puts back from
+    the index; not read again from the table: that opened and validated every document."""
     wanted = set(types)
-    out = []
-    for doc in state.index.user(user_id).stored_docs():
-        if doc.is_visible and doc.type in wanted:
-            stored = state.memory(doc.id)
-            if stored is not None and stored.is_visible:
-                out.append(stored)
-    return out
+    return [doc for doc in state.index.user(user_id).stored_docs()
+            if doc.is_visible and doc.type in wanted]
 
 
 def vectors_of(state: MemoryState, user_id: str, memories: Sequence[Memory]) -> np.ndarray:

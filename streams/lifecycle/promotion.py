@@ -148,9 +148,9 @@ def _lift(sims: np.ndarray, rows: list[int]) -> float:
     fewer than two rows). Sentences about one person in one style are close whatever they
     say, so raw cohesion cannot tell "went" (0.47 within, 0.41 to the rest) from "pottery"
     (0.79 within, 0.40 to the rest); the lift can."""
-    others = np.setdiff1d(np.arange(len(sims)), rows)
-    if len(rows) < 2 or not len(others):
+    if len(rows) < 2 or len(rows) >= len(sims):  # most words name one episode: no set work
         return -1.0
+    others = np.setdiff1d(np.arange(len(sims)), rows)
     return _cohesion(sims, rows) - float(sims[np.ix_(rows, others)].mean())
 
 
@@ -225,14 +225,10 @@ class PromotionPass:
 
     def _pattern_pool(self, state: MemoryState, user_id: str, now: datetime) -> list[Memory]:
         """The user's episodic facts up to `now`, active or archived (an archived original of a
-        consolidation still shows what the user did), oldest first."""
-        out = []
-        for doc in state.index.user(user_id).stored_docs():
-            if (doc.type == "episodic" and doc.state in ("active", "archived")
-                    and not is_episode(doc) and doc.created_at <= now):
-                stored = state.memory(doc.id)
-                if stored is not None and stored.state in ("active", "archived"):
-                    out.append(stored)
+        consolidation still shows what the user did), oldest first; as stored (`pass_kit.visible`)."""
+        out = [doc for doc in state.index.user(user_id).stored_docs()
+               if doc.type == "episodic" and doc.state in ("active", "archived")
+               and not is_episode(doc) and doc.created_at <= now]
         return sorted(out, key=lambda m: (m.created_at, m.id))
 
     def _patterns(self, pool: list[Memory], vectors: np.ndarray, eligible: set[int]) -> list[_Group]:
