@@ -44,7 +44,7 @@ class EmbeddingSettings(Section):
         None, ge=1, le=64,
         description="local-int8: texts embedded at once, one thread each (a run of one text "
         "gains little from threads of its own); local-onnx: threads of one model run. Unset: "
-        "the machine's cores, at most 4.",
+        "the cores this process may use (its CPU affinity and container CPU quota), at most 4.",
     )
     bedrock_embed_model_id: str = Field("amazon.titan-embed-text-v2:0", description="Bedrock embedding model.")
     bedrock_embed_dimensions: Literal[256, 512, 1024] = Field(

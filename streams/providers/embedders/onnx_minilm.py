@@ -16,13 +16,13 @@ thread: one thread was as fast as two for questions (p50 1.6 against 1.7-1.9 ms)
 from __future__ import annotations
 
 import json
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+from joblib.externals.loky.backend.context import cpu_count as usable_cpus
 
 from streams.providers.embedders.base import EmbedderError, EmbedderProfile
 from streams.providers.embedders.cpu import CallCpu, helper_threads_since, native_threads
@@ -36,10 +36,13 @@ _OWN_THREAD = CallCpu()
 
 
 def intra_op_threads() -> int:
-    """Threads of one model call (`local-int8`: texts embedded at once): the machine's cores, at
-    most 4 (a worker also runs its event loop and consumers; more threads than cores only
-    contend)."""
-    return max(1, min(4, os.cpu_count() or 1))
+    """Threads of one model call (`local-int8`: texts embedded at once): the cores this process
+    may use, at most 4 (a worker also runs its event loop and consumers; more threads than
+    cores only contend). The cores it may use, not the machine's: its CPU affinity (`taskset`,
+    a pinned container) and its container's CPU quota (cgroup `cpu.max`) bound them, as read by
+    joblib's loky. A worker limited to 2 CPUs on a 64-core host that ran 4 threads would be
+    throttled by its quota in every model call."""
+    return max(1, min(4, usable_cpus()))
 
 
 class OnnxMiniLMEmbedder:

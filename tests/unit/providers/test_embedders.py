@@ -6,6 +6,9 @@ Speed is what `memstream bench embedder` measures; nothing here asserts a timing
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -232,6 +235,21 @@ def test_a_worker_s_model_threads_do_not_spin_unless_asked(cache_dir: Path, onnx
                                           embedder_thread_spinning=True))
     assert spinning is not worker and spins(spinning)
     np.testing.assert_array_equal(worker.embed(SENTENCES), onnx_int8.embed(SENTENCES))
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2,
+                    reason="needs CPU affinity and two cores")
+def test_the_model_s_threads_follow_the_cores_the_process_may_use() -> None:
+    """A worker pinned to one core (`taskset`, a pinned container) runs its model on one
+    thread, whatever the machine has: in a fresh process whose affinity is one core."""
+    code = ("import os; os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]}); "
+            "from streams.providers.embedders.onnx_minilm import intra_op_threads; "
+            "print(os.cpu_count(), intra_op_threads())")
+    env = {k: v for k, v in os.environ.items() if k != "LOKY_MAX_CPU_COUNT"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env=env, timeout=120).stdout.split()
+    machine, threads = int(out[0]), int(out[1])
+    assert machine >= 2 and threads == 1
 
 
 def test_the_onnx_embedders_measure_their_own_cpu(onnx_int8: OnnxMiniLMEmbedder) -> None:
