@@ -21,6 +21,7 @@ from faust.types import TopicT
 
 from streams.app.faust_compat import EVENT_CAPTURE, event_scope_of, use_transport_fixes
 from streams.app.faust_slots import AppSlot
+from streams.app.rocksdb_store import use_rocksdb_store
 from streams.kafka.security import faust_credentials
 from streams.app.services import Services
 from streams.settings import Settings
@@ -167,6 +168,7 @@ def create_faust_app(settings: Settings) -> faust.App:
     security from KAFKA_SECURITY_PROTOCOL and the rest: `streams.kafka.security`), consuming
     and producing through `streams.app.faust_compat.MemstreamTransport`."""
     one_record = 1 if settings.kafka.kafka_one_record_batches else 16384
+    use_rocksdb_store()
     app = faust.App(
         settings.kafka.app_id,
         broker=f"kafka://{settings.kafka.broker_url}",
