@@ -22,7 +22,8 @@ from faust.stores import STORES
 from faust.stores.rocksdb import Store as FaustRocksDBStore
 from faust.types import TP
 
-_collection_pending = False
+_collection_pending_on: asyncio.AbstractEventLoop | None = None
+"""The loop a collection is queued on (a loop closed before it ran does not hold off the next)."""
 
 
 class RocksDBStore(FaustRocksDBStore):
@@ -41,19 +42,19 @@ class RocksDBStore(FaustRocksDBStore):
 def collect_after_rebalance() -> None:
     """One full collection once the running callbacks are done (at once outside a loop),
     however many tables ask for it in the meantime."""
-    global _collection_pending
+    global _collection_pending_on
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         gc.collect()
         return
-    if _collection_pending:
+    if _collection_pending_on is loop:
         return
-    _collection_pending = True
+    _collection_pending_on = loop
 
     def collect() -> None:
-        global _collection_pending
-        _collection_pending = False
+        global _collection_pending_on
+        _collection_pending_on = None
         gc.collect()
     loop.call_soon(collect)
 
