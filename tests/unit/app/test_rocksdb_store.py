@@ -15,17 +15,22 @@ from streams.app.rocksdb_store import RocksDBStore, use_rocksdb_store
 
 @pytest.fixture()
 def full_collections() -> Iterator[list[int]]:
-    """The generation-2 collections that end while the test runs."""
+    """The generation-2 collections that end while the test runs; the automatic ones are off
+    meanwhile, so only those asked for (`gc.collect`) count."""
     ended: list[int] = []
 
     def count(phase: str, info: dict) -> None:
         if phase == "stop" and info["generation"] == 2:
             ended.append(info["collected"])
+    was_enabled = gc.isenabled()
+    gc.disable()
     gc.callbacks.append(count)
     try:
         yield ended
     finally:
         gc.callbacks.remove(count)
+        if was_enabled:
+            gc.enable()
 
 
 def _stores(tmp_path: Path, tables: int = 3) -> list[tuple[faust.Table, RocksDBStore]]:
