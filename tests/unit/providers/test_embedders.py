@@ -246,7 +246,6 @@ def test_the_model_s_threads_follow_the_cores_the_process_may_use() -> None:
             "from streams.providers.embedders.onnx_minilm import intra_op_threads; "
             "print(os.cpu_count(), intra_op_threads())")
     env = {k: v for k, v in os.environ.items() if k != "LOKY_MAX_CPU_COUNT"}
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[3]), env.get("PYTHONPATH", "")])
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env=env, timeout=120).stdout.split()
     machine, threads = int(out[0]), int(out[1])
