@@ -57,6 +57,7 @@ def run_worker(settings: Settings, extra_keys: Sequence[KeyEntry] = ()) -> None:
     import faust
 
     from streams.app.backends import pin_cpu_backends
+    from streams.app.collector import tune_collector
     from streams.app.event_loop import use_uvloop
     from streams.privacy.crypto import MasterKeyError, master_key_of
 
@@ -78,6 +79,7 @@ def run_worker(settings: Settings, extra_keys: Sequence[KeyEntry] = ()) -> None:
     settings.kafka.data_dir.mkdir(parents=True, exist_ok=True)
     worker = faust.Worker(app.faust, loglevel=settings.observability.log_level.upper(), quiet=True,
                           logging_config=worker_logging(settings.observability.log_level))
+    tune_collector()
     worker.execute_from_commandline()
 
 
