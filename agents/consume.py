@@ -10,6 +10,7 @@ from faust.types import AgentT, StreamT
 
 from streams.app.faust_compat import record_of
 from streams.app.topology import TopologyError
+from streams.observability.stage_cpu import cpu_counted
 
 if TYPE_CHECKING:
     from streams.app.factory import MemstreamApp
@@ -28,7 +29,7 @@ def in_batches(app: MemstreamApp, stage: Stage, handler: Any) -> AgentT:
         # Faust hands an agent a `Stream`; the agent's type declares only `StreamT`, without
         # `take_events`
         async for events in cast(Stream[Any], stream).take_events(size, within=within):
-            for result in await handler.handle_batch([record_of(e) for e in events]):
+            for result in await cpu_counted(stage.name, handler.handle_batch([record_of(e) for e in events])):
                 yield result
 
     consume.__doc__ = f"Consume `{stage.reads}` in batches (stage {stage.name})."
@@ -41,7 +42,7 @@ def one_by_one(app: MemstreamApp, stage: Stage, handler: Any) -> AgentT:
 
     async def consume(stream: StreamT[Any]) -> AsyncIterator[Any]:
         async for event in stream.events():
-            yield await handler.handle(record_of(event))
+            yield await cpu_counted(stage.name, handler.handle(record_of(event)))
 
     consume.__doc__ = f"Consume `{stage.reads}` one record at a time (stage {stage.name})."
     return app.faust.agent(app.topics.named(stage.reads), name=stage.name)(consume)

@@ -521,12 +521,15 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
 
     from benchmarks.bench_scale import (
         MODEL_CPU_METRIC,
+        STAGE_CPU_METRIC,
         TURNS_METRIC,
         WorkerRun,
         broker_end_offsets,
         copy_label,
         delta,
+        delta_by_label,
         interleaved,
+        metric_by_label,
         metric_total,
         model_cpu,
         per_turn,
@@ -534,6 +537,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         scale_out_report,
         settled_end_offsets,
         spread_copies,
+        stage_cpu,
         written_ranges,
     )
 
@@ -606,7 +610,10 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
                               metric_total(after[1], TURNS_METRIC)),
                   cpu_seconds=delta(cpu_start.get(f"worker-{i}"), cpu_end.get(f"worker-{i}")),
                   model_cpu_seconds=delta(metric_total(text, MODEL_CPU_METRIC),
-                                          metric_total(after[1], MODEL_CPU_METRIC)))
+                                          metric_total(after[1], MODEL_CPU_METRIC)),
+                  stage_cpu_seconds=delta_by_label(
+                      metric_by_label(text, STAGE_CPU_METRIC, "stage"),
+                      metric_by_label(after[1], STAGE_CPU_METRIC, "stage")))
         for i, (url, (health, text), after) in enumerate(zip(stack.urls, statuses, statuses_end))]
     single_source, single_cpu = None, None
     if single_worker_rate:
@@ -627,6 +634,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         broker_cpu_seconds=delta(cpu_start.get("broker"), cpu_end.get("broker")))
     cpu = cpu_report(workers_summed(cpu_start), workers_summed(cpu_end), len(turns), elapsed)
     cpu.update(model_cpu(worker_runs, len(turns), cpu["ms_per_turn"].get("worker")))
+    cpu.update(stage_cpu(worker_runs, len(turns)))
     from streams.app.services import settings_embedder
 
     # The same model as the worker's (EMBEDDER), at its best alone: with ONNX Runtime's spinning
@@ -871,6 +879,10 @@ def render_report(report: dict[str, Any], console: Console) -> None:
                 table.add_row("  worker CPU ms per turn: model | rest", f"{cpu['model_ms_per_turn']} | "
                               f"{'n/a' if cpu['rest_ms_per_turn'] is None else cpu['rest_ms_per_turn']}",
                               "memstream_embed_cpu_seconds_total")
+            if stages := cpu.get("stages_ms_per_turn"):
+                table.add_row("  event loop CPU ms per turn, by stage",
+                              "  ".join(f"{stage} {ms}" for stage, ms in stages.items()),
+                              "memstream_stage_cpu_seconds_total")
         if msgs := report.get("kafka_msgs_per_turn"):
             size = report["kafka_bytes_per_turn"]
             table.add_row("Kafka records | bytes per turn", f"{msgs['total']} | {size['total']:.0f}",

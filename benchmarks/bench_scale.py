@@ -7,7 +7,8 @@
   drain), its CPU seconds and the cores it kept busy while draining; and the scaling efficiency,
   turns/s ÷ (N × one worker's turns/s).
 - **The model's CPU** apart from the worker's (`memstream_embed_cpu_seconds_total`, see
-  `streams.providers.embedders.cpu`).
+  `streams.providers.embedders.cpu`), and the event loop's CPU in each stage
+  (`memstream_stage_cpu_seconds_total`, see `streams.observability.stage_cpu`).
 - **Kafka records and bytes per turn**, per topic and in total, over every topic the drain
   wrote to on the broker (the tables' changelogs included): end offsets before and after the
   drain, and the new records read back, each counted as its key + value + headers bytes (the
@@ -32,6 +33,7 @@ from streams.tools.locomo import LocomoConversation
 
 TURNS_METRIC = "memstream_turns_total"
 MODEL_CPU_METRIC = "memstream_embed_cpu_seconds_total"
+STAGE_CPU_METRIC = "memstream_stage_cpu_seconds_total"
 
 
 # --- users spread over the partitions ------------------------------------------------------------
@@ -103,6 +105,32 @@ def metric_total(exposition: str | None, name: str) -> float | None:
     return total if found else None
 
 
+def metric_by_label(exposition: str | None, name: str, label: str) -> dict[str, float] | None:
+    """Counter `name`'s samples in a Prometheus text exposition, by the value of `label`
+    (samples with the same value summed); None when the text or the metric is not there."""
+    if exposition is None:
+        return None
+    family = name[:-len("_total")] if name.endswith("_total") else name
+    values: dict[str, float] | None = None
+    for metric in text_string_to_metric_families(exposition):
+        if metric.name not in (family, name):
+            continue
+        values = values or {}
+        for sample in metric.samples:
+            if sample.name == name:
+                key = sample.labels.get(label, "")
+                values[key] = values.get(key, 0.0) + sample.value
+    return values
+
+
+def delta_by_label(before: dict[str, float] | None, after: dict[str, float] | None,
+                   ) -> dict[str, float] | None:
+    """`after` less `before`, label by label (a label not in `before`: from 0)."""
+    if before is None or after is None:
+        return None
+    return {key: value - before.get(key, 0.0) for key, value in after.items()}
+
+
 def delta(before: float | None, after: float | None) -> float | None:
     return None if before is None or after is None else after - before
 
@@ -125,6 +153,8 @@ class WorkerRun:
     turns: float | None = None  # its memstream_turns_total after - before
     cpu_seconds: float | None = None  # /proc: user + system, after - before (None: not ours)
     model_cpu_seconds: float | None = None  # its memstream_embed_cpu_seconds_total after - before
+    stage_cpu_seconds: dict[str, float] | None = None
+    """Its memstream_stage_cpu_seconds_total after - before, by stage."""
 
 
 def _round(value: float | None, digits: int) -> float | None:
@@ -188,6 +218,20 @@ def model_cpu(workers: Sequence[WorkerRun], turns: int, worker_ms_per_turn: floa
     return {"model_ms_per_turn": _round(model, 2),
             "rest_ms_per_turn": (None if model is None or worker_ms_per_turn is None
                                  else round(worker_ms_per_turn - model, 2))}
+
+
+def stage_cpu(workers: Sequence[WorkerRun], turns: int) -> dict[str, Any]:
+    """`stages_ms_per_turn`: the event loop's CPU in each stage over the turns, every worker's
+    summed, largest first (`streams.observability.stage_cpu`); None when a worker has none."""
+    counted = [w.stage_cpu_seconds for w in workers]
+    if not counted or any(c is None for c in counted):
+        return {"stages_ms_per_turn": None}
+    total: dict[str, float] = {}
+    for stages in counted:
+        for stage, seconds in (stages or {}).items():
+            total[stage] = total.get(stage, 0.0) + seconds
+    per_turn = {stage: round(1000 * seconds / max(turns, 1), 2) for stage, seconds in total.items()}
+    return {"stages_ms_per_turn": dict(sorted(per_turn.items(), key=lambda kv: -kv[1]))}
 
 
 # --- Kafka records and bytes -----------------------------------------------------------------------

@@ -168,6 +168,13 @@ EMBED_CPU_SECONDS = Counter(
     "model's own threads' (ONNX Runtime's intra-op pool), not the rest of the worker "
     "(`streams/providers/embedders/cpu.py`).", ["embedder"], registry=REGISTRY,
 )
+STAGE_CPU_SECONDS = Counter(
+    "memstream_stage_cpu_seconds_total",
+    "CPU seconds of the event loop's thread in each stage's batches, and in the lifecycle's "
+    "runs (apart from dedup's), each step of their coroutines read on its own; not the model's "
+    "threads, nor Faust's and the Kafka client's work (`streams/observability/stage_cpu.py`).",
+    ["stage"], registry=REGISTRY,
+)
 
 # --- Kafka ----------------------------------------------------------------------------------------
 CONSUMER_LAG = Gauge(

@@ -33,6 +33,7 @@ from streams.memory.store import MemoryStore
 from streams.memory.vector_index import decode_sized, encode_context_vector, encode_vector
 from streams.observability import metrics
 from streams.observability.logs import describe_failure
+from streams.observability.stage_cpu import cpu_counted
 from streams.pipeline.commands import apply_command
 from streams.pipeline.outputs import Outputs
 from streams.pipeline.records import Record, RecordScope, StageClock, no_scope
@@ -221,8 +222,8 @@ class DedupStage:
         if self.lifecycle is None:
             return
         user_id, ts = event_time_of(item)
-        await self.lifecycle.after_record(record.partition, user_id, ts,
-                                          item_position(record.offset, index))
+        await cpu_counted("lifecycle", self.lifecycle.after_record(
+            record.partition, user_id, ts, item_position(record.offset, index)))
 
     async def _handle_one(self, record: Record, item: CandidateItem,
                           clock: StageClock) -> tuple[str, tuple[str, str, str | None] | None]:

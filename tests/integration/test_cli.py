@@ -111,6 +111,7 @@ def test_replay_and_bench_on_a_locomo_file_never_seen(worker, tmp_path):
     assert report["kafka_msgs_per_turn"]["by_topic"]["chat.turns"] >= 1.0
     assert report["kafka_bytes_per_turn"]["total"] > 0
     assert "model_ms_per_turn" in report["cpu"] and "rest_ms_per_turn" in report["cpu"]
+    assert "stages_ms_per_turn" in report["cpu"]  # None here: this worker's metrics are not read
     [only] = report["scale_out"]["per_worker"]
     assert only["api_url"] == worker.api_url and only["partitions"] and only["cpu_seconds"] is None
 

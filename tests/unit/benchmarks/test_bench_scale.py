@@ -16,7 +16,9 @@ from benchmarks.bench_scale import (
     TopicTraffic,
     WorkerRun,
     copy_label,
+    delta_by_label,
     interleaved,
+    metric_by_label,
     metric_total,
     model_cpu,
     partition_of,
@@ -26,6 +28,7 @@ from benchmarks.bench_scale import (
     single_worker_cpu,
     scaling_efficiency,
     spread_copies,
+    stage_cpu,
     written_ranges,
 )
 from streams.tools.locomo import LocomoConversation
@@ -143,6 +146,29 @@ def test_model_cpu_is_reported_apart_from_the_rest():
     assert model_cpu(runs, 400, None) == {"model_ms_per_turn": 5.0, "rest_ms_per_turn": None}
     assert model_cpu([WorkerRun("a")], 400, 12.0) == {"model_ms_per_turn": None,
                                                        "rest_ms_per_turn": None}
+
+
+def test_the_event_loops_cpu_is_reported_by_stage_summed_over_the_workers():
+    registry = CollectorRegistry()
+    counter = PromCounter("memstream_stage_cpu_seconds", "stage CPU", ["stage"], registry=registry)
+    assert metric_by_label(generate_latest(registry).decode(), "memstream_stage_cpu_seconds_total",
+                           "stage") == {}
+    counter.labels(stage="ingest").inc(1.0)
+    before = metric_by_label(generate_latest(registry).decode(), "memstream_stage_cpu_seconds_total",
+                             "stage")
+    counter.labels(stage="ingest").inc(0.5)
+    counter.labels(stage="dedup").inc(2.0)
+    after = metric_by_label(generate_latest(registry).decode(), "memstream_stage_cpu_seconds_total",
+                            "stage")
+    assert delta_by_label(before, after) == {"ingest": 0.5, "dedup": 2.0}
+    assert metric_by_label("", "memstream_stage_cpu_seconds_total", "stage") is None
+    assert metric_by_label(None, "memstream_stage_cpu_seconds_total", "stage") is None
+
+    runs = [WorkerRun("a", stage_cpu_seconds={"ingest": 0.5, "dedup": 2.0}),
+            WorkerRun("b", stage_cpu_seconds={"dedup": 1.0, "lifecycle": 0.8})]
+    assert stage_cpu(runs, 400) == {"stages_ms_per_turn": {"dedup": 7.5, "lifecycle": 2.0,
+                                                           "ingest": 1.25}}
+    assert stage_cpu([*runs, WorkerRun("c")], 400) == {"stages_ms_per_turn": None}
 
 
 def test_workers_cpu_is_summed_for_the_cpu_section():
