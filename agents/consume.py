@@ -29,7 +29,8 @@ def in_batches(app: MemstreamApp, stage: Stage, handler: Any) -> AgentT:
         # Faust hands an agent a `Stream`; the agent's type declares only `StreamT`, without
         # `take_events`
         async for events in cast(Stream[Any], stream).take_events(size, within=within):
-            for result in await cpu_counted(stage.name, handler.handle_batch([record_of(e) for e in events])):
+            batch = handler.handle_batch([record_of(e) for e in events])
+            for result in await cpu_counted(stage.name, batch):
                 yield result
 
     consume.__doc__ = f"Consume `{stage.reads}` in batches (stage {stage.name})."

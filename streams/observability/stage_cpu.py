@@ -35,6 +35,11 @@ _open = threading.local()
 coroutines inside have used so far in it."""
 
 
+_counters: dict[str, Any] = {}
+"""Each stage's series of `memstream_stage_cpu_seconds_total`, looked up once (the lifecycle's
+is counted after every item dedup applies)."""
+
+
 def _inner_steps() -> list[int]:
     steps = getattr(_open, "steps", None)
     if steps is None:
@@ -80,8 +85,3 @@ async def cpu_counted(stage: str, work: Awaitable[T], clock: Clock = time.thread
         if counter is None:
             counter = _counters[stage] = metrics.STAGE_CPU_SECONDS.labels(stage=stage)
         counter.inc(spent[0] / 1e9)
-
-
-_counters: dict[str, Any] = {}
-"""Each stage's series of `memstream_stage_cpu_seconds_total`, looked up once (the lifecycle's
-is counted after every item dedup applies)."""
