@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import faust
 from faust.types import TopicT
 
+from streams.app.batching_stream import BatchingStream
 from streams.app.faust_compat import EVENT_CAPTURE, event_scope_of, use_transport_fixes
 from streams.app.faust_slots import AppSlot
 from streams.app.rocksdb_store import use_rocksdb_store
@@ -194,6 +195,7 @@ def create_faust_app(settings: Settings) -> faust.App:
         canonical_url=f"http://{settings.api.web_host}:{settings.api.web_port}",
         web_in_thread=False,
         logging_config=None,
+        Stream=BatchingStream,
     )
     use_transport_fixes(app, settings.kafka.kafka_fetch_max_wait_ms)
     return app
