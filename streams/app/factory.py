@@ -23,6 +23,7 @@ from streams.app.batching_stream import BatchingStream
 from streams.app.faust_compat import EVENT_CAPTURE, event_scope_of, use_transport_fixes
 from streams.app.faust_slots import AppSlot
 from streams.app.rocksdb_store import use_rocksdb_store
+from streams.app.single_lookup_table import SingleLookupTable
 from streams.kafka.security import faust_credentials
 from streams.app.services import Services
 from streams.settings import Settings
@@ -196,6 +197,7 @@ def create_faust_app(settings: Settings) -> faust.App:
         web_in_thread=False,
         logging_config=None,
         Stream=BatchingStream,
+        Table=SingleLookupTable,
     )
     use_transport_fixes(app, settings.kafka.kafka_fetch_max_wait_ms)
     return app

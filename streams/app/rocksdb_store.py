@@ -1,4 +1,5 @@
-"""Faust's RocksDB table store, without a full garbage collection per table at each rebalance.
+"""Faust's RocksDB table store: without a full garbage collection per table at each rebalance,
+and with a table's raw keys encoded directly.
 
 `faust.stores.rocksdb.Store.revoke_partitions` drops the databases of the revoked partitions
 and then runs `gc.collect()`, so that a database held in a reference cycle is closed before
@@ -11,6 +12,11 @@ more the more objects a long-running worker holds.
 `RocksDBStore` drops the same databases and runs one full collection, after the rebalance's
 callbacks, only when some table dropped one. Nothing reopens a revoked partition's database
 within the rebalance that revoked it, so the collection still comes before any reopening.
+
+The worker's tables have raw keys (`key_type=bytes`: code indexes them with str, encoded as
+UTF-8). Faust encodes each key through its serializer registry (codec lookup, `want_bytes`)
+on every read, write and membership test, about 45 times a turn; `RocksDBStore._encode_key`
+gives the same bytes without it. Tables with other key serializers keep Faust's path.
 """
 from __future__ import annotations
 
@@ -27,7 +33,17 @@ _collection_pending_on: asyncio.AbstractEventLoop | None = None
 
 
 class RocksDBStore(FaustRocksDBStore):
-    """`rocksdb://` tables (`use_rocksdb_store`): Faust's store, collecting once a rebalance."""
+    """`rocksdb://` tables (`use_rocksdb_store`): Faust's store, collecting once a rebalance,
+    raw keys encoded directly (module doc)."""
+
+    def _encode_key(self, key: Any) -> bytes:
+        if self.key_serializer == "raw":  # Faust's raw codec: bytes as they are, str as UTF-8
+            if isinstance(key, bytes):
+                return key
+            if isinstance(key, str):
+                return key.encode()
+        encoded: bytes = super()._encode_key(key)
+        return encoded
 
     def revoke_partitions(self, table: Any, tps: set[TP]) -> None:
         dropped = False
