@@ -46,6 +46,7 @@ from benchmarks.bench_stages import (
     time_embedding,
 )
 from benchmarks.bench_scale import renamed
+from benchmarks.cpu_profiles import render_cpu_profile, start_profiles, stop_profiles
 from benchmarks.crossval import QuestionResults, cross_validate
 from benchmarks.crossval import render_rows as crossval_rows
 from benchmarks.live_chat import (
@@ -499,7 +500,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
                      lifecycle: bool = True, live_queries: bool = False,
                      plot_path: Path | None = None, workers: int = 1, users_per_file: int = 1,
                      single_worker_rate: float | None = None,
-                     scaling: bool = False) -> dict[str, Any]:
+                     scaling: bool = False, profile_dir: Path | None = None) -> dict[str, Any]:
     """Run the whole benchmark and return the report (see module doc); `cross_validated`
     adds recall per half of the conversations and per question category; `lifecycle` runs the
     lifecycle in the fresh stack's workers, as a worker does by default (a running worker,
@@ -510,7 +511,9 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
     group; each file is replayed under `users_per_file` user ids spread over the partitions,
     and recall is scored on every copy. The scaling efficiency compares with
     `single_worker_rate` (turns/s) when given, else with `scaling`, with a one-worker drain of
-    the same turns on a fresh stack right after the run."""
+    the same turns on a fresh stack right after the run. `profile_dir` (a fresh stack only):
+    each worker's event loop is profiled by its CPU clock while the turns drain
+    (`benchmarks.cpu_profiles`), written there and summed up in the report's `cpu_profile`."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -548,7 +551,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         partitions = asyncio.run(topic_partitions(broker, CHAT_TURNS)) or partitions
     else:
         console.print(f"starting a fresh embedded broker and {workers} worker(s) ...")
-        stack = start_stack(partitions, lifecycle, workers)
+        stack = start_stack(partitions, lifecycle, workers, profile_dir)
     try:
         asyncio.run(wait_ready(stack.api_url, None))
         statuses = asyncio.run(_statuses(stack))
@@ -573,12 +576,15 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         statuses = asyncio.run(_statuses(stack))
         processes = stack_processes(stack)
         cpu_start = cpu_snapshot(processes)
+        if profile_dir is not None:
+            start_profiles(processes)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=console) as bar:
             task = bar.add_task("ingesting turns", total=len(turns))
             result = asyncio.run(ingest(stack.broker_url, turns, stack.one_record_batches, 120.0,
                                         lambda: bar.advance(task), rate))
         cpu_end = cpu_snapshot(processes)
+        profiles = None if profile_dir is None else stop_profiles(processes, profile_dir)
         statuses_end = asyncio.run(_statuses(stack))
         rss_end = asyncio.run(worker_rss(stack))
         console.print("reading the run's records back from the broker ...")
@@ -691,6 +697,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         "embedder_alone": embed_alone,
         "worker_rss_bytes": rss,
         "cpu": cpu,
+        **({"cpu_profile": profiles} if profiles is not None else {}),
         **per_turn(traffic, len(turns)),
         "scale_out": scale_out,
         "worker_rss_bytes_per_memory": rss["per_memory"],
@@ -920,6 +927,8 @@ def render_report(report: dict[str, Any], console: Console) -> None:
     console.print(table)
     render_scale_out(report, console)
     render_end_state(report, console)
+    if profile := report.get("cpu_profile"):
+        render_cpu_profile(profile, console)
     if cv := report.get("cross_validation"):
         render_cross_validation(cv, console, "memories")
     if cv := report.get("cross_validation_baseline_hybrid"):

@@ -66,6 +66,7 @@ def bench_locomo(
     users_per_file: Annotated[int, typer.Option(min=1, help="Replay each file under this many user ids, spread over the partitions, so every partition (and worker) has work; recall is scored on every copy.")] = 1,
     single_worker_rate: Annotated[Optional[float], typer.Option(help="One worker's turns/s on the same turns and machine (e.g. from a --workers 1 run): scale_out.scaling_efficiency = turns/s / (workers x this).")] = None,
     scaling: Annotated[bool, typer.Option("--scaling", help="Measure the one-worker figure too: after the run, a fresh stack with one worker drains the same turns, and scaling_efficiency compares with it.")] = False,
+    profile_cpu: Annotated[Optional[Path], typer.Option("--profile-cpu", help="Profile each worker's event loop by its CPU clock while the turns drain (cProfile; the profiler about triples the loop's CPU, so read shares), write worker.prof (worker-i.prof) into this directory, and report the largest functions as cpu_profile.", file_okay=False)] = None,
 ) -> None:
     """Replay LoCoMo conversations through the pipeline and report throughput, latency and recall.
 
@@ -89,9 +90,11 @@ def bench_locomo(
     if cross_validate and users_per_file > 1:
         console.print("--cross-validate splits files into halves: use it with --users-per-file 1")
         raise typer.Exit(2)
-    if (workers > 1 or scaling) and (broker or offline):
-        console.print("--workers and --scaling start a fresh stack: not with --broker or --offline")
+    if (workers > 1 or scaling or profile_cpu is not None) and (broker or offline):
+        console.print("--workers, --scaling and --profile-cpu start a fresh stack: not with --broker or --offline")
         raise typer.Exit(2)
+    if profile_cpu is not None:
+        profile_cpu.mkdir(parents=True, exist_ok=True)
     if offline:
         report = run_offline_bench(files, console, cross_validated=cross_validate,
                                    lifecycle=lifecycle, live_queries=live_queries,
@@ -101,7 +104,8 @@ def bench_locomo(
                                   console=console, rate=rate, cross_validated=cross_validate,
                                   lifecycle=lifecycle, live_queries=live_queries, plot_path=plot,
                                   workers=workers, users_per_file=users_per_file,
-                                  single_worker_rate=single_worker_rate, scaling=scaling)
+                                  single_worker_rate=single_worker_rate, scaling=scaling,
+                                  profile_dir=profile_cpu)
     if python is not None:
         from benchmarks.bench_mem0 import Mem0RunFailed, attach_mem0
         from streams.tools.locomo import load_conversation

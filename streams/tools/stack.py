@@ -79,10 +79,12 @@ class Stack:
 
 
 def start_worker(broker_url: str, web_port: int, data_dir: Path, app_id: str, partitions: int,
-                 log_path: Path, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
+                 log_path: Path, extra_env: dict[str, str] | None = None,
+                 cpu_profile: Path | None = None) -> subprocess.Popen:
     """Start `memstream worker` as a child process (it dies with its parent). It keeps its ONNX
     model files where this process does (not in its fresh DATA_DIR, which would export the model
-    again at every start)."""
+    again at every start). `cpu_profile`: run it under `streams.tools.cpu_profile`, writing
+    there."""
     from streams.app.services import models_dir
     from streams.tools.broker import _die_with_parent
 
@@ -91,8 +93,10 @@ def start_worker(broker_url: str, web_port: int, data_dir: Path, app_id: str, pa
                                                  str(models_dir(get_settings()).resolve())),
                DATA_DIR=str(data_dir), APP_ID=app_id, TOPIC_PARTITIONS=str(partitions),
                WEB_HOST="127.0.0.1", TABLE_STORE="rocksdb://", **(extra_env or {}))
+    command = (["-m", "streams", "worker"] if cpu_profile is None
+               else ["-m", "streams.tools.cpu_profile", str(cpu_profile), "streams", "worker"])
     return subprocess.Popen(
-        [sys.executable, "-m", "streams", "worker"], env=env, stdout=open(log_path, "ab"),
+        [sys.executable, *command], env=env, stdout=open(log_path, "ab"),
         stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
     )
 
@@ -134,10 +138,12 @@ async def wait_assigned(stack: Stack, partitions: int, timeout: float = 300.0) -
         await asyncio.sleep(0.25)
 
 
-def start_stack(partitions: int, lifecycle: bool = True, workers: int = 1) -> Stack:
+def start_stack(partitions: int, lifecycle: bool = True, workers: int = 1,
+                profile_dir: Path | None = None) -> Stack:
     """A fresh embedded broker with the topics, and `workers` workers in one consumer group
     (one APP_ID; each its own WEB_PORT and DATA_DIR), returned once the partitions are
-    shared out among them all."""
+    shared out among them all. `profile_dir`: each worker runs under
+    `streams.tools.cpu_profile`, writing `worker.prof` (`worker-i.prof`) there."""
     workdir = Path(tempfile.mkdtemp(prefix="memstream-bench-"))
     broker = EmbeddedBroker(log_path=workdir / "broker.log").start()
     stack = Stack(broker.url, "", _broker=broker, _workdir=workdir)
@@ -154,7 +160,8 @@ def start_stack(partitions: int, lifecycle: bool = True, workers: int = 1) -> St
                 broker.url, port, workdir / f"data{suffix}", BENCH_APP_ID, partitions,
                 workdir / f"worker{suffix}.log",
                 {"MEMSTREAM_API_KEYS": keys, "MEMSTREAM_MASTER_KEY": master,
-                 "LIFECYCLE_ENABLED": str(lifecycle).lower()}))
+                 "LIFECYCLE_ENABLED": str(lifecycle).lower()},
+                None if profile_dir is None else profile_dir / f"worker{suffix}.prof"))
             stack.api_urls.append(f"http://127.0.0.1:{port}")
         stack.api_url = stack.api_urls[0]
         asyncio.run(wait_assigned(stack, partitions))
