@@ -10,13 +10,14 @@ from typing import Any, Callable
 from rich.console import Console
 from rich.table import Table
 
+from streams.errors import MemstreamError
 from streams.tools.cpu_profile import START_SIGNAL, STOP_SIGNAL, top_functions
 
 WRITE_TIMEOUT_SECONDS = 60.0
 """How long a worker may take to write its profile once told to stop."""
 
 
-class ProfileNotWritten(TimeoutError):
+class ProfileNotWritten(MemstreamError, TimeoutError):
     """A worker told to stop its profile wrote none in time (it died, or is stuck)."""
 
 
