@@ -93,16 +93,8 @@ def metric_total(exposition: str | None, name: str) -> float | None:
     """The sum of every sample of counter `name` (all its labels) in a Prometheus text
     exposition: 0 for a declared metric without a series yet (a labelled counter before its
     first increment); None when the text or the metric is not there (an older worker)."""
-    if exposition is None:
-        return None
-    family = name[:-len("_total")] if name.endswith("_total") else name
-    total, found = 0.0, False
-    for metric in text_string_to_metric_families(exposition):
-        if metric.name not in (family, name):
-            continue
-        found = True
-        total += sum(sample.value for sample in metric.samples if sample.name == name)
-    return total if found else None
+    by_nothing = metric_by_label(exposition, name, "")  # every sample under one key
+    return None if by_nothing is None else sum(by_nothing.values())
 
 
 def metric_by_label(exposition: str | None, name: str, label: str) -> dict[str, float] | None:

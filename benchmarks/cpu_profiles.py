@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from streams.errors import MemstreamError
-from streams.tools.cpu_profile import START_SIGNAL, STOP_SIGNAL, top_functions
+from streams.tools.cpu_profile import START_SIGNAL, STOP_SIGNAL, profile_file, top_functions
 
 WRITE_TIMEOUT_SECONDS = 60.0
 """How long a worker may take to write its profile once told to stop."""
@@ -41,8 +41,8 @@ def stop_profiles(pids: dict[str, int | None], profile_dir: Path, *,
     `ProfileNotWritten` when a file is still missing after `timeout` seconds."""
     for stale in profile_dir.glob("worker*.prof"):
         stale.unlink()
-    workers = [name for name, pid in pids.items() if name.startswith("worker") and pid is not None]
-    expected = [profile_dir / ("worker.prof" if len(workers) == 1 else f"{name}.prof") for name in workers]
+    started = sum(1 for name, pid in pids.items() if name.startswith("worker") and pid is not None)
+    expected = [profile_file(profile_dir, i, started) for i in range(started)]
     signal_workers(pids, STOP_SIGNAL)
     deadline = clock() + timeout
     while missing := [path for path in expected if not path.exists()]:

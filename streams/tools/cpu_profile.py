@@ -32,6 +32,12 @@ PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
 project's own."""
 
 
+def profile_file(directory: Path, worker: int, workers: int) -> Path:
+    """Where worker `worker` (from 0) of a stack of `workers` writes its profile: `worker.prof`
+    when it is the only one, else `worker-i.prof` (named as the workers' data and logs are)."""
+    return directory / ("worker.prof" if workers <= 1 else f"worker-{worker}.prof")
+
+
 class SignalledProfile:
     """A profile of this process's main thread between `START_SIGNAL` and `STOP_SIGNAL`."""
 

@@ -30,6 +30,7 @@ from streams.app.topic_admin import create_topics
 from streams.app.topology import ALL_TOPICS
 from streams.errors import BrokerError
 from streams.privacy.crypto import decode_key, encode_key, new_key
+from streams.tools.cpu_profile import profile_file
 from streams.tools.broker import EmbeddedBroker, free_port
 from topics.names import CHAT_TURNS
 
@@ -161,7 +162,7 @@ def start_stack(partitions: int, lifecycle: bool = True, workers: int = 1,
                 workdir / f"worker{suffix}.log",
                 {"MEMSTREAM_API_KEYS": keys, "MEMSTREAM_MASTER_KEY": master,
                  "LIFECYCLE_ENABLED": str(lifecycle).lower()},
-                None if profile_dir is None else profile_dir / f"worker{suffix}.prof"))
+                None if profile_dir is None else profile_file(profile_dir, i, workers)))
             stack.api_urls.append(f"http://127.0.0.1:{port}")
         stack.api_url = stack.api_urls[0]
         asyncio.run(wait_assigned(stack, partitions))
