@@ -12,6 +12,7 @@ baseline with the same embedder. Where the time goes: `benchmarks/bench_stages.p
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import time
 import uuid
@@ -23,6 +24,7 @@ from typing import Any, Callable
 
 import aiohttp
 import numpy as np
+import orjson
 from aiokafka import AIOKafkaConsumer
 from rich.console import Console
 from rich.table import Table
@@ -404,7 +406,7 @@ def run_offline_bench(files: list[Path], console: Console, cross_validated: bool
     turns = [t for c in conversations for t in c.turns]
     results = QuestionResults()
     points: list[Point] = []
-    report = asyncio.run(_offline_recall(pipeline, conversations, turns, results, points))
+    report, stages_cpu = asyncio.run(_offline_recall(pipeline, conversations, turns, results, points))
     outcomes = pipeline.outcomes()
     created = outcomes.get("created", 0)
     summaries: dict[tuple[str, str], list[str]] = {}
@@ -413,8 +415,8 @@ def run_offline_bench(files: list[Path], console: Console, cross_validated: bool
             if m.is_visible:
                 summaries.setdefault((conv.user_id, m.type), []).append(m.summary)
     names = {c.user_id: p.name for c, p in zip(conversations, files)}
-    state = end_state({c.user_id: stored_with_vectors(pipeline, c.user_id) for c in conversations},
-                      names, pipeline.store.index().dim)
+    stored = {c.user_id: stored_with_vectors(pipeline, c.user_id) for c in conversations}
+    state = end_state(stored, names, pipeline.store.index().dim)
     live = None
     if live_queries:
         console.print(f"replaying again, reading memory (top {settings.read.memory_k}) before every turn ...")
@@ -427,6 +429,8 @@ def run_offline_bench(files: list[Path], console: Console, cross_validated: bool
         "duplicate_rate": round(duplicates(summaries, embedder), 4),
         "mode": "offline", "embedder": embedder.profile.name, "files": [str(p) for p in files], "turns": len(turns),
         "lifecycle": lifecycle,
+        "stages_cpu_ms_per_turn": round(1000 * stages_cpu / max(len(turns), 1), 3),
+        "end_state_digest": end_state_digest(stored),
         "retrieval": asdict(retrieval),
         "memories_written": created, "memories_updated": outcomes.get("updated", 0),
         "memories_per_turn": round(created / max(len(turns), 1), 4), **report.as_dict(),
@@ -467,11 +471,26 @@ async def _offline_live_recall(pipeline: Any, conversations: list[LocomoConversa
 
 async def _offline_recall(pipeline: Any, conversations: list[LocomoConversation],
                           turns: list[Turn], results: QuestionResults | None = None,
-                          points: list[Point] | None = None) -> RecallReport:
+                          points: list[Point] | None = None) -> tuple[RecallReport, float]:
     """Ingest `turns` through the in-process stages, then ask every scored question (each
-    one's items also go to `results`, for the cross-validated report, and to `points`)."""
+    one's items also go to `results`, for the cross-validated report, and to `points`); and
+    the CPU seconds the stages took on this thread while ingesting (the event loop's: the
+    model runs on threads of its own, `Services.embed`, so it is left out)."""
+    started = time.thread_time()
     await pipeline.ingest(turns)
-    return await _ask_questions(pipeline, conversations, results, points)
+    stages_cpu = time.thread_time() - started
+    return await _ask_questions(pipeline, conversations, results, points), stages_cpu
+
+
+def end_state_digest(stored: dict[str, list[Any]]) -> str:
+    """A fingerprint of every stored memory, vectors included (16 hex digits of a SHA-256 over
+    the documents in user and id order): two runs that end in the same memories give the same
+    digest, so a change made for speed shows that it changed nothing."""
+    hashed = hashlib.sha256()
+    for user_id in sorted(stored):
+        for memory in sorted(stored[user_id], key=lambda m: m.id):
+            hashed.update(orjson.dumps(memory.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS))
+    return hashed.hexdigest()[:16]
 
 
 async def _ask_questions(pipeline: Any, conversations: list[LocomoConversation],
@@ -845,6 +864,10 @@ def render_report(report: dict[str, Any], console: Console) -> None:
     table.add_row("memories written (per turn)",
                   f"{report['memories_written']} ({report['memories_per_turn']})", "")
     table.add_row("duplicate rate", f"{report['duplicate_rate']:.2%}", "")
+    if "stages_cpu_ms_per_turn" in report:  # offline
+        table.add_row("stages' CPU on the event loop, ms per turn (model apart)",
+                      f"{report['stages_cpu_ms_per_turn']:.3f}", "")
+        table.add_row("end state digest", report["end_state_digest"], "")
     if "memory_events_by_kind" in report:
         kinds = report["memory_events_by_kind"]
         table.add_row("memory events by kind", ", ".join(f"{k} {n}" for k, n in kinds.items()),

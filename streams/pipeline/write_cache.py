@@ -48,6 +48,8 @@ a tool seeding a store, must not hold writes without bound; a stage's batch hold
 _DELETED = object()
 """A held deletion."""
 _MISSING = object()
+_HELD_WRITES = metrics.TABLE_WRITES.labels(phase="held")
+"""The counter of held writes (its labelled child, looked up once: a batch holds thousands)."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,7 @@ class CachedTable(ReadableItems):
         if key not in self.held and len(self.held) >= MAX_HELD:
             self.cache.flush()
         self.held[key] = held
-        metrics.TABLE_WRITES.labels(phase="held").inc()
+        _HELD_WRITES.inc()
 
     def __contains__(self, key: object) -> bool:
         """Whether the key is held or stored at all, readable or not (`SealedTable`)."""
