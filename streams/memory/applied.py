@@ -22,14 +22,15 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping, Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from streams.errors import MemstreamError
-from streams.memory.memory_records import compact_document, expanded_document
+from streams.memory.memory_records import (AuditView, DocumentsView, MemoryRecords, compact_document,
+                                           expanded_document)
 from streams.memory.tables import MemoryTables, Table
 from topics.events import MemoryEvent
 from topics.progress import Outcome
@@ -198,18 +199,27 @@ class HeldTable(MutableMapping[Any, Any]):
     def __len__(self) -> int:
         return len(self.table)
 
-    def listed(self) -> list[list[Any]]:
-        """The held writes as [key, *`change`] (a deletion writes None)."""
-        return [[key, *change(self.table.get(key), None if value is _DELETED else value)]
+    def listed(self, before: Mapping[Any, Any] | None = None) -> list[list[Any]]:
+        """The held writes as [key, *`change`] (a deletion writes None); `before`: what some
+        keys hold now, read already (the others are read from `table`)."""
+        known = before or {}
+        return [[key, *change(known[key] if key in known else self.table.get(key), left_by(value))]
                 for key, value in self.writes.items()]
 
-    def make(self) -> None:
-        """Make the held writes in `table`."""
+    def make(self, skip: AbstractSet[Any] = frozenset()) -> None:
+        """Make the held writes in `table` (but those of the keys in `skip`)."""
         for key, value in self.writes.items():
+            if key in skip:
+                continue
             if value is _DELETED:
                 self.table.pop(key, None)
             else:
                 self.table[key] = value
+
+
+def left_by(value: Any) -> Any:
+    """What a held write leaves under its key (None: a deletion)."""
+    return None if value is _DELETED else value
 
 
 class WriteSet:
@@ -220,10 +230,29 @@ class WriteSet:
         self.base = tables
         self.held = {name: HeldTable(getattr(tables, name), {}) for name in names}
         self.tables = dataclasses.replace(tables, **self.held)
+        docs, audit = self.held.get("memories"), self.held.get("audit")
+        self._records: MemoryRecords | None = (
+            docs.table.records if docs is not None and audit is not None
+                         and isinstance(docs.table, DocumentsView) and isinstance(audit.table, AuditView)
+                         and docs.table.records is audit.table.records else None)
+        """The memory records both `memories` and `audit` are views of, when they are: a memory
+        whose document and audit list both changed is then read once to be listed and written
+        once (`streams.memory.memory_records`: one value holds both), not once per view."""
+
+    def _both_views(self) -> set[Any]:
+        """The memories whose document and audit list are both written (none without records)."""
+        if self._records is None:
+            return set()
+        return self.held["memories"].writes.keys() & self.held["audit"].writes.keys()
 
     def listed(self, carried: Carried | None = None) -> list[list[Any]]:
         """The held writes as [table, key, *`change`], naming the `carried` values they hold."""
-        writes = [[name, *write] for name, held in self.held.items() for write in held.listed()]
+        before: dict[str, dict[Any, Any]] = {"memories": {}, "audit": {}}
+        if self._records is not None:
+            for key in self._both_views():
+                before["memories"][key], before["audit"][key] = self._records.read(key)
+        writes = [[name, *write] for name, held in self.held.items()
+                  for write in held.listed(before.get(name))]
         if not carried:
             return writes
         return [[name, key, replaced, written, named(patch, carried)]
@@ -239,9 +268,16 @@ class WriteSet:
         self.make()
 
     def make(self) -> None:
-        """Make the held writes (without recording them)."""
-        for held in self.held.values():
-            held.make()
+        """Make the held writes (without recording them). A memory's document and audit list
+        written together are one write of its record: what the two views' writes in turn
+        leave (`MemoryRecords.write`: neither removes the record)."""
+        both = self._both_views()
+        if self._records is not None:
+            for key in both:
+                self._records.write(key, left_by(self.held["memories"].writes[key]),
+                                    left_by(self.held["audit"].writes[key]))
+        for name, held in self.held.items():
+            held.make(both if name in ("memories", "audit") else frozenset())
 
 
 def change(before: Any, after: Any) -> list[Any]:

@@ -214,3 +214,80 @@ def test_a_carried_object_is_named_and_a_replay_puts_it_back() -> None:
     untouched = {"k": before}
     assert applied.redo_naming(untouched, "k", write, {}, "buffers") is None and untouched["k"] == before, \
         "not made without the value it names"
+
+
+# --- a memory's two views, listed and made as one record -----------------------------------
+class _CountingDict(dict):
+    """A raw table that counts its reads and writes."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        self.reads = self.writes = 0
+
+    def __getitem__(self, key: object) -> object:
+        self.reads += 1
+        return super().__getitem__(key)
+
+    def __setitem__(self, key: object, value: object) -> None:
+        self.writes += 1
+        super().__setitem__(key, value)
+
+
+def _views(raw: dict, legacy: dict | None = None) -> "applied.MemoryTables":
+    from streams.memory.memory_records import MemoryRecords
+    from streams.memory.tables import MemoryTables
+
+    records = MemoryRecords(raw, legacy_audit=legacy)
+    return MemoryTables(memories=records.docs, audit=records.audit)
+
+
+DOC = {"id": "m1", "user_id": "ana", "summary": "Ana has a dog."}
+ENTRY = {"id": "e1", "memory_id": "m1", "user_id": "ana", "verb": "ADD"}
+
+
+@pytest.mark.parametrize("doc, audit", [
+    ("write", "write"), ("delete", "write"), ("write", "delete"), ("delete", "delete"),
+])
+@pytest.mark.parametrize("stored", [None, "record", "legacy"])
+def test_a_memorys_document_and_audit_list_written_together_are_one_write(doc, audit, stored):
+    def setup() -> tuple[_CountingDict, dict]:
+        raw, legacy = _CountingDict(), {}
+        if stored == "record":
+            _views(raw).memories["m1"] = DOC
+            _views(raw).audit["m1"] = [ENTRY]
+        elif stored == "legacy":  # written before memory records: a bare document, its list apart
+            dict.__setitem__(raw, "m1", DOC)
+            legacy["m1"] = [ENTRY]
+        raw.reads = raw.writes = 0
+        return raw, legacy
+
+    def change(tables) -> None:  # type: ignore[no-untyped-def]
+        new_doc, new_audit = {**DOC, "summary": "Ana has two dogs."}, [ENTRY, {**ENTRY, "id": "e2"}]
+        if doc == "write":
+            tables.memories["m1"] = new_doc
+        elif "m1" in tables.memories:
+            del tables.memories["m1"]
+        if audit == "write":
+            tables.audit["m1"] = new_audit
+        elif "m1" in tables.audit:
+            del tables.audit["m1"]
+
+    raw, legacy = setup()
+    writes = WriteSet(_views(raw, legacy), ("memories", "audit"))
+    change(writes.tables)
+    reads_before = raw.reads
+    listed = writes.listed()
+    reads_listing = raw.reads - reads_before
+    writes.make()
+    # what the two views' writes made one after the other leave (the way before)
+    one_by_one_raw, one_by_one_legacy = setup()
+    one_by_one = _views(one_by_one_raw, one_by_one_legacy)
+    change(one_by_one)
+    assert dict(raw) == dict(one_by_one_raw) and legacy == one_by_one_legacy
+    assert listed == [[name, key, *applied.change(before, after)]
+                      for name, key, _, _, _ in listed
+                      for before, after in [(_views(*setup()).__getattribute__(name).get(key),
+                                             _views(raw, legacy).__getattribute__(name).get(key))]]
+    if stored is not None:
+        assert reads_listing == 1, "the record is read once for both views"
+    assert raw.writes <= 1, "and written once"
