@@ -17,6 +17,7 @@ from streams.language.sentences import (
     words,
 )
 from streams.language.signals import Signals, sentence_signals
+from streams.language.memo import texts_memo
 from streams.language.wordlists import word_list
 from topics.turns import Role
 
@@ -140,7 +141,16 @@ def content_parts(sentences: list[str], role: Role, names: tuple[str, ...] = ())
     User turns: first-person sentences about the speaker score by `fact_score`; sentences with
     neither first nor second person score by `other_score`; sentences about the listener
     (second person) are dropped. Assistant turns: decisions only.
+
+    Memoised (`streams.language.memo.texts_memo`): the trigger and then the extractor ask it
+    of the same turn's sentences, a tenth of the write rules' time each.
     """
+    return list(_content_parts(tuple(sentences), role, names))
+
+
+@texts_memo
+def _content_parts(sentences: tuple[str, ...], role: Role,
+                   names: tuple[str, ...] = ()) -> tuple[Part | None, ...]:
     out: list[Part | None] = []
     for i, s in enumerate(sentences):
         if skippable(s, names) or content_words(s) < 2:
@@ -155,7 +165,7 @@ def content_parts(sentences: list[str], role: Role, names: tuple[str, ...] = ())
             out.append(Part(i, s, other_score(s, sig), sig, False))
         else:
             out.append(None)
-    return out
+    return tuple(out)
 
 
 def fact_sentences(sentences: list[str], role: Role, names: tuple[str, ...] = (),

@@ -49,6 +49,20 @@ def text_memo(fn: Callable[Concatenate[str, P], R]) -> Callable[Concatenate[str,
     return call
 
 
+def texts_memo(fn: Callable[Concatenate[tuple[str, ...], P], R]) -> Callable[Concatenate[tuple[str, ...], P], R]:
+    """`text_memo` for a pure function of several texts (a turn's cleaned sentences), memoised
+    while they hold at most `MEMO_MAX_CHARS` together."""
+    memoised = lru_cache(maxsize=TEXT_MEMO_SIZE)(fn)
+    _MEMOS.append(memoised.cache_clear)
+
+    @wraps(fn)
+    def call(texts: tuple[str, ...], *args: P.args, **kwargs: P.kwargs) -> R:
+        if sum(map(len, texts)) > MEMO_MAX_CHARS:
+            return fn(texts, *args, **kwargs)
+        return memoised(texts, *args, **kwargs)
+    return call
+
+
 def on_forget(forget: Callable[[str | None], None]) -> None:
     """Have `forget_texts(user_id)` call `forget(user_id)` too: for a cache of texts that is
     not a `text_memo` and knows whose texts it holds (None: everyone's)."""

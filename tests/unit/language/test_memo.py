@@ -87,3 +87,29 @@ def test_a_memoised_answer_is_the_functions(signalled: Counter[str]) -> None:
     for sentence in ("I adopted a dog named Luna.", "We're going to Paris next summer!", ""):
         first, again = sentence_signals(sentence), sentence_signals(sentence)
         assert first == again == sentence_signals.__wrapped__(sentence)  # type: ignore[attr-defined]
+
+
+def test_a_turns_content_sentences_are_scored_once_and_forgotten_with_a_purge(monkeypatch) -> None:
+    from streams.language import fact_sentences
+
+    memo.forget_texts()
+    scored: Counter[str] = Counter()
+    skippable = fact_sentences.skippable
+
+    def counting(sentence: str, names: tuple[str, ...] = ()) -> bool:
+        scored[sentence] += 1
+        return skippable(sentence, names)
+    monkeypatch.setattr(fact_sentences, "skippable", counting)
+    sentences = ["I adopted a dog named Luna last week.", "Hi Mel!"]
+    first = fact_sentences.content_parts(sentences, Role.user, ("Ana",))
+    again = fact_sentences.content_parts(list(sentences), Role.user, ("Ana",))
+    assert first == again and first is not again, "a fresh list each time"
+    assert first[1] is None and first[0] is not None and first[0].own
+    assert scored == {s: 1 for s in sentences}
+    purge_user(_state(), "u", "t1", TS)
+    fact_sentences.content_parts(sentences, Role.user, ("Ana",))
+    assert scored == {s: 2 for s in sentences}
+    long = ["I adopted a dog named Luna last week. " * 20] * 2  # past MEMO_MAX_CHARS together
+    fact_sentences.content_parts(long, Role.user)
+    fact_sentences.content_parts(long, Role.user)
+    assert scored[long[0]] == 4, "read afresh every time"
