@@ -64,6 +64,7 @@ class Services:
         self.settings = settings
         self._embedder = embedder
         self._llm = llm
+        self._dedup_config: tuple[tuple[Settings, Embedder | None], DedupConfig] | None = None
         self.vectors = TextVectors()
         """The latest facts' texts' embeddings, made by ingest and read by dedup
         (`streams.write.contextual.TextVectors`)."""
@@ -120,4 +121,11 @@ class Services:
         )
 
     def dedup_config(self) -> DedupConfig:
-        return DedupConfig.of(self.profile(), self.settings.dedup, self.settings.consent)
+        """The dedup and consent policy over `profile()`: made again only when the settings or
+        the embedder change (the store asks for it at every record; it is the same until the
+        model is loaded, whose profile then answers)."""
+        made_for = (self.settings, self._embedder)
+        if self._dedup_config is None or any(a is not b for a, b in zip(self._dedup_config[0], made_for)):
+            self._dedup_config = (made_for, DedupConfig.of(self.profile(), self.settings.dedup,
+                                                           self.settings.consent))
+        return self._dedup_config[1]

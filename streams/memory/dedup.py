@@ -9,6 +9,7 @@ from typing import Mapping, Sequence
 
 from streams.language.stemming import stem_words
 from streams.language.wordlists import word_list
+from streams.language.memo import text_memo
 from streams.providers.embedders import EmbedderProfile
 from streams.memory.model import Memory
 
@@ -215,6 +216,7 @@ _SLOT_NOISE = frozenset("a an the now currently still again".split())
 _SAME_PREDICATE = {"moved to": "lives in"}  # "moved to Lisbon" changes where one lives
 
 
+@text_memo  # each neighbour's summary is read again for every candidate it is a neighbour of
 def _slot(clause: str) -> tuple[str, str, frozenset[str]] | None:
     """(subject, predicate, value words) of a single-valued statement, or None."""
     m = _SLOT.match(clause.strip())
@@ -296,10 +298,11 @@ def decide(
     if memory_type == "semantic" and use_heuristics:
         # The same subject and single-valued predicate with another value ("lives in Lisbon" /
         # "lives in Berlin", cosine 0.77) is a change however far the values embed apart.
+        candidate_clauses = clauses(summary)
         for memory, score in neighbours:
             if score < SLOT_LOW:
                 break
-            if any(changed_slot(clause, memory.summary) for clause in clauses(summary)):
+            if any(changed_slot(clause, memory.summary) for clause in candidate_clauses):
                 return DedupDecision(Action.supersede, memory, score, "changed_slot")
     for memory, score in neighbours:
         if memory_type == "episodic" and abs(event_time - memory.created_at) > merge_window:

@@ -113,3 +113,24 @@ def test_a_turns_content_sentences_are_scored_once_and_forgotten_with_a_purge(mo
     fact_sentences.content_parts(long, Role.user)
     fact_sentences.content_parts(long, Role.user)
     assert scored[long[0]] == 4, "read afresh every time"
+
+
+def test_a_neighbours_slot_is_read_once_for_all_the_candidates_it_meets(monkeypatch) -> None:
+    from streams.memory import dedup
+
+    memo.forget_texts()
+    matched: Counter[str] = Counter()
+    pattern = dedup._SLOT
+
+    class Counting:
+        def match(self, text: str):  # type: ignore[no-untyped-def]
+            matched[text] += 1
+            return pattern.match(text)
+    monkeypatch.setattr(dedup, "_SLOT", Counting())
+    old = "Ana lives in Berlin."
+    assert dedup.changed_slot("Ana lives in Lisbon.", old)
+    assert not dedup.changed_slot("Ana lives in Berlin with Rui.", old)
+    assert matched[old] == 1
+    memo.clear_memos()  # a purged memory's summary is not kept
+    dedup.changed_slot("Ana lives in Lisbon.", old)
+    assert matched[old] == 2

@@ -295,3 +295,19 @@ def test_int8_runs_the_texts_of_a_call_at_once_on_one_thread_each(cache_dir: Pat
     ran_on.clear()
     np.testing.assert_array_equal(parallel.embed(SENTENCES[:1]), onnx_int8.embed(SENTENCES[:1]))
     assert ran_on == [threading.get_ident()], "one text runs on the caller's thread"
+
+
+def test_the_dedup_config_is_made_again_only_when_the_settings_or_the_embedder_change(tmp_path: Path) -> None:
+    from streams.providers.embedders import EmbedderProfile
+
+    services = Services(settings(embedder="local-int8", embedder_cache_dir=tmp_path))
+    first = services.dedup_config()
+    assert services.dedup_config() is first, "asked at every record: made once"
+
+    class Loaded:  # the model, once loaded, answers its own profile
+        profile = EmbedderProfile("loaded", 384, 0.95, 0.85, 0.97, 0.9)
+    services._embedder = Loaded()  # type: ignore[assignment]  # an embedder as the worker loads it
+    loaded = services.dedup_config()
+    assert loaded is not first and loaded.profile.name == "loaded"
+    services.settings = services.settings.with_values(memory_neighbors_k=3)
+    assert services.dedup_config().neighbours_k == 3
