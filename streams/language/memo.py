@@ -6,9 +6,9 @@ conv-30 (`bench locomo --offline`), `clean_sentence` ran 2.8 times per distinct 
 `sentence_signals` 2.7 times, `find_secrets` 1.9 times: a third of the rules' time went to
 reading again what had been read. A memo keeps the latest `TEXT_MEMO_SIZE` answers of each.
 
-Only functions of the text alone are memoised (no clock, no settings), and only immutable
-answers are kept (strings, frozen dataclasses, tuples), so a memoised call answers exactly as
-the function would.
+Only functions of the text alone (or of a turn's sentences, `texts_memo`) are memoised (no
+clock, no settings), and only immutable answers are kept (strings, frozen dataclasses, tuples),
+so a memoised call answers exactly as the function would.
 
 The memos hold texts of recent turns in memory, as the sealed tables' caches of opened values
 do: at most `TEXT_MEMO_SIZE` texts of at most `MEMO_MAX_CHARS` each (a longer one, such as a
