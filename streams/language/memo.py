@@ -31,6 +31,7 @@ MEMO_MAX_CHARS = 1000
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 _MEMOS: list[Callable[[], None]] = []
 _FORGETS: list[Callable[[str | None], None]] = []
 
@@ -38,28 +39,26 @@ _FORGETS: list[Callable[[str | None], None]] = []
 def text_memo(fn: Callable[Concatenate[str, P], R]) -> Callable[Concatenate[str, P], R]:
     """`fn` (a pure function of a text and hashable options, whose answer is immutable)
     memoised for texts of at most `MEMO_MAX_CHARS`."""
-    memoised = lru_cache(maxsize=TEXT_MEMO_SIZE)(fn)
-    _MEMOS.append(memoised.cache_clear)
-
-    @wraps(fn)
-    def call(text: str, *args: P.args, **kwargs: P.kwargs) -> R:
-        if len(text) > MEMO_MAX_CHARS:
-            return fn(text, *args, **kwargs)
-        return memoised(text, *args, **kwargs)
-    return call
+    return _memo(fn, len)
 
 
 def texts_memo(fn: Callable[Concatenate[tuple[str, ...], P], R]) -> Callable[Concatenate[tuple[str, ...], P], R]:
     """`text_memo` for a pure function of several texts (a turn's cleaned sentences), memoised
     while they hold at most `MEMO_MAX_CHARS` together."""
+    return _memo(fn, lambda texts: sum(map(len, texts)))
+
+
+def _memo(fn: Callable[Concatenate[T, P], R], chars: Callable[[T], int]) -> Callable[Concatenate[T, P], R]:
+    """`fn` memoised (emptied by `clear_memos`) for first arguments of at most `MEMO_MAX_CHARS`
+    by `chars`; a longer one is read afresh every time."""
     memoised = lru_cache(maxsize=TEXT_MEMO_SIZE)(fn)
     _MEMOS.append(memoised.cache_clear)
 
     @wraps(fn)
-    def call(texts: tuple[str, ...], *args: P.args, **kwargs: P.kwargs) -> R:
-        if sum(map(len, texts)) > MEMO_MAX_CHARS:
-            return fn(texts, *args, **kwargs)
-        return memoised(texts, *args, **kwargs)
+    def call(first: T, *args: P.args, **kwargs: P.kwargs) -> R:
+        if chars(first) > MEMO_MAX_CHARS:
+            return fn(first, *args, **kwargs)
+        return memoised(first, *args, **kwargs)
     return call
 
 

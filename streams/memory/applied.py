@@ -134,8 +134,6 @@ def patch_of(before: Any, after: Any) -> dict[str, Any]:
 
 def _insertions(before: list[Any], after: list[Any]) -> list[list[Any]] | None:
     """[position in `after`, entry] of the entries `after` adds to `before`, if all it does is add."""
-    if after[:len(before)] == before:  # appended to (an audit list, a log): what the loop finds
-        return [[position, entry] for position, entry in enumerate(after[len(before):], len(before))]
     inserted, matched = [], 0
     for position, entry in enumerate(after):
         if matched < len(before) and before[matched] == entry:
@@ -231,10 +229,10 @@ class WriteSet:
         self.held = {name: HeldTable(getattr(tables, name), {}) for name in names}
         self.tables = dataclasses.replace(tables, **self.held)
         docs, audit = self.held.get("memories"), self.held.get("audit")
-        self._records: MemoryRecords | None = (
-            docs.table.records if docs is not None and audit is not None
-                         and isinstance(docs.table, DocumentsView) and isinstance(audit.table, AuditView)
-                         and docs.table.records is audit.table.records else None)
+        self._records: MemoryRecords | None = None
+        if (docs is not None and audit is not None and isinstance(docs.table, DocumentsView)
+                and isinstance(audit.table, AuditView) and docs.table.records is audit.table.records):
+            self._records = docs.table.records
         """The memory records both `memories` and `audit` are views of, when they are: a memory
         whose document and audit list both changed is then read once to be listed and written
         once (`streams.memory.memory_records`: one value holds both), not once per view."""
@@ -313,47 +311,10 @@ def change_naming(before: Any, after: Any, carried: Carried) -> list[Any]:
 
 def named(patch: Any, carried: Carried) -> Any:
     """`patch` with each string or object that is a carried value replaced by its name
-    (`{"$carried": name}`; `redo` and `redo_naming` put the values back).
-
-    Strings alone (a candidate's vectors) are replaced in the patch's JSON (`_named_in_json`):
-    walking a patch that holds whole documents and audit lists took ~110 calls a candidate."""
+    (`{"$carried": name}`; `redo` and `redo_naming` put the values back)."""
     strings = {value: {_CARRIED: name} for name, value in carried.items() if isinstance(value, str)}
     objects = [(value, {_CARRIED: name}) for name, value in carried.items() if isinstance(value, dict)]
-    if not objects:
-        replaced = _named_in_json(patch, strings)
-        if replaced is not _UNCHANGED_JSON:
-            return replaced
     return _named(patch, strings, objects)
-
-
-_UNCHANGED_JSON = object()
-"""`_named_in_json` could not name the strings in the JSON: walk the patch instead."""
-
-
-def _named_in_json(patch: Any, strings: Mapping[str, dict[str, str]]) -> Any:
-    """`_named(patch, strings, [])`, made on the patch's JSON: each string that orjson writes as
-    it is (base64 needs no escape) is a quoted run no other JSON text can hold (a quote inside
-    a string is escaped), so replacing `"<value>"` by the name's JSON names exactly the values
-    the walk would. A value used as a key would leave no JSON: then `_UNCHANGED_JSON`, as for a
-    patch orjson does not write or a value it would escape."""
-    try:
-        data = orjson.dumps(patch)
-    except TypeError:  # orjson.JSONEncodeError
-        return _UNCHANGED_JSON
-    replaced = False
-    for value, name in strings.items():
-        quoted = orjson.dumps(value)
-        if quoted[1:-1] != value.encode():
-            return _UNCHANGED_JSON
-        if quoted in data:
-            data = data.replace(quoted, orjson.dumps(name))
-            replaced = True
-    if not replaced:
-        return patch
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return _UNCHANGED_JSON
 
 
 def _named(patch: Any, strings: Mapping[str, dict[str, str]],

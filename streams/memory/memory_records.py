@@ -80,11 +80,7 @@ def compact_document(document: Any) -> dict[str, Any] | None:
     document with every field of `Memory` (then it is kept as it is)."""
     if not isinstance(document, dict) or not _COMPLETE <= document.keys():
         return None
-    # `_omitted` inline: this runs for every memory written and every write listed
-    omitted = OMITTED.get
-    return {k: v for k, v in document.items()
-            if (kept := omitted(k, _NOT_OMITTED)) is _NOT_OMITTED or type(v) is not type(kept)
-            or v != kept}
+    return {k: v for k, v in document.items() if not _omitted(k, v)}
 
 
 def expanded_document(compact: dict[str, Any]) -> dict[str, Any]:

@@ -42,46 +42,10 @@ def test_patches_rebuild_every_value():
     assert patched(None, patch_of(None, {**memory, "extra": 1})) == {**memory, "extra": 1}
 
 
-def test_an_appended_list_patches_as_the_general_search_finds():
-    rng = random.Random(5)
-    for _ in range(2000):
-        before = [rng.randint(0, 3) for _ in range(rng.randint(0, 6))]
-        after = [*before, *(rng.randint(0, 3) for _ in range(rng.randint(0, 3)))]
-        patch = patch_of(before, after)
-        assert patch == {"drop": 0, "insert": _greedy_insertions(before, after)}
-        assert patched(before, patch) == after
-
-
-def _greedy_insertions(before: list, after: list) -> list:
-    """What `_insertions` finds by its loop (the fast path must answer the same)."""
-    inserted, matched = [], 0
-    for position, entry in enumerate(after):
-        if matched < len(before) and before[matched] == entry:
-            matched += 1
-        else:
-            inserted.append([position, entry])
-    return inserted
-
-
 CARRIED = {"vector_b64": "h:" + "A" * 40 + "==", "context_b64": "i8:" + "B" * 20}
 
 
-@pytest.mark.parametrize("patch", [
-    {"document": {"id": "m1", "embedding_b64": CARRIED["vector_b64"], "tags": ["x"]}},
-    {"fields": {"memory": {"fields": {"embedding_b64": {"value": CARRIED["vector_b64"]},
-                                      "context_b64": {"value": CARRIED["context_b64"]}}},
-                "audit": {"drop": 0, "insert": [[0, {"summary": CARRIED["vector_b64"] + "!"}]]}},
-     "unset": []},
-    {"value": [CARRIED["context_b64"], 1.5, None, True, "h:AAAA"]},
-    {"fields": {}, "unset": ["a"]},
-], ids=["document", "nested", "list", "none"])
-def test_naming_in_json_names_what_the_walk_names(patch, monkeypatch):
-    walked = applied._named(patch, {v: {"$carried": k} for k, v in CARRIED.items()}, [])
-    monkeypatch.setattr(applied, "_named", None)  # not walked: named in the JSON
-    assert applied.named(patch, CARRIED) == walked
-
-
-def test_naming_falls_back_to_the_walk_where_json_cannot_say_it():
+def test_naming_replaces_carried_values_wherever_they_stand_but_never_a_key():
     as_key = {"fields": {CARRIED["vector_b64"]: {"value": CARRIED["vector_b64"]}}, "unset": []}
     assert applied.named(as_key, CARRIED) == {
         "fields": {CARRIED["vector_b64"]: {"value": {"$carried": "vector_b64"}}}, "unset": []}
@@ -286,8 +250,8 @@ def test_a_memorys_document_and_audit_list_written_together_are_one_write(doc, a
     assert dict(raw) == dict(one_by_one_raw) and legacy == one_by_one_legacy
     assert listed == [[name, key, *applied.change(before, after)]
                       for name, key, _, _, _ in listed
-                      for before, after in [(_views(*setup()).__getattribute__(name).get(key),
-                                             _views(raw, legacy).__getattribute__(name).get(key))]]
+                      for before, after in [(getattr(_views(*setup()), name).get(key),
+                                             getattr(_views(raw, legacy), name).get(key))]]
     if stored is not None:
         assert reads_listing == 1, "the record is read once for both views"
     assert raw.writes <= 1, "and written once"
