@@ -31,14 +31,14 @@ Every transition is announced once: the next run finds the memory in its new sta
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from collections.abc import Set as AbstractSet
 from typing import Any
 
 from streams.settings import LifecycleSettings
 from streams.lifecycle.passes import ACTOR, LIFECYCLE_THREAD, thread_of
-from streams.memory.decay import days_unused, decay_weight
+from streams.memory.decay import days_unused, decay_weight, weight_after
 from streams.memory.model import Memory
 from streams.memory.purge import scrub_memory
 from streams.memory.state import MemoryState
@@ -92,6 +92,7 @@ class ForgettingPass:
 def forget(state: MemoryState, user_id: str, now: datetime, config: ForgetConfig) -> list[MemoryEvent]:
     """Make the user's due transitions at `now` (module doc); return their events."""
     memories = sorted(state.index.user(user_id).stored_docs(), key=lambda m: m.id)
+    due = due_transitions(memories, now, config)
     events: list[MemoryEvent] = []
     budget = config.max_changes
 
@@ -104,21 +105,20 @@ def forget(state: MemoryState, user_id: str, now: datetime, config: ForgetConfig
         changed.add(memory.id)
         return True
 
-    for memory in memories:
-        if is_purge_due(memory, now, config) and room(memory):
+    for memory in due.purge:
+        if room(memory):
             events.append(purge(state, memory, now))
-    kept = consolidation_originals(memories)
-    for memory in memories:
-        if memory.id not in kept and is_ttl_due(memory, now, config) and room(memory):
+    for memory in due.ttl:
+        if memory.id not in due.kept and room(memory):
             events.append(soft_delete(state, memory, now, config, "ttl"))
-    for memory in memories:
-        if is_retention_over(memory, now, config) and room(memory):
+    for memory in due.retention:
+        if room(memory):
             events.append(soft_delete(state, memory, now, config, "archive_retention"))
-    for memory in memories:
-        if memory.id not in kept and is_read_since_archived(memory) and room(memory):
+    for memory in due.rewarm:
+        if memory.id not in due.kept and room(memory):
             events.append(transition(state, memory, now, "restored", "accessed", {"state": "active"}))
-    for memory in memories:
-        if is_archive_due(memory, now, config) and room(memory):
+    for memory in due.archive:
+        if room(memory):
             events.append(archive(state, memory, now, "decay"))
     for memory in over_cap(state, user_id, now, config, changed):
         if room(memory):
@@ -126,48 +126,57 @@ def forget(state: MemoryState, user_id: str, now: datetime, config: ForgetConfig
     return events
 
 
+@dataclass
+class Due:
+    """The memories each transition is due for at one time, in the order given (a memory may be
+    due for several; a run makes the first that has room), and the ids of the originals of the
+    consolidated memories not purged (`kept`), which TTL and rewarm leave alone."""
+
+    purge: list[Memory] = field(default_factory=list)
+    ttl: list[Memory] = field(default_factory=list)
+    retention: list[Memory] = field(default_factory=list)
+    rewarm: list[Memory] = field(default_factory=list)
+    archive: list[Memory] = field(default_factory=list)
+    kept: set[str] = field(default_factory=set)
+
+
+def due_transitions(memories: list[Memory], now: datetime, config: ForgetConfig) -> Due:
+    """The transitions of the module doc due at `now` for each of `memories`, read in one pass
+    with each memory's days unused computed once (a run scans every memory of its user; a scan
+    per transition, each memory's age computed again in each, was most of a run that found
+    little due)."""
+    due = Due()
+    retention = (None if config.archive_retention_days is None
+                 else timedelta(days=config.archive_retention_days))
+    for memory in memories:
+        memory_state = memory.state
+        if memory.type == "consolidated" and memory_state != "purged":
+            due.kept.update(memory.consolidated_from)
+        if memory_state == "archived" and memory.superseded_by is None \
+                and memory.last_accessed > memory.updated_at:
+            due.rewarm.append(memory)  # pinned or not
+        if memory.pinned or memory_state not in ("active", "archived", "soft_deleted"):
+            continue
+        if memory_state == "soft_deleted":
+            if purge_time(memory, config) <= now:
+                due.purge.append(memory)
+            continue
+        unused = days_unused(memory, now)
+        if memory.importance <= config.ttl_importance_max and unused > config.ttl_days:
+            due.ttl.append(memory)
+        if memory_state == "archived":
+            if retention is not None and now - memory.updated_at > retention:
+                due.retention.append(memory)
+        elif (unused > config.archive_unused_days
+              and weight_after(memory.importance, unused) < config.archive_weight_min):
+            due.archive.append(memory)
+    return due
+
+
 def purge_time(memory: Memory, config: ForgetConfig) -> datetime:
     """When a soft-deleted memory is purged: its `purge_at`, or, for one soft-deleted by a
     command (which sets none), `PURGE_AFTER_DAYS` after that change."""
     return memory.purge_at or memory.updated_at + timedelta(days=config.purge_after_days)
-
-
-def is_purge_due(memory: Memory, now: datetime, config: ForgetConfig) -> bool:
-    return (memory.state == "soft_deleted" and not memory.pinned
-            and purge_time(memory, config) <= now)
-
-
-def is_ttl_due(memory: Memory, now: datetime, config: ForgetConfig) -> bool:
-    return (memory.state in ("active", "archived") and not memory.pinned
-            and memory.importance <= config.ttl_importance_max
-            and days_unused(memory, now) > config.ttl_days)
-
-
-def consolidation_originals(memories: list[Memory]) -> set[str]:
-    """Ids of the originals of the consolidated memories still kept (not purged)."""
-    return {original for m in memories if m.type == "consolidated" and m.state != "purged"
-            for original in m.consolidated_from}
-
-
-def is_retention_over(memory: Memory, now: datetime, config: ForgetConfig) -> bool:
-    """Archived (its last change, `updated_at`) more than `archive_retention_days` ago, when a
-    retention window is set."""
-    return (config.archive_retention_days is not None and memory.is_archived
-            and not memory.pinned
-            and now - memory.updated_at > timedelta(days=config.archive_retention_days))
-
-
-def is_read_since_archived(memory: Memory) -> bool:
-    """Archived, not replaced by a newer memory, and read after it was archived (a query hit
-    refreshes `last_accessed`; archiving set `updated_at`)."""
-    return (memory.is_archived and memory.superseded_by is None
-            and memory.last_accessed > memory.updated_at)
-
-
-def is_archive_due(memory: Memory, now: datetime, config: ForgetConfig) -> bool:
-    return (memory.state == "active" and not memory.pinned
-            and days_unused(memory, now) > config.archive_unused_days
-            and decay_weight(memory, now) < config.archive_weight_min)
 
 
 def over_cap(state: MemoryState, user_id: str, now: datetime, config: ForgetConfig,

@@ -41,4 +41,9 @@ def decay_factor(memory: Memory, now: datetime) -> float:
 
 def decay_weight(memory: Memory, now: datetime) -> float:
     """Seed 000 §6's `current_weight`: normalised importance times its decay factor."""
-    return importance_norm(memory.importance) * decay_factor(memory, now)
+    return weight_after(memory.importance, days_unused(memory, now))
+
+
+def weight_after(importance: int, unused_days: float) -> float:
+    """The decay weight of a memory of `importance` unused for `unused_days` (`decay_weight`)."""
+    return importance_norm(importance) * float(0.5 ** (unused_days / half_life_days(importance)))

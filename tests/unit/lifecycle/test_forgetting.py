@@ -1,12 +1,13 @@
 """The forgetting pass over a user's memories, at event times the test chooses."""
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-from streams.lifecycle.forgetting import ForgetConfig, ForgettingPass
+from streams.lifecycle.forgetting import ForgetConfig, ForgettingPass, due_transitions
 from streams.memory.decay import decay_weight, half_life_days
 from streams.memory.model import Memory
 from streams.memory.vector_index import encode_vector
@@ -177,3 +178,49 @@ async def test_a_consolidated_memorys_original_read_again_stays_archived():
         update={"type": "consolidated", "consolidated_from": ["episode"]})
     s = seeded(original, summary)
     assert [e.kind for e in await run(s, 3)] == [], "the consolidated memory answers for it"
+
+
+def test_one_pass_finds_each_transition_as_the_module_doc_states_it():
+    """`due_transitions` reads every rule in one pass: over every mix of state, pinning,
+    importance, age, archive time, purge date, replacement and consolidation, each list holds
+    exactly the memories its rule (written out here one rule at a time) names, in id order."""
+    now = T0 + timedelta(days=400)
+    config = replace(CONFIG, archive_retention_days=90)
+    memories = []
+    for n, (state, pinned, importance, unused, archived_ago, purge_at, superseded, read_after) in \
+            enumerate(itertools.product(("active", "archived", "soft_deleted", "superseded", "purged"),
+                                        (False, True), (1, 2, 3, 5), (10, 45, 70, 300),
+                                        (20, 120), (None, -1, 1), (None, "m-new"), (False, True))):
+        updated = now - timedelta(days=archived_ago)
+        accessed = (updated + timedelta(days=1) if read_after
+                    else now - timedelta(days=unused))
+        memories.append(Memory(
+            id=f"m{n:05d}", user_id="u", type="semantic", summary="Ana fact.", state=state,
+            pinned=pinned, importance=importance, created_at=T0, updated_at=updated,
+            last_accessed=accessed, superseded_by=superseded,
+            purge_at=None if purge_at is None else now + timedelta(days=purge_at)))
+    consolidated = Memory(id="m99999", user_id="u", type="consolidated", summary="Ana facts.",
+                          created_at=T0, updated_at=T0, last_accessed=now,
+                          consolidated_from=[m.id for m in memories[::7]])
+    memories.append(consolidated)
+
+    due = due_transitions(memories, now, config)
+
+    def unused_days(m: Memory) -> float:
+        return max((now - m.last_accessed).total_seconds() / 86400, 0.0)
+    purge_time = {m.id: m.purge_at or m.updated_at + timedelta(days=config.purge_after_days)
+                  for m in memories}
+    assert due.kept == set(consolidated.consolidated_from)
+    assert due.purge == [m for m in memories if m.state == "soft_deleted" and not m.pinned
+                         and purge_time[m.id] <= now]
+    assert due.ttl == [m for m in memories if m.state in ("active", "archived") and not m.pinned
+                       and m.importance <= config.ttl_importance_max
+                       and unused_days(m) > config.ttl_days]
+    assert due.retention == [m for m in memories if m.state == "archived" and not m.pinned
+                             and now - m.updated_at > timedelta(days=90)]
+    assert due.rewarm == [m for m in memories if m.state == "archived" and m.superseded_by is None
+                          and m.last_accessed > m.updated_at]
+    assert due.archive == [m for m in memories if m.state == "active" and not m.pinned
+                           and unused_days(m) > config.archive_unused_days
+                           and decay_weight(m, now) < config.archive_weight_min]
+    assert all([due.purge, due.ttl, due.retention, due.rewarm, due.archive])
