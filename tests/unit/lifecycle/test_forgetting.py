@@ -189,7 +189,7 @@ def test_one_pass_finds_each_transition_as_the_module_doc_states_it():
     memories = []
     for n, (state, pinned, importance, unused, archived_ago, purge_at, superseded, read_after) in \
             enumerate(itertools.product(("active", "archived", "soft_deleted", "superseded", "purged"),
-                                        (False, True), (1, 2, 3, 5), (10, 45, 70, 300),
+                                        (False, True), (1, 2, 3, 5), (10, 30, 45, 60, 70, 300),
                                         (20, 120), (None, -1, 1), (None, "m-new"), (False, True))):
         updated = now - timedelta(days=archived_ago)
         accessed = (updated + timedelta(days=1) if read_after
