@@ -33,7 +33,7 @@ def hour_slot(ts: datetime) -> str:
 
 
 def slot_start(slot: str) -> datetime:
-    return datetime.strptime(slot, "%Y-%m-%dT%H").replace(tzinfo=timezone.utc)
+    return datetime.fromisoformat(slot).replace(tzinfo=timezone.utc)  # strptime: 30x the time
 
 
 def hour_floor(ts: datetime) -> datetime:
