@@ -36,7 +36,7 @@ def days_unused(memory: Memory, now: datetime) -> float:
 
 def decay_factor(memory: Memory, now: datetime) -> float:
     """0.5 ** (days unused / half-life of its importance): 1.0 when just used."""
-    return float(0.5 ** (days_unused(memory, now) / half_life_days(memory.importance)))
+    return factor_after(memory.importance, days_unused(memory, now))
 
 
 def decay_weight(memory: Memory, now: datetime) -> float:
@@ -44,6 +44,12 @@ def decay_weight(memory: Memory, now: datetime) -> float:
     return weight_after(memory.importance, days_unused(memory, now))
 
 
+def factor_after(importance: int, unused_days: float) -> float:
+    """The decay factor of a memory of `importance` unused for `unused_days` (`decay_factor`)."""
+    return float(0.5 ** (unused_days / half_life_days(importance)))
+
+
 def weight_after(importance: int, unused_days: float) -> float:
-    """The decay weight of a memory of `importance` unused for `unused_days` (`decay_weight`)."""
-    return importance_norm(importance) * float(0.5 ** (unused_days / half_life_days(importance)))
+    """The decay weight of a memory of `importance` unused for `unused_days` (`decay_weight`;
+    for a caller that has the days unused already, as forgetting's scan does)."""
+    return importance_norm(importance) * factor_after(importance, unused_days)
