@@ -7,8 +7,8 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-from streams.lifecycle.forgetting import ForgetConfig, ForgettingPass, due_transitions
-from streams.memory.decay import decay_weight, half_life_days
+from streams.lifecycle.forgetting import ForgetConfig, ForgettingPass, due_transitions, purge_time
+from streams.memory.decay import days_unused, decay_weight, half_life_days
 from streams.memory.model import Memory
 from streams.memory.vector_index import encode_vector
 from tests import defaults
@@ -206,21 +206,17 @@ def test_one_pass_finds_each_transition_as_the_module_doc_states_it():
 
     due = due_transitions(memories, now, config)
 
-    def unused_days(m: Memory) -> float:
-        return max((now - m.last_accessed).total_seconds() / 86400, 0.0)
-    purge_time = {m.id: m.purge_at or m.updated_at + timedelta(days=config.purge_after_days)
-                  for m in memories}
     assert due.kept == set(consolidated.consolidated_from)
     assert due.purge == [m for m in memories if m.state == "soft_deleted" and not m.pinned
-                         and purge_time[m.id] <= now]
+                         and purge_time(m, config) <= now]
     assert due.ttl == [m for m in memories if m.state in ("active", "archived") and not m.pinned
                        and m.importance <= config.ttl_importance_max
-                       and unused_days(m) > config.ttl_days]
+                       and days_unused(m, now) > config.ttl_days]
     assert due.retention == [m for m in memories if m.state == "archived" and not m.pinned
                              and now - m.updated_at > timedelta(days=90)]
     assert due.rewarm == [m for m in memories if m.state == "archived" and m.superseded_by is None
                           and m.last_accessed > m.updated_at]
     assert due.archive == [m for m in memories if m.state == "active" and not m.pinned
-                           and unused_days(m) > config.archive_unused_days
+                           and days_unused(m, now) > config.archive_unused_days
                            and decay_weight(m, now) < config.archive_weight_min]
     assert all([due.purge, due.ttl, due.retention, due.rewarm, due.archive])
