@@ -5,9 +5,11 @@ import asyncio
 import weakref
 from collections import defaultdict
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Collection, Iterable, Iterator
 
 import faust
+from aiokafka import AIOKafkaConsumer
+from aiokafka.structs import TopicPartition
 from faust.streams import _current_event
 from faust.transport.drivers.aiokafka import Producer as AIOKafkaDriverProducer
 from faust.transport.producer import ProducerBuffer
@@ -76,8 +78,31 @@ class TunedConsumerThread(AIOKafkaConsumerThread):
       Faust's fixed 1500 ms: the embedded broker answers a fetch only when its wait is over,
       even when a record arrives meanwhile, so each topic a turn crosses added ~0.6 s on
       average (measured: 615 ms median at 1500, 16 ms at 100). The wait is the transport's
-      (`MemstreamTransport.fetch_max_wait_ms`).
+      (`MemstreamTransport.fetch_max_wait_ms`);
+    - a changelog partition Faust pauses is paused in aiokafka's fetcher too
+      (`set_fetching`, called by `SeekSafeConsumer`).
     """
+
+    def set_fetching(self, tps: Collection[TP], fetching: bool) -> None:
+        """Resume (`fetching`) or pause `tps` in aiokafka's fetcher, on this thread's loop.
+
+        Faust pauses a partition only in its own bookkeeping: it stops handing the partition's
+        records on, while aiokafka goes on fetching it. After table recovery that is every
+        changelog partition of the worker's active tables: each fetch request listed all of
+        them (40 of the 56 partitions a worker fetched, at 4 partitions a topic), and a changelog
+        partition that received records kept the first fetched ones in the fetcher's buffer,
+        never read, up to `max_partition_fetch_bytes` each. Changelog partitions are paused
+        and resumed here as Faust does (recovery resumes them to read them, standbys stay
+        resumed); stream partitions are left to Faust's flow control, which the seek fixes
+        rely on. Scheduled on the consumer thread's loop, in order with the fetches Faust
+        asks for after it (aiokafka's partition states belong to that loop)."""
+        if not tps or self._consumer is None:
+            return
+        partitions = [TopicPartition(tp.topic, tp.partition) for tp in tps]
+        try:
+            self.thread_loop.call_soon_threadsafe(_set_fetching, self._consumer, partitions, fetching)
+        except RuntimeError:  # the thread's loop is closed: the consumer is stopping
+            pass
 
     def _create_worker_consumer(self, transport: Any) -> Any:
         consumer = super()._create_worker_consumer(transport)
@@ -88,6 +113,16 @@ class TunedConsumerThread(AIOKafkaConsumerThread):
         if self.consumer.in_transaction:
             return await super()._highwaters(partitions)
         return await true_end_offsets(self._ensure_consumer(), partitions)
+
+
+def _set_fetching(consumer: AIOKafkaConsumer, partitions: list[TopicPartition], fetching: bool) -> None:
+    """`consumer.resume` or `.pause` of each partition it is still assigned (a rebalance may
+    have moved it meanwhile; a new assignment starts with every partition fetching)."""
+    assigned = consumer.assignment()
+    change = consumer.resume if fetching else consumer.pause
+    for tp in partitions:
+        if tp in assigned:
+            change(tp)
 
 
 class SeekSafeConsumer(AIOKafkaDriverConsumer):
@@ -111,6 +146,8 @@ class SeekSafeConsumer(AIOKafkaDriverConsumer):
        fetched before the seek are fetched again from the sought position.
     4. Highwaters (the end of each changelog that table recovery reads up to) are checked
        against a fetch, and fetches wait less (`TunedConsumerThread`).
+    5. A changelog partition Faust pauses (every active table's, once recovered) is not
+       fetched until Faust resumes it (`TunedConsumerThread.set_fetching`).
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -122,6 +159,21 @@ class SeekSafeConsumer(AIOKafkaDriverConsumer):
 
     def _is_changelog(self, topic: str) -> bool:
         return topic in self.app.tables.changelog_topics
+
+    def pause_partitions(self, tps: Iterable[TP]) -> None:
+        """Faust's pause; a changelog partition also stops being fetched (5.)."""
+        tpset = set(tps)
+        super().pause_partitions(tpset)
+        self._thread.set_fetching(self._changelogs(tpset), fetching=False)
+
+    def resume_partitions(self, tps: Iterable[TP]) -> None:
+        """Faust's resume; a changelog partition is fetched again (5.)."""
+        tpset = set(tps)
+        super().resume_partitions(tpset)
+        self._thread.set_fetching(self._changelogs(tpset), fetching=True)
+
+    def _changelogs(self, tps: set[TP]) -> list[TP]:
+        return [tp for tp in tps if self._is_changelog(tp.topic)]
 
     async def perform_seek(self) -> None:
         self.stop_flow()  # 3. (Faust's recovery calls resume_flow after clearing the queues)

@@ -175,3 +175,48 @@ async def test_a_flush_does_not_give_up_on_a_slow_hand_off(monkeypatch):
     finally:
         monkeypatch.undo()
         await buffer.stop()
+
+
+async def _callbacks_run(loop: asyncio.AbstractEventLoop) -> None:
+    """Wait until the callbacks scheduled on `loop` so far have run (they run in order)."""
+    done = loop.create_future()
+    loop.call_soon_threadsafe(done.set_result, None)
+    await done
+
+
+async def test_a_changelog_partition_faust_pauses_is_not_fetched_until_it_resumes_it():
+    """Faust pauses a partition only in its own bookkeeping and aiokafka went on fetching it:
+    every recovered table's changelog partitions were in every fetch request, and their first
+    fetched records were held, never read. A paused changelog partition is now paused in
+    aiokafka's own consumer (whose fetcher skips paused partitions); a stream partition is
+    left to Faust's flow control."""
+    from types import SimpleNamespace
+
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.structs import TopicPartition
+
+    from streams.app.faust_compat import SeekSafeConsumer, TunedConsumerThread
+
+    loop = asyncio.get_running_loop()
+    kafka = AIOKafkaConsumer(bootstrap_servers="localhost:1")  # assigned by hand, never started
+    moved = TP("memstream-memories-changelog", 2)  # paused by Faust, no longer assigned here
+    kafka.assign([TopicPartition(*CHANGELOG), TopicPartition(*CANDIDATES)])
+    thread = TunedConsumerThread.__new__(TunedConsumerThread)
+    thread._consumer, thread.thread_loop = kafka, loop
+    consumer = SeekSafeConsumer.__new__(SeekSafeConsumer)
+    consumer.app = SimpleNamespace(tables=SimpleNamespace(changelog_topics={CHANGELOG.topic}))
+    consumer._thread = thread
+    consumer._active_partitions = {CHANGELOG, CANDIDATES}
+    consumer._paused_partitions = set()
+    try:
+        consumer.pause_partitions(iter([CHANGELOG, CANDIDATES, moved]))
+        await _callbacks_run(loop)
+        assert consumer._paused_partitions == {CHANGELOG, CANDIDATES, moved}  # Faust's own
+        assert kafka.paused() == {TopicPartition(*CHANGELOG)}
+
+        consumer.resume_partitions([CHANGELOG, moved])
+        await _callbacks_run(loop)
+        assert kafka.paused() == set()
+        assert consumer._paused_partitions == {CANDIDATES}
+    finally:
+        await kafka.stop()
