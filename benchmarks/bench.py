@@ -544,6 +544,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
     from benchmarks.bench_scale import (
         MODEL_CPU_METRIC,
         STAGE_CPU_METRIC,
+        THREAD_CPU_METRIC,
         TURNS_METRIC,
         WorkerRun,
         broker_end_offsets,
@@ -560,6 +561,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         settled_end_offsets,
         spread_copies,
         stage_cpu,
+        thread_cpu,
         written_ranges,
     )
 
@@ -638,7 +640,10 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
                                           metric_total(after[1], MODEL_CPU_METRIC)),
                   stage_cpu_seconds=delta_by_label(
                       metric_by_label(text, STAGE_CPU_METRIC, "stage"),
-                      metric_by_label(after[1], STAGE_CPU_METRIC, "stage")))
+                      metric_by_label(after[1], STAGE_CPU_METRIC, "stage")),
+                  thread_cpu_seconds=delta_by_label(
+                      metric_by_label(text, THREAD_CPU_METRIC, "thread"),
+                      metric_by_label(after[1], THREAD_CPU_METRIC, "thread")))
         for i, (url, (health, text), after) in enumerate(zip(stack.urls, statuses, statuses_end))]
     single_source, single_cpu = None, None
     if single_worker_rate:
@@ -660,6 +665,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
     cpu = cpu_report(workers_summed(cpu_start), workers_summed(cpu_end), len(turns), elapsed)
     cpu.update(model_cpu(worker_runs, len(turns), cpu["ms_per_turn"].get("worker")))
     cpu.update(stage_cpu(worker_runs, len(turns)))
+    cpu.update(thread_cpu(worker_runs, len(turns)))
     from streams.app.services import settings_embedder
 
     # The same model as the worker's (EMBEDDER), at its best alone: with ONNX Runtime's spinning
@@ -913,6 +919,10 @@ def render_report(report: dict[str, Any], console: Console) -> None:
                 table.add_row("  event loop CPU ms per turn, by stage",
                               "  ".join(f"{stage} {ms}" for stage, ms in stages.items()),
                               "memstream_stage_cpu_seconds_total")
+            if threads := cpu.get("threads_ms_per_turn"):
+                table.add_row("  worker CPU ms per turn, by thread",
+                              "  ".join(f"{thread} {ms}" for thread, ms in threads.items()),
+                              "memstream_thread_cpu_seconds_total")
         if msgs := report.get("kafka_msgs_per_turn"):
             size = report["kafka_bytes_per_turn"]
             table.add_row("Kafka records | bytes per turn", f"{msgs['total']} | {size['total']:.0f}",

@@ -7,8 +7,10 @@
   drain), its CPU seconds and the cores it kept busy while draining; and the scaling efficiency,
   turns/s ÷ (N × one worker's turns/s).
 - **The model's CPU** apart from the worker's (`memstream_embed_cpu_seconds_total`, see
-  `streams.providers.embedders.cpu`), and the event loop's CPU in each stage
-  (`memstream_stage_cpu_seconds_total`, see `streams.observability.stage_cpu`).
+  `streams.providers.embedders.cpu`), the event loop's CPU in each stage
+  (`memstream_stage_cpu_seconds_total`, see `streams.observability.stage_cpu`), and the
+  worker's CPU by thread (`memstream_thread_cpu_seconds_total`, see
+  `streams.observability.thread_cpu`).
 - **Kafka records and bytes per turn**, per topic and in total, over every topic the drain
   wrote to on the broker (the tables' changelogs included): end offsets before and after the
   drain, and the new records read back, each counted as its key + value + headers bytes (the
@@ -34,6 +36,7 @@ from streams.tools.locomo import LocomoConversation
 TURNS_METRIC = "memstream_turns_total"
 MODEL_CPU_METRIC = "memstream_embed_cpu_seconds_total"
 STAGE_CPU_METRIC = "memstream_stage_cpu_seconds_total"
+THREAD_CPU_METRIC = "memstream_thread_cpu_seconds_total"
 
 
 # --- users spread over the partitions ------------------------------------------------------------
@@ -147,6 +150,8 @@ class WorkerRun:
     model_cpu_seconds: float | None = None  # its memstream_embed_cpu_seconds_total after - before
     stage_cpu_seconds: dict[str, float] | None = None
     """Its memstream_stage_cpu_seconds_total after - before, by stage."""
+    thread_cpu_seconds: dict[str, float] | None = None
+    """Its memstream_thread_cpu_seconds_total after - before, by thread."""
 
 
 def _round(value: float | None, digits: int) -> float | None:
@@ -215,15 +220,25 @@ def model_cpu(workers: Sequence[WorkerRun], turns: int, worker_ms_per_turn: floa
 def stage_cpu(workers: Sequence[WorkerRun], turns: int) -> dict[str, Any]:
     """`stages_ms_per_turn`: the event loop's CPU in each stage over the turns, every worker's
     summed, largest first (`streams.observability.stage_cpu`); None when a worker has none."""
-    counted = [w.stage_cpu_seconds for w in workers]
+    return {"stages_ms_per_turn": _summed_per_turn([w.stage_cpu_seconds for w in workers], turns)}
+
+
+def thread_cpu(workers: Sequence[WorkerRun], turns: int) -> dict[str, Any]:
+    """`threads_ms_per_turn`: the workers' CPU by thread over the turns, every worker's summed,
+    largest first (`streams.observability.thread_cpu`); None when a worker has none."""
+    return {"threads_ms_per_turn": _summed_per_turn([w.thread_cpu_seconds for w in workers], turns)}
+
+
+def _summed_per_turn(counted: Sequence[dict[str, float] | None], turns: int) -> dict[str, float] | None:
+    """CPU seconds by label, summed over the workers, in ms a turn, largest first."""
     if not counted or any(c is None for c in counted):
-        return {"stages_ms_per_turn": None}
+        return None
     total: dict[str, float] = {}
-    for stages in counted:
-        for stage, seconds in (stages or {}).items():
-            total[stage] = total.get(stage, 0.0) + seconds
-    per_turn = {stage: round(1000 * seconds / max(turns, 1), 2) for stage, seconds in total.items()}
-    return {"stages_ms_per_turn": dict(sorted(per_turn.items(), key=lambda kv: -kv[1]))}
+    for seconds_by_label in counted:
+        for label, seconds in (seconds_by_label or {}).items():
+            total[label] = total.get(label, 0.0) + seconds
+    per_turn = {label: round(1000 * seconds / max(turns, 1), 2) for label, seconds in total.items()}
+    return dict(sorted(per_turn.items(), key=lambda kv: -kv[1]))
 
 
 # --- Kafka records and bytes -----------------------------------------------------------------------

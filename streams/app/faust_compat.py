@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import weakref
 from collections import defaultdict
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -19,6 +20,7 @@ from faust.transport.drivers.aiokafka import Transport as AIOKafkaTransport
 from faust.types import TP, EventT
 
 from streams.kafka.highwaters import true_end_offsets
+from streams.observability.thread_cpu import KAFKA_CONSUMER_THREAD
 from streams.pipeline.records import Record
 from streams.pipeline.write_cache import ScopeCapture
 
@@ -80,8 +82,14 @@ class TunedConsumerThread(AIOKafkaConsumerThread):
       average (measured: 615 ms median at 1500, 16 ms at 100). The wait is the transport's
       (`MemstreamTransport.fetch_max_wait_ms`);
     - a changelog partition Faust pauses is paused in aiokafka's fetcher too
-      (`set_fetching`, called by `SeekSafeConsumer`).
+      (`set_fetching`, called by `SeekSafeConsumer`);
+    - the thread is named `KAFKA_CONSUMER_THREAD`, so its CPU is told apart.
     """
+
+    async def on_thread_started(self) -> None:
+        """Name the thread, for its CPU's metric (`streams.observability.thread_cpu`)."""
+        threading.current_thread().name = KAFKA_CONSUMER_THREAD
+        await super().on_thread_started()
 
     def set_fetching(self, tps: Collection[TP], fetching: bool) -> None:
         """Resume (`fetching`) or pause `tps` in aiokafka's fetcher, on this thread's loop.

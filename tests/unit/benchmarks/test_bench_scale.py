@@ -29,6 +29,7 @@ from benchmarks.bench_scale import (
     scaling_efficiency,
     spread_copies,
     stage_cpu,
+    thread_cpu,
     written_ranges,
 )
 from streams.tools.locomo import LocomoConversation
@@ -169,6 +170,14 @@ def test_the_event_loops_cpu_is_reported_by_stage_summed_over_the_workers():
     assert stage_cpu(runs, 400) == {"stages_ms_per_turn": {"dedup": 7.5, "lifecycle": 2.0,
                                                            "ingest": 1.25}}
     assert stage_cpu([*runs, WorkerRun("c")], 400) == {"stages_ms_per_turn": None}
+
+
+def test_the_workers_cpu_is_reported_by_thread_summed_over_the_workers():
+    runs = [WorkerRun("a", thread_cpu_seconds={"event_loop": 4.0, "kafka_consumer": 0.4}),
+            WorkerRun("b", thread_cpu_seconds={"event_loop": 3.6, "model": 2.0})]
+    assert thread_cpu(runs, 400) == {"threads_ms_per_turn": {"event_loop": 19.0, "model": 5.0,
+                                                             "kafka_consumer": 1.0}}
+    assert thread_cpu([*runs, WorkerRun("c")], 400) == {"threads_ms_per_turn": None}
 
 
 def test_workers_cpu_is_summed_for_the_cpu_section():
