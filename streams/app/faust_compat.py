@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, Callable, Collection, Iterable, Iterator
 
 import faust
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import TopicPartition
 from faust.streams import _current_event
 from faust.transport.drivers.aiokafka import Producer as AIOKafkaDriverProducer
@@ -20,6 +20,7 @@ from faust.transport.drivers.aiokafka import Transport as AIOKafkaTransport
 from faust.types import TP, EventT
 
 from streams.kafka.highwaters import true_end_offsets
+from streams.kafka.node_batches import WholeNodeProducer
 from streams.observability.thread_cpu import KAFKA_CONSUMER_THREAD
 from streams.pipeline.records import Record
 from streams.pipeline.write_cache import ScopeCapture
@@ -242,7 +243,12 @@ class DrainingProducerBuffer(ProducerBuffer):
 
 
 class DrainingProducer(AIOKafkaDriverProducer):
-    """The aiokafka driver's producer with a `DrainingProducerBuffer`."""
+    """The aiokafka driver's producer with a `DrainingProducerBuffer`, sending through a
+    `WholeNodeProducer` (a broker's waiting batches go in one request)."""
+
+    @property
+    def _producer_type(self) -> type[AIOKafkaProducer]:
+        return WholeNodeProducer
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
