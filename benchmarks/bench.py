@@ -982,7 +982,7 @@ def render_scale_out(report: dict[str, Any], console: Console) -> None:
            else f"{efficiency} against {single} turns/s for one worker ({scale['single_worker_source']})")
         + ("" if scale["broker_cores_busy"] is None else f"; broker {scale['broker_cores_busy']} cores")))
     for name in ("worker", "partitions", "turns", "share", "CPU s", "cores busy", "CPU ms/turn",
-                 "model CPU s"):
+                 "model CPU s", "event loop cores"):
         table.add_column(name, justify="left" if name in ("worker", "partitions") else "right")
 
     def shown(value: Any) -> str:
@@ -991,12 +991,13 @@ def render_scale_out(report: dict[str, Any], console: Console) -> None:
     for row in scale["per_worker"]:
         table.add_row(f"{row['worker']} {row['api_url']}", ",".join(map(str, row["partitions"])),
                       *(shown(row[k]) for k in ("turns", "turn_share", "cpu_seconds", "cores_busy",
-                                                "cpu_ms_per_turn", "model_cpu_seconds")))
+                                                "cpu_ms_per_turn", "model_cpu_seconds",
+                                                "event_loop_cores_busy")))
     if one := scale.get("single_worker_cpu"):
         model = one["model_ms_per_turn"]
         table.add_row("one worker alone (--scaling)", "all", str(scale["turns"]), "1", "",
                       shown(one["cores_busy"]), shown(one["cpu_ms_per_turn"]),
-                      "" if model is None else f"{model} ms/turn")
+                      "" if model is None else f"{model} ms/turn", "")
     console.print(table)
 
 

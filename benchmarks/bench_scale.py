@@ -190,6 +190,9 @@ def scale_out_report(workers: Sequence[WorkerRun], *, turns: int, seconds: float
             "cores_busy": _cores_busy(w.cpu_seconds, seconds),
             "cpu_ms_per_turn": _ms_per_turn(w.cpu_seconds, w.turns),
             "model_cpu_seconds": _round(w.model_cpu_seconds, 2),
+            # One thread: near 1.0 the worker is at its ceiling, whatever the cores.
+            "event_loop_cores_busy": _cores_busy((w.thread_cpu_seconds or {}).get("event_loop"),
+                                                 seconds),
         })
     return {
         "workers": len(workers), "partitions": partitions, "users": users,

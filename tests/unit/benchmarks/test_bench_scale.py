@@ -106,7 +106,8 @@ def test_scaling_efficiency_is_the_rate_over_n_single_workers():
 
 
 def test_scale_out_report_per_worker():
-    runs = [WorkerRun("http://w0", [0, 2], turns=300, cpu_seconds=6.0, model_cpu_seconds=1.5),
+    runs = [WorkerRun("http://w0", [0, 2], turns=300, cpu_seconds=6.0, model_cpu_seconds=1.5,
+                      thread_cpu_seconds={"event_loop": 3.8, "model": 1.4}),
             WorkerRun("http://w1", [1, 3], turns=100, cpu_seconds=2.0, model_cpu_seconds=0.5)]
     report = scale_out_report(runs, turns=400, seconds=4.0, partitions=4, users=8, users_per_file=4,
                               single_worker_turns_per_s=80.0, single_worker_source="given",
@@ -116,8 +117,9 @@ def test_scale_out_report_per_worker():
     w0, w1 = report["per_worker"]
     assert w0 == {"worker": 0, "api_url": "http://w0", "partitions": [0, 2], "turns": 300,
                   "turn_share": 0.75, "cpu_seconds": 6.0, "cores_busy": 1.5,
-                  "cpu_ms_per_turn": 20.0, "model_cpu_seconds": 1.5}
+                  "cpu_ms_per_turn": 20.0, "model_cpu_seconds": 1.5, "event_loop_cores_busy": 0.95}
     assert w1["turn_share"] == 0.25 and w1["cores_busy"] == 0.5
+    assert w1["event_loop_cores_busy"] is None  # a worker without the thread metric
     unknown = scale_out_report([WorkerRun("http://ext")], turns=10, seconds=1.0, partitions=4,
                                users=1, users_per_file=1, single_worker_turns_per_s=None,
                                single_worker_source=None, broker_cpu_seconds=None)
