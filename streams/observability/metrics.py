@@ -16,10 +16,12 @@ from typing import get_args
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from streams.observability.thread_cpu import ThreadCpuCollector
 from topics.commands import CommandKind
 from topics.proactivity import ProactivityReason
 
 REGISTRY = CollectorRegistry(auto_describe=True)
+REGISTRY.register(ThreadCpuCollector())  # memstream_thread_cpu_seconds_total{thread}, read at each scrape
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 _SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.92, 0.94, 0.96, 0.98, 1.0)

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from prometheus_client.core import CounterMetricFamily
-from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.registry import Collector
 
 KAFKA_CONSUMER_THREAD = "kafka-consumer"
 """The name Faust's consumer thread is given when it starts."""
@@ -86,7 +86,7 @@ class ThreadCpu:
         for role, seconds in seen.values():
             totals[role] += seconds
         python = sum(totals[role] for role in ROLES if role != "native")
-        totals["native"] = max(self._ended["native"], process - python)
+        totals["native"] = max(0.0, process - python)
         return totals
 
 
@@ -105,14 +105,3 @@ class ThreadCpuCollector(Collector):
         for role, seconds in self.cpu.by_role().items():
             family.add_metric([role], seconds)
         yield family
-
-
-_registered: set[int] = set()
-
-
-def register(registry: CollectorRegistry) -> None:
-    """Export the process's CPU by thread on `registry` (once per registry: a process may build
-    more than one worker app, a test's)."""
-    if id(registry) not in _registered:
-        registry.register(ThreadCpuCollector())
-        _registered.add(id(registry))

@@ -38,14 +38,13 @@ def build_worker(settings: Settings, *, extra_keys: Sequence[KeyEntry] = (),
     """
     import agents
     from streams.api import web
-    from streams.observability import consumer_lag, metrics, thread_cpu
+    from streams.observability import consumer_lag
 
     app = create_app(settings, send=send, embedder=embedder, llm=llm)
     app.faust.task(app.services.warm_up)  # the model loads in a thread while the worker joins
     web_state = web.register(app, extra_keys)
     agents.register_all(app, web_state.listeners)
     consumer_lag.register(app.faust, settings.observability.metrics_lag_interval_seconds)
-    thread_cpu.register(metrics.REGISTRY)
     return app
 
 

@@ -5,9 +5,7 @@ import asyncio
 import threading
 import time
 
-from prometheus_client import CollectorRegistry, generate_latest
-
-from streams.observability import thread_cpu
+from streams.observability import metrics, thread_cpu
 from streams.observability.thread_cpu import ROLES, ThreadCpu, role_of
 
 SPIN_CPU_S = 0.05
@@ -79,9 +77,6 @@ def test_the_worker_exports_its_threads_cpu_and_names_the_kafka_consumer_thread(
     assert started.name == "kafka-consumer"
     faust_own.assert_awaited_once()
 
-    registry = CollectorRegistry()
-    thread_cpu.register(registry)
-    thread_cpu.register(registry)  # a second worker app in the same process: registered once
-    exposition = generate_latest(registry).decode()
+    exposition = metrics.render().decode()
     for role in ROLES:
         assert f'memstream_thread_cpu_seconds_total{{thread="{role}"}}' in exposition
