@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -25,8 +26,12 @@ from topics.sealed import Sealed
 UserOf = Callable[[str, Any], str]
 """The user a table value belongs to, from its key (as text) and value."""
 _MISSING = object()
-OPENED_CACHE_SIZE = 4096
-"""Values each sealed table keeps opened (oldest dropped first)."""
+OPENED_CACHE_BYTES = 4 * 1024 * 1024
+"""The plaintext each sealed table keeps opened, in bytes (the least recently used value is
+dropped first). Bounded by bytes, not values: a memory's record (its document, vectors and audit
+list) is 5–20 KB and a thread's revision a few hundred bytes, and 4,096 values a table kept ~90 MB
+of plaintext in a worker after the six dev conversations; 4 MB a table opened ~1 % more values
+there (docs/capacity.md#what-the-rest-pays-for)."""
 
 
 class Sealer:
@@ -76,13 +81,15 @@ class SealedTable(ReadableItems):
         self.table = table
         self.sealer = sealer
         self.user_of = user_of
-        self._opened: dict[Any, tuple[bytes, bytes | None, bytes]] = {}
+        self._opened: OrderedDict[Any, tuple[bytes, bytes | None, bytes]] = OrderedDict()
         """key -> (sealed bytes, the data key it was sealed with, its plaintext) of values read
-        or written lately: a stage reads the same documents many times per record, and opening
-        (base64, AES-GCM) is most of the cost. Checked on every read against the stored
-        envelope and the user's current data key, so a change made elsewhere (a recovery) or a
-        purge (the key shredded, or replaced by a new one) is never missed; and the value is
-        parsed afresh each time."""
+        or written lately, least recently used first (`OPENED_CACHE_BYTES`): a stage reads the
+        same documents many times per record, and opening (AES-GCM, zstd) is most of the cost.
+        Checked on every read against the stored envelope and the user's current data key, so
+        a change made elsewhere (a recovery) or a purge (the key shredded, or replaced by a new
+        one) is never missed; and the value is parsed afresh each time."""
+        self._opened_bytes = 0
+        """The plaintext `_opened` holds, in bytes."""
 
     def __getitem__(self, key: Any) -> Any:
         raw = self.table[key]
@@ -91,10 +98,11 @@ class SealedTable(ReadableItems):
             opened = self._opened.get(key)
             data_key = self._data_key(stored)
             if opened is not None and opened[0] == stored.sealed and opened[1] is data_key:
+                self._opened.move_to_end(key)
                 return orjson.loads(opened[2])
             plaintext = self.sealer.open_stored(stored)
         except SealError:
-            self._opened.pop(key, None)
+            self._forget(key)
             raise KeyError(key) from None
         self._remember(key, stored.sealed, data_key, plaintext)
         return orjson.loads(plaintext)
@@ -123,12 +131,20 @@ class SealedTable(ReadableItems):
         return None if stored.by == "transit" else self.sealer.keys.data_key(stored.user_id)
 
     def _remember(self, key: Any, sealed: bytes, data_key: bytes | None, plaintext: bytes) -> None:
-        if len(self._opened) >= OPENED_CACHE_SIZE:
-            self._opened.pop(next(iter(self._opened)))
+        self._forget(key)
         self._opened[key] = (sealed, data_key, plaintext)
+        self._opened_bytes += len(plaintext)
+        while self._opened_bytes > OPENED_CACHE_BYTES and len(self._opened) > 1:
+            _, (_, _, dropped) = self._opened.popitem(last=False)
+            self._opened_bytes -= len(dropped)
+
+    def _forget(self, key: Any) -> None:
+        opened = self._opened.pop(key, None)
+        if opened is not None:
+            self._opened_bytes -= len(opened[2])
 
     def __delitem__(self, key: Any) -> None:
-        self._opened.pop(key, None)
+        self._forget(key)
         del self.table[key]
 
     def __iter__(self) -> Iterator[Any]:

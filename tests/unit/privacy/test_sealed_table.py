@@ -51,9 +51,26 @@ def test_after_a_purge_nothing_opens_even_if_the_user_gets_a_new_key(table):
         table['["u","k"]']
 
 
-def test_the_cache_is_bounded(table, monkeypatch):
-    monkeypatch.setattr(sealed_module, "OPENED_CACHE_SIZE", 3)
-    for i in range(10):
-        table[f'["u","{i}"]'] = {"i": i}
-    assert len(table._opened) == 3
-    assert [table[f'["u","{i}"]']["i"] for i in range(10)] == list(range(10))
+def test_the_cache_holds_a_bounded_number_of_bytes_dropping_the_least_recently_read(table, monkeypatch):
+    monkeypatch.setattr(sealed_module, "OPENED_CACHE_BYTES", 100)
+    for i in range(4):
+        table[f'["u","{i}"]'] = {"text": str(i) * 20}  # 31 bytes of JSON each
+    assert list(table._opened) == ['["u","1"]', '["u","2"]', '["u","3"]'], "the oldest is dropped"
+    assert table['["u","1"]'] == {"text": "1" * 20}  # read: now the most recently used
+    table['["u","4"]'] = {"text": "4" * 20}
+    assert list(table._opened) == ['["u","3"]', '["u","1"]', '["u","4"]']
+    assert table._opened_bytes == 93
+    assert table.sealer.opened == 0
+    assert [table[f'["u","{i}"]']["text"][0] for i in (3, 1, 4)] == list("314")
+    assert table.sealer.opened == 0, "what is kept is not opened again"
+    assert table['["u","0"]'] == {"text": "0" * 20}
+    assert table.sealer.opened == 1, "what was dropped is"
+
+
+def test_a_value_larger_than_the_cache_is_still_kept_alone_and_what_is_deleted_is_forgotten(table, monkeypatch):
+    monkeypatch.setattr(sealed_module, "OPENED_CACHE_BYTES", 10)
+    table['["u","a"]'] = {"text": "a" * 20}
+    table['["u","b"]'] = {"text": "b" * 20}
+    assert list(table._opened) == ['["u","b"]']
+    del table['["u","b"]']
+    assert not table._opened and table._opened_bytes == 0
