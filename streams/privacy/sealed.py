@@ -27,11 +27,11 @@ UserOf = Callable[[str, Any], str]
 """The user a table value belongs to, from its key (as text) and value."""
 _MISSING = object()
 OPENED_CACHE_BYTES = 4 * 1024 * 1024
-"""The plaintext each sealed table keeps opened, in bytes (the least recently used value is
+"""The plaintext each sealed table keeps opened, in bytes (the least recently read value is
 dropped first). Bounded by bytes, not values: a memory's record (its document, vectors and audit
-list) is 5–20 KB and a thread's revision a few hundred bytes, and 4,096 values a table kept ~90 MB
-of plaintext in a worker after the six dev conversations; 4 MB a table opened ~1 % more values
-there (docs/capacity.md#what-the-rest-pays-for)."""
+list) is 5–20 KB and a thread's revision a few hundred bytes. Against 4,096 values a table, a
+worker grew by 60 MB less over a drain of the six dev conversations, opening 0.5 values a turn
+more (docs/decisions.md#opened-values-are-bounded-by-bytes, (docs/capacity.md#what-the-rest-pays-for)."""
 
 
 class Sealer:
