@@ -31,7 +31,7 @@ OPENED_CACHE_BYTES = 4 * 1024 * 1024
 dropped first). Bounded by bytes, not values: a memory's record (its document, vectors and audit
 list) is 5–20 KB and a thread's revision a few hundred bytes. Against 4,096 values a table, a
 worker grew by 60 MB less over a drain of the six dev conversations, opening 0.5 values a turn
-more (docs/decisions.md#opened-values-are-bounded-by-bytes, (docs/capacity.md#what-the-rest-pays-for)."""
+more (docs/decisions.md#opened-values-are-bounded-by-bytes, docs/capacity.md#what-the-rest-pays-for)."""
 
 
 class Sealer:
