@@ -81,15 +81,17 @@ class SealedTable(ReadableItems):
         self.table = table
         self.sealer = sealer
         self.user_of = user_of
-        self._opened: OrderedDict[Any, tuple[bytes, bytes | None, bytes]] = OrderedDict()
-        """key -> (sealed bytes, the data key it was sealed with, its plaintext) of values read
-        or written lately, least recently used first (`OPENED_CACHE_BYTES`): a stage reads the
-        same documents many times per record, and opening (AES-GCM, zstd) is most of the cost.
-        Checked on every read against the stored envelope and the user's current data key, so
-        a change made elsewhere (a recovery) or a purge (the key shredded, or replaced by a new
-        one) is never missed; and the value is parsed afresh each time."""
+        self._opened: OrderedDict[Any, tuple[bytes, bytes | None, bytes, str]] = OrderedDict()
+        """key -> (sealed bytes, the data key it was sealed with, its plaintext, its user) of
+        values read or written lately, least recently used first (`OPENED_CACHE_BYTES`): a stage
+        reads the same documents many times per record, and opening (AES-GCM, zstd) is most of
+        the cost. Checked on every read against the stored envelope and the user's current data
+        key, so a change made elsewhere (a recovery) or a purge (the key shredded, or replaced
+        by a new one) is never missed; and the value is parsed afresh each time. A purge also
+        drops the user's values at once (`UserKeys.after_shred`): no plaintext of theirs stays."""
         self._opened_bytes = 0
         """The plaintext `_opened` holds, in bytes."""
+        sealer.keys.after_shred.append(self._forget_user)
 
     def __getitem__(self, key: Any) -> Any:
         raw = self.table[key]
@@ -104,7 +106,7 @@ class SealedTable(ReadableItems):
         except SealError:
             self._forget(key)
             raise KeyError(key) from None
-        self._remember(key, stored.sealed, data_key, plaintext)
+        self._remember(key, stored.sealed, data_key, plaintext, stored.user_id)
         return orjson.loads(plaintext)
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -114,7 +116,7 @@ class SealedTable(ReadableItems):
         """Store a value given as its JSON (UTF-8), sealed for `user_id` (its `user_of`), in the
         binary form (`streams.privacy.table_values`)."""
         self.table[key], sealed = self.sealer.seal_stored(user_id, plaintext)
-        self._remember(key, sealed, self.sealer.keys.data_key(user_id), plaintext)
+        self._remember(key, sealed, self.sealer.keys.data_key(user_id), plaintext, user_id)
 
     def stamp(self, key: Any) -> tuple[bytes, bytes | None] | None:
         """What is stored under `key`, cheaply: its sealed bytes and the data key it opens with
@@ -130,13 +132,19 @@ class SealedTable(ReadableItems):
         """The key the value opens with now (None: none, or the master key in transit)."""
         return None if stored.by == "transit" else self.sealer.keys.data_key(stored.user_id)
 
-    def _remember(self, key: Any, sealed: bytes, data_key: bytes | None, plaintext: bytes) -> None:
+    def _remember(self, key: Any, sealed: bytes, data_key: bytes | None, plaintext: bytes,
+                  user_id: str) -> None:
         self._forget(key)
-        self._opened[key] = (sealed, data_key, plaintext)
+        self._opened[key] = (sealed, data_key, plaintext, user_id)
         self._opened_bytes += len(plaintext)
         while self._opened_bytes > OPENED_CACHE_BYTES and len(self._opened) > 1:
-            _, (_, _, dropped) = self._opened.popitem(last=False)
+            _, (_, _, dropped, _) = self._opened.popitem(last=False)
             self._opened_bytes -= len(dropped)
+
+    def _forget_user(self, user_id: str) -> None:
+        """Drop what was opened of `user_id`'s values (their key was just shredded)."""
+        for key in [key for key, opened in self._opened.items() if opened[3] == user_id]:
+            self._forget(key)
 
     def _forget(self, key: Any) -> None:
         opened = self._opened.pop(key, None)

@@ -72,6 +72,9 @@ class UserKeys:
         self.before_shred: list[Callable[[], object]] = []
         """Called before a key is shredded: a write held for its user must be made with it
         first (`streams.pipeline.write_cache`)."""
+        self.after_shred: list[Callable[[str], object]] = []
+        """Called with the user once their key is shredded: what was opened with it and kept
+        in memory is dropped (`streams.privacy.sealed.SealedTable`)."""
 
     @property
     def master_key(self) -> bytes:
@@ -113,6 +116,8 @@ class UserKeys:
         self._cache.pop(user_id, None)
         self.table[user_id] = {"purged_at": purged_at.isoformat(),
                                "shredded_at": (shredded_at or wall_clock()).isoformat()}
+        for forget in self.after_shred:
+            forget(user_id)
 
     def purge_epoch(self, user_id: str) -> PurgeEpoch | None:
         """When the user was last purged; None if never."""

@@ -74,3 +74,13 @@ def test_a_value_larger_than_the_cache_is_still_kept_alone_and_what_is_deleted_i
     assert list(table._opened) == ['["u","b"]']
     del table['["u","b"]']
     assert not table._opened and table._opened_bytes == 0
+
+
+def test_a_purge_drops_the_users_opened_values_at_once_and_keeps_the_others(table):
+    table['["u","k"]'] = {"summary": "Ana has a dog."}
+    table['["v","k"]'] = {"summary": "Bo has a cat."}
+    table.sealer.keys.shred("u", datetime(2024, 1, 1, tzinfo=timezone.utc))
+    kept = [opened[2] for opened in table._opened.values()]
+    assert kept == [b'{"summary":"Bo has a cat."}'], "no plaintext of the purged user stays in memory"
+    assert table._opened_bytes == len(kept[0])
+    assert table['["v","k"]'] == {"summary": "Bo has a cat."} and table.sealer.opened == 0
