@@ -170,7 +170,7 @@ def create_faust_app(settings: Settings) -> faust.App:
     security from KAFKA_SECURITY_PROTOCOL and the rest: `streams.kafka.security`), consuming
     and producing through `streams.app.faust_compat.MemstreamTransport`."""
     one_record = 1 if settings.kafka.kafka_one_record_batches else 16384
-    use_rocksdb_store()
+    use_rocksdb_store(settings.kafka.table_memory_mb * 1024 * 1024)
     app = faust.App(
         settings.kafka.app_id,
         broker=f"kafka://{settings.kafka.broker_url}",

@@ -166,6 +166,25 @@ def bench_rebuild(
     _show(report, as_json, render)
 
 
+@bench_app.command("tables")
+def bench_tables(
+    databases: Annotated[int, typer.Option(help="Databases (a worker: 11 tables × the partitions it holds).")] = 44,
+    megabytes: Annotated[int, typer.Option("--mb", help="MB written to each database.")] = 16,
+    keys: Annotated[int, typer.Option(help="Keys each database's writes go over (rewrites of the same records).")] = 500,
+    memory_mb: Annotated[Optional[int], typer.Option(help="memstream's TABLE_MEMORY_MB (default: the setting).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """What RocksDB keeps in memory when tables are written steadily: Faust's own options against
+    memstream's shared budget (`TABLE_MEMORY_MB`), each in a fresh process. In process, no broker."""
+    require_benches()
+    from benchmarks.bench_tables import render, run_tables_bench
+
+    budget = memory_mb if memory_mb is not None else get_settings().kafka.table_memory_mb
+    with console.status(f"writing {databases} × {megabytes} MB with each side's options …"):
+        report = run_tables_bench(databases, megabytes, keys, budget)
+    _show(report, as_json, render)
+
+
 @bench_app.command("embedder")
 def bench_embedder(
     files: Annotated[list[Path], typer.Argument(help="LoCoMo conversation files: their turns are the texts.", exists=True, dir_okay=False)],

@@ -26,6 +26,12 @@ class KafkaSettings(Section):
     data_dir: Path = Field(Path(".memstream"), description="RocksDB tables and worker state.")
     embedded_broker_port: int = Field(9092, description="Port of the embedded broker.")
     table_store: str = Field("rocksdb://", description="Faust table store (rocksdb:// or memory://).")
+    table_memory_mb: int = Field(
+        256, ge=16,
+        description="RocksDB's memory in a worker, every table and partition together: one block "
+        "cache, with the memtables charged to it and flushed when they pass half of it. Faust's "
+        "own default gives each table's partition a 2 GB cache and up to 192 MB of memtables.",
+    )
     kafka_one_record_batches: bool = Field(
         False,
         description="Produce one record per batch (slow). Only for a broker whose ListOffsets "

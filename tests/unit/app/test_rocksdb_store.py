@@ -10,7 +10,7 @@ import faust
 import pytest
 from faust.types import TP
 
-from streams.app.rocksdb_store import RocksDBStore, use_rocksdb_store
+from streams.app.rocksdb_store import TABLE_MEMORY_BYTES, RocksDBStore, table_memory, use_rocksdb_store
 
 
 @pytest.fixture()
@@ -33,9 +33,11 @@ def full_collections() -> Iterator[list[int]]:
             gc.enable()
 
 
-def _stores(tmp_path: Path, tables: int = 3) -> list[tuple[faust.Table, RocksDBStore]]:
-    """Real RocksDB tables of a Faust app, each with its two partitions' databases open."""
-    use_rocksdb_store()
+def _stores(tmp_path: Path, tables: int = 3,
+            memory_bytes: int = TABLE_MEMORY_BYTES) -> list[tuple[faust.Table, RocksDBStore]]:
+    """Real RocksDB tables of a Faust app, each with its two partitions' databases open, sharing
+    `memory_bytes`."""
+    use_rocksdb_store(memory_bytes)
     app = faust.App("rocksdb-store-test", store="rocksdb://", datadir=str(tmp_path))
     out = []
     for i in range(tables):
@@ -76,3 +78,38 @@ def test_revoked_databases_are_dropped_with_one_collection_for_all_tables(
     assert all(set(store._dbs) == {0} for _, store in stores)
     for _, store in stores:  # the dropped database is closed: the partition opens again
         store._db_for_partition(1)
+
+
+def test_every_tables_partitions_share_one_block_cache_and_one_memtable_budget(tmp_path: Path) -> None:
+    try:
+        stores = _stores(tmp_path, tables=2, memory_bytes=32 * 1024 * 1024)
+        dbs = [store._db_for_partition(p) for _, store in stores for p in (0, 1)]
+        memory = table_memory()
+        assert [db.property_int_value("rocksdb.block-cache-capacity") for db in dbs] == [32 * 1024 * 1024] * 4
+        assert memory.write_buffers.get_buffer_size() == 16 * 1024 * 1024
+        usage = [memory.write_buffers.get_usage()]
+        for db in dbs:  # a write to any table's partition is charged to the one budget
+            db[b"key"] = b"v" * 200_000
+            usage.append(memory.write_buffers.get_usage())
+        assert usage == sorted(set(usage)), usage
+    finally:
+        use_rocksdb_store()
+
+
+def test_memtables_past_their_share_go_to_disk_instead_of_staying_in_memory(tmp_path: Path) -> None:
+    """Faust's own options keep every write in memory until a database's memtable reaches 64 MB
+    (here: all 96 MB written); with the shared budget the memtables are flushed once they pass
+    its half (8 MB)."""
+    try:
+        stores = _stores(tmp_path, tables=2, memory_bytes=16 * 1024 * 1024)
+        dbs = [store._db_for_partition(p) for _, store in stores for p in (0, 1)]
+        value = b"v" * 4096
+        for n in range(6 * 1024):  # 24 MB a database over 64 keys, as a record rewritten every turn
+            for db in dbs:
+                db[b"key%d" % (n % 64)] = value
+        on_disk = sum(db.property_int_value("rocksdb.total-sst-files-size") for db in dbs)
+        in_memory = sum(db.property_int_value("rocksdb.cur-size-all-mem-tables") for db in dbs)
+        assert on_disk > 0, "nothing was flushed"
+        assert in_memory < 48 * 1024 * 1024, f"{in_memory} bytes of memtables: half of what was written"
+    finally:
+        use_rocksdb_store()

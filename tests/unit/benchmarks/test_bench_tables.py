@@ -1,0 +1,13 @@
+"""`bench tables`: Faust's RocksDB options keep what is written in memtables; memstream's shared
+budget flushes it (benchmarks/bench_tables.py)."""
+from __future__ import annotations
+
+from benchmarks.bench_tables import run_tables_bench
+
+
+def test_the_shared_budget_keeps_less_in_memory_than_faust_for_the_same_writes() -> None:
+    report = run_tables_bench(databases=4, megabytes=6, keys=64, memory_mb=16)
+    faust, memstream = report["faust"], report["memstream"]
+    assert faust["memtables_mb"] >= 20 and faust["sst_files_mb"] == 0, "Faust's keep all 24 MB"
+    assert memstream["memtables_mb"] < faust["memtables_mb"] / 2
+    assert memstream["sst_files_mb"] > 0
