@@ -32,13 +32,18 @@ from __future__ import annotations
 
 import asyncio
 import gc
+from collections.abc import Iterator
 from typing import Any
 
 import rocksdict
+from prometheus_client.metrics_core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 from faust.stores import STORES
 from faust.stores.rocksdb import RocksDBOptions
 from faust.stores.rocksdb import Store as FaustRocksDBStore
 from faust.types import TP
+
+from streams.observability.metrics import REGISTRY
 
 _collection_pending_on: asyncio.AbstractEventLoop | None = None
 """The loop a collection is queued on (a loop closed before it ran does not hold off the next)."""
@@ -68,6 +73,27 @@ def table_memory() -> TableMemory:
     if _memory is None or _memory.budget != TABLE_MEMORY_BYTES:
         _memory = TableMemory(TABLE_MEMORY_BYTES)
     return _memory
+
+
+class TableMemoryCollector(Collector):
+    """`memstream_table_memory_bytes{part}`, read at each scrape: `budget` (`TABLE_MEMORY_MB`),
+    `total` (the shared block cache's usage, the memtables charged to it included) and
+    `memtables` (what the write buffer manager counts); 0 before a database is open."""
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "memstream_table_memory_bytes",
+            "RocksDB's memory in this process, every table and partition together: budget "
+            "(TABLE_MEMORY_MB), total in use (block cache, memtables charged to it), memtables.",
+            labels=["part"])
+        memory = _memory
+        family.add_metric(["budget"], TABLE_MEMORY_BYTES)
+        family.add_metric(["total"], memory.cache.get_usage() if memory is not None else 0)
+        family.add_metric(["memtables"], memory.write_buffers.get_usage() if memory is not None else 0)
+        yield family
+
+
+REGISTRY.register(TableMemoryCollector())
 
 
 class BoundedRocksDBOptions(RocksDBOptions):  # type: ignore[misc]  # Faust's class is untyped

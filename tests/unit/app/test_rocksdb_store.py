@@ -9,7 +9,9 @@ from pathlib import Path
 import faust
 import pytest
 from faust.types import TP
+from prometheus_client.parser import text_string_to_metric_families
 
+from streams.observability import metrics
 from streams.app.rocksdb_store import TABLE_MEMORY_BYTES, RocksDBStore, table_memory, use_rocksdb_store
 
 
@@ -92,6 +94,11 @@ def test_every_tables_partitions_share_one_block_cache_and_one_memtable_budget(t
             db[b"key"] = b"v" * 200_000
             usage.append(memory.write_buffers.get_usage())
         assert usage == sorted(set(usage)), usage
+        scraped = {sample.labels["part"]: sample.value
+                   for family in text_string_to_metric_families(metrics.render().decode())
+                   if family.name == "memstream_table_memory_bytes" for sample in family.samples}
+        assert scraped["budget"] == 32 * 1024 * 1024
+        assert scraped["memtables"] == usage[-1] and scraped["total"] >= usage[-1], scraped
     finally:
         use_rocksdb_store()
 
