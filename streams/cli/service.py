@@ -14,23 +14,38 @@ service_app = typer.Typer()
 
 
 @service_app.command()
-def run() -> None:
+def run(
+    fresh: Annotated[bool, typer.Option(
+        "--fresh", help="Start from nothing: delete the embedded broker's topics and the worker's "
+        "tables under DATA_DIR first (asks; the master key and the admin API key are kept).")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="With --fresh: do not ask.")] = False,
+) -> None:
     """Run the service: the embedded broker (unless KAFKA_BROKER_URL is set), topics, worker, web API.
 
-    Ctrl-C stops everything it started.
+    The embedded broker keeps its topics, records and committed offsets under DATA_DIR/broker,
+    and the worker its tables under DATA_DIR: stopping (Ctrl-C, a kill, a reboot) loses nothing
+    and the next run goes on where this one stopped. Ctrl-C stops everything it started.
     """
     setup_logging()
     settings = get_settings()
+    data_dir = settings.kafka.data_dir
+    if fresh:
+        _start_fresh(data_dir, yes)
     broker = None
     if settings.kafka.broker_is_embedded:
-        from streams.tools.broker import EmbeddedBroker
+        from streams.errors import BrokerError
+        from streams.tools.broker import DiskStorage, EmbeddedBroker
 
-        settings.kafka.data_dir.mkdir(parents=True, exist_ok=True)
-        broker = EmbeddedBroker(settings.kafka.embedded_broker_port, settings.kafka.data_dir / "broker.log").start()
-        # The embedded broker keeps nothing on disk, so local table state from an earlier run
-        # would describe topics that no longer exist.
-        _reset_tables(settings.kafka.data_dir)
-        console.print(f"[green]embedded broker[/] on {broker.url} (memory storage)")
+        data_dir.mkdir(parents=True, exist_ok=True)
+        storage = DiskStorage(data_dir / BROKER_DIR, data_dir / "object-store.log")
+        try:
+            broker = EmbeddedBroker(settings.kafka.embedded_broker_port, data_dir / "broker.log",
+                                    storage=storage).start()
+        except BrokerError as exc:
+            storage.stop()
+            console.print(f"[red]embedded broker not started:[/] {exc}")
+            raise typer.Exit(1)
+        console.print(f"[green]embedded broker[/] on {broker.url} (kept in {data_dir / BROKER_DIR})")
     try:
         from streams.worker import run_worker
 
@@ -43,12 +58,22 @@ def run() -> None:
             broker.stop()
 
 
-def _reset_tables(data_dir: Path) -> None:
+BROKER_DIR = "broker"
+
+
+def _start_fresh(data_dir: Path, yes: bool) -> None:
+    """Delete what a run keeps (the broker's topics, the worker's tables), asking first."""
     import shutil
 
     # Faust keeps tables under DATA_DIR/v<app version>/tables.
-    for child in data_dir.glob("v*/tables"):
-        shutil.rmtree(child, ignore_errors=True)
+    doomed = [path for path in [data_dir / BROKER_DIR, *data_dir.glob("v*/tables")] if path.exists()]
+    if not doomed:
+        return
+    if not yes and not typer.confirm(f"Delete every memory, topic and table under {data_dir}?"):
+        raise typer.Exit(1)
+    for path in doomed:
+        shutil.rmtree(path)
+    console.print(f"[yellow]fresh start[/]: deleted {', '.join(str(p) for p in doomed)}")
 
 
 @service_app.command()
@@ -67,14 +92,16 @@ def worker() -> None:
 
 @service_app.command()
 def broker(port: Annotated[int, typer.Option(help="Port to listen on.")] = 9092) -> None:
-    """Run only the embedded broker (memory storage) until Ctrl-C; workers connect with KAFKA_BROKER_URL."""
+    """Run only the embedded broker, kept in DATA_DIR/broker, until Ctrl-C; workers connect with
+    KAFKA_BROKER_URL."""
     import signal
 
-    from streams.tools.broker import EmbeddedBroker
+    from streams.tools.broker import DiskStorage, EmbeddedBroker
     from streams.app.topic_admin import ensure_topics
     from streams.app.topology import ALL_TOPICS
 
-    with EmbeddedBroker(port) as b:
+    data_dir = get_settings().kafka.data_dir
+    with EmbeddedBroker(port, storage=DiskStorage(data_dir / BROKER_DIR, data_dir / "object-store.log")) as b:
         ensure_topics(b.url, ALL_TOPICS, get_settings().kafka.topic_partitions)
         console.print(f"embedded broker on {b.url}; topics created. Ctrl-C to stop.")
         try:

