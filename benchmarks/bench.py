@@ -519,7 +519,8 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
                      lifecycle: bool = True, live_queries: bool = False,
                      plot_path: Path | None = None, workers: int = 1, users_per_file: int = 1,
                      single_worker_rate: float | None = None,
-                     scaling: bool = False, profile_dir: Path | None = None) -> dict[str, Any]:
+                     scaling: bool = False, profile_dir: Path | None = None,
+                     broker_storage: str = "disk") -> dict[str, Any]:
     """Run the whole benchmark and return the report (see module doc); `cross_validated`
     adds recall per half of the conversations and per question category; `lifecycle` runs the
     lifecycle in the fresh stack's workers, as a worker does by default (a running worker,
@@ -572,7 +573,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         partitions = asyncio.run(topic_partitions(broker, CHAT_TURNS)) or partitions
     else:
         console.print(f"starting a fresh embedded broker and {workers} worker(s) ...")
-        stack = start_stack(partitions, lifecycle, workers, profile_dir)
+        stack = start_stack(partitions, lifecycle, workers, profile_dir, broker_storage)
     try:
         asyncio.run(wait_ready(stack.api_url, None))
         statuses = asyncio.run(_statuses(stack))
@@ -651,7 +652,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
     elif scaling and (workers > 1 and not broker):
         console.print("draining the same turns with one worker on a fresh stack (--scaling) ...")
         single_worker_rate, single_cpu = single_worker_drain(turns, partitions, lifecycle,
-                                                             stack.one_record_batches)
+                                                             stack.one_record_batches, broker_storage)
         single_source = ("measured (--scaling): one worker, a fresh stack, the same turns and "
                          "partitions, right after this run")
     elif scaling and workers == 1 and not broker:
@@ -693,6 +694,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
     return {
         "files": [str(p) for p in files],
         "lifecycle": lifecycle if broker is None else None,  # None: as the running worker is set
+        "broker_storage": broker_storage if broker is None else None,  # None: the running broker's
         "turns": len(turns),
         "produce_rate_turns_per_s": rate or "unlimited",
         "memories_written": created,
@@ -762,7 +764,7 @@ async def topic_partitions(broker_url: str, topic: str) -> int | None:
 
 
 def single_worker_drain(turns: list[Turn], partitions: int, lifecycle: bool,
-                        one_record: bool) -> tuple[float, dict[str, Any]]:
+                        one_record: bool, broker_storage: str = "disk") -> tuple[float, dict[str, Any]]:
     """Turns/s of one worker draining `turns` (produced all at once) on a fresh stack, and that
     worker's CPU over the drain (`single_worker_cpu`): beside the N workers' own, it shows
     whether a worker's CPU a turn grew when N shared the machine."""
@@ -774,7 +776,7 @@ def single_worker_drain(turns: list[Turn], partitions: int, lifecycle: bool,
         single_worker_cpu,
     )
 
-    stack = start_stack(partitions, lifecycle, 1)
+    stack = start_stack(partitions, lifecycle, 1, broker_storage=broker_storage)
     try:
         asyncio.run(warm_worker(stack, "single-warmup"))
         [(_, before)] = asyncio.run(_statuses(stack))
@@ -864,6 +866,8 @@ def render_report(report: dict[str, Any], console: Console) -> None:
     if "embedder" in report:
         table.add_row("embedder", report["embedder"], "")
     table.add_row("turns", str(report["turns"]), "")
+    if report.get("broker_storage"):
+        table.add_row("broker storage", report["broker_storage"], "")
     if "lifecycle" in report:
         table.add_row("lifecycle during the replay", {True: "on", False: "off (--no-lifecycle)",
                                                       None: "as the worker is set"}[report["lifecycle"]], "")

@@ -66,6 +66,7 @@ def bench_locomo(
     users_per_file: Annotated[int, typer.Option(min=1, help="Replay each file under this many user ids, spread over the partitions, so every partition (and worker) has work; recall is scored on every copy.")] = 1,
     single_worker_rate: Annotated[Optional[float], typer.Option(help="One worker's turns/s on the same turns and machine (e.g. from a --workers 1 run): scale_out.scaling_efficiency = turns/s / (workers x this).")] = None,
     scaling: Annotated[bool, typer.Option("--scaling", help="Measure the one-worker figure too: after the run, a fresh stack with one worker drains the same turns, and scaling_efficiency compares with it.")] = False,
+    broker_storage: Annotated[str, typer.Option(help="Where the fresh stack's embedded broker keeps its topics: disk (the default of `memstream run`, in the run's work directory) or memory (Tansu's own, the opt-out).")] = "disk",
     profile_cpu: Annotated[Optional[Path], typer.Option("--profile-cpu", help="Profile each worker's event loop by its CPU clock while the turns drain (cProfile; the profiler about triples the loop's CPU, so read shares), write worker.prof (worker-i.prof) into this directory, and report the largest functions as cpu_profile.", file_okay=False)] = None,
 ) -> None:
     """Replay LoCoMo conversations through the pipeline and report throughput, latency and recall.
@@ -93,6 +94,9 @@ def bench_locomo(
     if (workers > 1 or scaling or profile_cpu is not None) and (broker or offline):
         console.print("--workers, --scaling and --profile-cpu start a fresh stack: not with --broker or --offline")
         raise typer.Exit(2)
+    if broker_storage not in ("disk", "memory"):
+        console.print(f"unknown --broker-storage {broker_storage!r}; known: disk, memory")
+        raise typer.Exit(2)
     if profile_cpu is not None:
         profile_cpu.mkdir(parents=True, exist_ok=True)
     if offline:
@@ -105,7 +109,7 @@ def bench_locomo(
                                   lifecycle=lifecycle, live_queries=live_queries, plot_path=plot,
                                   workers=workers, users_per_file=users_per_file,
                                   single_worker_rate=single_worker_rate, scaling=scaling,
-                                  profile_dir=profile_cpu)
+                                  profile_dir=profile_cpu, broker_storage=broker_storage)
     if python is not None:
         from benchmarks.bench_mem0 import Mem0RunFailed, attach_mem0
         from streams.tools.locomo import load_conversation

@@ -31,7 +31,7 @@ from streams.app.topology import ALL_TOPICS
 from streams.errors import BrokerError
 from streams.privacy.crypto import decode_key, encode_key, new_key
 from streams.tools.cpu_profile import profile_file
-from streams.tools.broker import EmbeddedBroker, free_port
+from streams.tools.broker import DiskStorage, EmbeddedBroker, free_port
 from topics.names import CHAT_TURNS
 
 TurnKey = tuple[str, str, str]
@@ -140,13 +140,16 @@ async def wait_assigned(stack: Stack, partitions: int, timeout: float = 300.0) -
 
 
 def start_stack(partitions: int, lifecycle: bool = True, workers: int = 1,
-                profile_dir: Path | None = None) -> Stack:
+                profile_dir: Path | None = None, broker_storage: str = "disk") -> Stack:
     """A fresh embedded broker with the topics, and `workers` workers in one consumer group
     (one APP_ID; each its own WEB_PORT and DATA_DIR), returned once the partitions are
     shared out among them all. `profile_dir`: each worker runs under
-    `streams.tools.cpu_profile`, writing `worker.prof` (`worker-i.prof`) there."""
+    `streams.tools.cpu_profile`, writing `worker.prof` (`worker-i.prof`) there.
+    `broker_storage`: "disk" (what `memstream run` uses: the broker's object store in the
+    work directory) or "memory" (Tansu's own, lost when it stops)."""
     workdir = Path(tempfile.mkdtemp(prefix="memstream-bench-"))
-    broker = EmbeddedBroker(log_path=workdir / "broker.log").start()
+    storage = DiskStorage(workdir / "broker", workdir / "object-store.log") if broker_storage == "disk" else None
+    broker = EmbeddedBroker(log_path=workdir / "broker.log", storage=storage).start()
     stack = Stack(broker.url, "", _broker=broker, _workdir=workdir)
     try:
         asyncio.run(create_topics(broker.url, ALL_TOPICS, partitions))
