@@ -19,6 +19,7 @@ from streams.memory.tables import Table
 from streams.pipeline.commands import CommandObserver
 from streams.pipeline.outputs import Outputs, Sender
 from streams.pipeline.records import RecordScope, no_scope
+from streams.pipeline.retries import RetryPolicy
 from streams.pipeline.sse import EventListener
 from streams.pipeline.tables import StageTables, stage_tables
 from streams.pipeline.write_cache import NO_CAPTURE, ScopeCapture
@@ -65,7 +66,8 @@ def build_stage_kit(settings: Settings, services: Services, raw_tables: Mapping[
     passes (`service_passes`) and `passes`; a held table write is made in the scope `capture`
     remembers (`streams.pipeline.write_cache`)."""
     sealed = stage_tables(raw_tables, user_keys, master_key, capture)
-    outputs = Outputs(send, sealed.sealer, settings.input.dlq_max_raw_bytes, dlq_of)
+    outputs = Outputs(send, sealed.sealer, settings.input.dlq_max_raw_bytes, dlq_of,
+                      RetryPolicy.of(settings.input))
     store = MemoryStore(sealed.memory, services.dedup_config)
     lifecycle = LifecycleRunner.of(settings.lifecycle, store, lifecycle_table,
                                    [*service_passes(settings.lifecycle, services), *passes], outputs)

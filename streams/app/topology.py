@@ -27,6 +27,7 @@ from streams.pipeline.commands import CommandsStage
 from streams.pipeline.dedup import DedupStage
 from streams.pipeline.ingest import IngestSettings, IngestStage
 from streams.pipeline.recent_events import RecentEvents
+from streams.pipeline.retries import RetryPolicy
 from streams.pipeline.sse import SseStage
 from streams.proactivity import ProactivityPolicy
 from streams.language.dates import resolve_dates
@@ -137,7 +138,8 @@ def _dedup(kit: StageKit, listeners: StageListeners) -> DedupStage:
     return DedupStage(kit.store, kit.services.embed, kit.services.llm, kit.outputs,
                       record_scope=kit.record_scope, vectors=kit.services.vectors,
                       lifecycle=kit.lifecycle if kit.settings.lifecycle.lifecycle_enabled else None,
-                      proactivity=ProactivityPolicy.of(kit.settings.proactivity))
+                      proactivity=ProactivityPolicy.of(kit.settings.proactivity),
+                      retry_policy=RetryPolicy.of(kit.settings.input))
 
 
 def _commands(kit: StageKit, listeners: StageListeners) -> CommandsStage:

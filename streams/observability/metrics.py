@@ -58,8 +58,20 @@ DLQ_FAILURES = Counter(
 )
 STAGE_ERRORS = Counter(
     "memstream_stage_errors_total",
-    "Unexpected errors while a stage handled a record (the record was dead-lettered).",
+    "Unexpected errors while a stage handled a record (the record was retried, or with "
+    "STAGE_ON_BUG=dead_letter dead-lettered once its retries were spent).",
     ["stage", "error"], registry=REGISTRY,
+)
+STAGE_RETRIES = Counter(
+    "memstream_stage_retries_total",
+    "Failed attempts at a record a stage retried (kind: transient — a passing fault; bug — "
+    "anything else): the partition waited instead of dead-lettering (streams/pipeline/retries.py).",
+    ["stage", "kind"], registry=REGISTRY,
+)
+STAGE_STALLED = Gauge(
+    "memstream_stage_stalled",
+    "1 while a stage is stalled on a record that failed every retry (/health is not ready).",
+    ["stage"], registry=REGISTRY,
 )
 TURNS = Counter(
     "memstream_turns_total", "Chat turns consumed, by ingest outcome.", ["outcome"], registry=REGISTRY
@@ -155,6 +167,28 @@ QUERY_SECONDS = Histogram(
     "memstream_query_duration_seconds", "Time to answer a memory query.",
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1), registry=REGISTRY,
 )
+HTTP_CONNECTIONS_OPEN = Gauge(
+    "memstream_http_connections_open",
+    "HTTP connections the worker's web server holds open now, event streams included "
+    "(`streams/api/connections.py`).", registry=REGISTRY,
+)
+HTTP_CONNECTIONS_MAX = Gauge(
+    "memstream_http_connections_max",
+    "The most HTTP connections the web server holds open at once (WEB_MAX_CONNECTIONS, or what "
+    "it came to from the open-file limit).", registry=REGISTRY,
+)
+HTTP_CONNECTIONS_REFUSED = Counter(
+    "memstream_http_connections_refused_total",
+    "HTTP connections answered 503 and closed as they opened: the web server held its most.",
+    registry=REGISTRY,
+)
+HTTP_CONNECTIONS_CLOSED = Counter(
+    "memstream_http_connections_closed_total",
+    "HTTP connections the web server closed for taking too long: header_timeout (a request's line "
+    "and headers), body_timeout (its body), idle_timeout (kept alive with no request).",
+    ["reason"], registry=REGISTRY,
+)
+HTTP_CLOSE_REASONS = ("header_timeout", "body_timeout", "idle_timeout")
 
 # --- embedding provider ---------------------------------------------------------------------------
 EMBED_SECONDS = Histogram(
@@ -257,6 +291,8 @@ def _start_at_zero() -> None:
         LIFECYCLE_ERRORS.labels(lifecycle_pass=lifecycle_pass, error="")
     for reason in get_args(ProactivityReason):
         PROACTIVITY_CANDIDATES.labels(reason=reason)
+    for reason in HTTP_CLOSE_REASONS:
+        HTTP_CONNECTIONS_CLOSED.labels(reason=reason)
 
 
 _start_at_zero()

@@ -26,6 +26,7 @@ from streams.observability import metrics
 from streams.observability.logs import describe_failure
 from streams.pipeline.outputs import Outputs
 from streams.pipeline.records import Record, StageClock
+from streams.pipeline.retries import RetryPolicy, StageRetries
 from streams.privacy.crypto import SealError
 from streams.privacy.payloads import open_command
 from streams.providers.embedders import Embed
@@ -80,14 +81,16 @@ class CommandsStage:
                  observer: CommandObserver | None = None) -> None:
         """`limits`: the input limits a command record is checked against."""
         self.limits = limits
+        self.retries = StageRetries(STAGE, RetryPolicy.of(limits), record_faults=(CommandError, SealError))
         self.store = store
         self.embed = embed
         self.outputs = outputs
         self.observer = observer
 
     async def handle(self, record: Record) -> str:
-        """Apply one raw record; return "applied" or "dlq". Never raises: a bad record, or any
-        failure while applying it, dead-letters it and the partition moves on. The command's
+        """Apply one raw record; return "applied" or "dlq". Never raises: a bad record, or a
+        command that cannot apply, is dead-lettered and the partition moves on; any other
+        failure is retried, the partition waiting (`streams.pipeline.retries`). The command's
         events go out in one record, after its table writes (`Outputs.held_per_batch`)."""
         async with self.outputs.held_per_batch(STAGE):
             return await self._handle(record)
@@ -99,9 +102,9 @@ class CommandsStage:
         try:
             command = parse_command_record(record.value, record.key, self.limits.max_record_bytes)
             command = open_command(self.outputs.sealer, command)
-            await self.store.ready()
-            applied = await apply_command(self.store, self.embed, self.outputs, command,
-                                          StageClock.start(record, STAGE))
+            clock = StageClock.start(record, STAGE)
+            applied = await self.retries.run(f"{record.topic}[{record.partition}]@{record.offset}",
+                                             lambda: self._apply(command, clock))
             if self.observer is not None:
                 events = [e.model_dump(mode="json") for e in applied.events]
                 self.observer.applied(command.user_id, command.command_id, events)
@@ -112,7 +115,7 @@ class CommandsStage:
         except (ValueError, CommandError) as exc:
             reason = "inapplicable" if isinstance(exc, CommandError) else str(exc).split(":")[0]
             await self._reject(record, command, reason, _content_free(exc))
-        except Exception as exc:  # noqa: BLE001 - never block the partition on one record
+        except Exception as exc:  # noqa: BLE001 - a bug past its retries (STAGE_ON_BUG=dead_letter)
             metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
             log.error("command failed on %s[%d]@%d: %s", record.topic, record.partition,
                       record.offset, describe_failure(exc))
@@ -121,6 +124,10 @@ class CommandsStage:
             self.store.tables.flush()
             metrics.STAGE_SECONDS.labels(stage=STAGE).observe(time.perf_counter() - started)
         return "dlq"
+
+    async def _apply(self, command: Command, clock: StageClock) -> Applied:
+        await self.store.ready()
+        return await apply_command(self.store, self.embed, self.outputs, command, clock)
 
     async def _reject(self, record: Record, command: Command | None, reason: str, detail: str) -> None:
         """Dead-letter the record and tell the observer (when the command could be read)."""

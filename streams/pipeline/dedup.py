@@ -37,6 +37,7 @@ from streams.observability.stage_cpu import cpu_counted
 from streams.pipeline.commands import apply_command
 from streams.pipeline.outputs import Outputs
 from streams.pipeline.records import Record, RecordScope, StageClock, no_scope
+from streams.pipeline.retries import RetryPolicy, StageRetries
 from streams.privacy.crypto import SealError
 from streams.privacy.payloads import open_record
 from streams.privacy.sealed import Sealer
@@ -61,10 +62,12 @@ class DedupStage:
                  record_scope: RecordScope = no_scope,
                  lifecycle: LifecycleRunner | None = None,
                  proactivity: ProactivityPolicy | None = None,
-                 vectors: TextVectors | None = None) -> None:
+                 vectors: TextVectors | None = None, retry_policy: RetryPolicy = RetryPolicy()) -> None:
         """`lifecycle` runs after each record (module doc); `proactivity` decides which created
         or changed memories go to `memory.proactivity` (none without it); `vectors`: the
-        candidates' texts' embeddings ingest made (the worker's, `Services.vectors`)."""
+        candidates' texts' embeddings ingest made (the worker's, `Services.vectors`);
+        `retry_policy`: how an item whose work failed is retried (`streams.pipeline.retries`)."""
+        self.retries = StageRetries(STAGE, retry_policy, record_faults=(CommandError,))
         self.vectors = vectors if vectors is not None else TextVectors()
         self.lifecycle = lifecycle
         self.proactivity = proactivity
@@ -80,10 +83,11 @@ class DedupStage:
         batch go out once its table writes are flushed, one record per user, and its progress
         last, one record per user too (`Outputs.held_per_batch`).
 
-        Never raises: a bad record, or any failure while processing one of its items,
-        dead-letters that record (`memory.candidates.dlq`) and the others go on; the partition
-        never blocks. A record dead-lettered for one item holds the others too: replayed, those
-        change nothing (`applied`).
+        Never raises: a bad record, or an item that cannot be applied, dead-letters that record
+        (`memory.candidates.dlq`) and the others go on. An item whose work fails for any other
+        reason is retried, the partition waiting (`streams.pipeline.retries`). A record
+        dead-lettered for one item holds the others too: replayed, those change nothing
+        (`applied`).
         """
         started = time.perf_counter()
         metrics.STAGE_RECORDS.labels(stage=STAGE).inc(len(records))
@@ -229,15 +233,17 @@ class DedupStage:
                           clock: StageClock) -> tuple[str, tuple[str, str, str | None] | None]:
         """The item's outcome, and (reason, detail, ref) when its record must be
         dead-lettered for it."""
-        try:
+        async def apply() -> str:
             if isinstance(item, ChatCommand):
-                applied = await apply_command(self.store, self.embed, self.outputs, item.command, clock)
-                return applied.outcome, None
-            return await self.process_candidate(item, clock=clock), None
+                return (await apply_command(self.store, self.embed, self.outputs, item.command, clock)).outcome
+            return await self.process_candidate(item, clock=clock)
+
+        try:
+            return await self.retries.run(f"{record.topic}[{record.partition}]@{record.offset}", apply), None
         except CommandError as exc:
             ref = item.command.command_id if isinstance(item, ChatCommand) else None
             return "dlq", ("inapplicable", str(exc), ref)
-        except Exception as exc:  # noqa: BLE001 - never block the partition on one record
+        except Exception as exc:  # noqa: BLE001 - a bug past its retries (STAGE_ON_BUG=dead_letter)
             metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
             log.error("dedup failed on %s[%d]@%d: %s", record.topic, record.partition,
                       record.offset, describe_failure(exc))

@@ -26,6 +26,7 @@ from streams.observability import metrics
 from streams.observability.logs import describe_failure
 from streams.pipeline.outputs import Outputs
 from streams.pipeline.records import Record, RecordScope, StageClock, no_scope
+from streams.pipeline.retries import RetryPolicy, StageRetries
 from streams.privacy.placement import check_routed
 from streams.privacy.user_keys import UserKeys
 from streams.providers.embedders import Embed
@@ -131,8 +132,10 @@ class IngestStage:
         """`now` is the worker's clock, used only to refuse turns dated too far ahead; `embed`,
         when given, embeds the candidates' texts here into `vectors` (the worker's, shared with
         dedup; by default the stage's own); `record_scope` is the scope each record's table
-        writes and sends are made in."""
+        writes and sends are made in. A record whose work fails is retried as the input settings
+        say (`streams.pipeline.retries`)."""
         self.settings = settings
+        self.retries = StageRetries(STAGE, RetryPolicy.of(settings.input))
         self.embed = embed
         self.vectors = vectors if vectors is not None else TextVectors()
         self.record_scope = record_scope
@@ -170,16 +173,16 @@ class IngestStage:
         candidates of the whole batch are embedded in one model call, then each turn is sent,
         in turn order: its candidates are held and go out as the batch ends, in one record per
         user (`HeldCandidates`), then its events, one record per user, and the progress last,
-        one record per user too (`Outputs.held_per_batch`). Never raises: a bad record, or any
-        failure while processing one, dead-letters that record (`chat.turns.dlq`) and the
-        others go on; the partition never blocks.
+        one record per user too (`Outputs.held_per_batch`). Never raises: a bad record is
+        dead-lettered (`chat.turns.dlq`) and the others go on; a record whose work fails for
+        any other reason is retried, the partition waiting (`streams.pipeline.retries`).
         """
         started = time.perf_counter()
         metrics.STAGE_RECORDS.labels(stage=STAGE).inc(len(records))
         plans: list[TurnPlan | None] = []
         for record in records:
             with self.record_scope(record):
-                plans.append(await self._guarded(record, self._plan(record)))
+                plans.append(await self._guarded(record, lambda: self._plan(record)))
             # Deciding a turn is CPU work on the event loop: let dedup apply a candidate (and the
             # web routes answer) between two turns, rather than after the whole batch.
             await asyncio.sleep(0)
@@ -193,9 +196,12 @@ class IngestStage:
                     emitted.append(0)
                     continue
                 with self.record_scope(record):
-                    sent = await self._guarded(record, self._send(
-                        plan, held.holder(record, plan.turn)))
-                emitted.append(sent or 0)
+                    sent = await self._guarded(record, lambda: self._send_once(plan))
+                if sent is not None:
+                    hold = held.holder(record, plan.turn)
+                    for item in sent[1]:
+                        hold(item)
+                emitted.append(sent[0] if sent is not None else 0)
                 if sent is not None:
                     decided.append((record, plan))
             self.tables.flush()
@@ -214,9 +220,11 @@ class IngestStage:
         `id` of each record dead-lettered."""
         dead: set[int] = set()
         for user_id, items in held.items.items():
+            values = [item for _, _, item in items]
             try:
-                await self.outputs.candidates(user_id, [item for _, _, item in items])
-            except Exception as exc:  # noqa: BLE001 - the partition must move on
+                await self.retries.run(f"the candidates of {len(values)} turn(s)",
+                                       lambda: self.outputs.candidates(user_id, values))
+            except Exception as exc:  # noqa: BLE001 - a bug past its retries (STAGE_ON_BUG=dead_letter)
                 metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
                 turns = {record.offset: (record, turn) for record, turn, _ in items}
                 log.error("ingest could not send the candidates of %d turn(s): %s", len(turns),
@@ -227,13 +235,15 @@ class IngestStage:
                     await self.outputs.progress(self._progress(turn, "dlq"))
         return dead
 
-    async def _guarded(self, record: Record, work: Awaitable[T]) -> T | None:
-        """`work`'s result; or None once a failure has dead-lettered `record`."""
+    async def _guarded(self, record: Record, work: Callable[[], Awaitable[T]]) -> T | None:
+        """`work()`'s result, retried while it fails for a reason other than the record
+        (`streams.pipeline.retries`); or None once `record` is dead-lettered: at once for what is
+        wrong with it (`InvalidRecord`), after its retries for a bug with STAGE_ON_BUG=dead_letter."""
         try:
-            return await work
+            return await self.retries.run(f"{record.topic}[{record.partition}]@{record.offset}", work)
         except InvalidRecord as exc:
             await self._dead_letter(record, exc.reason, exc.detail)
-        except Exception as exc:  # noqa: BLE001 - a bug must not stop the partition
+        except Exception as exc:  # noqa: BLE001 - a bug past its retries, as configured
             metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
             log.error("ingest failed on %s[%d]@%d: %s", record.topic, record.partition,
                       record.offset, describe_failure(exc))
@@ -289,6 +299,11 @@ class IngestStage:
                                         context_of(turn, observed.entry["turns"]))
         plan.outcome = "candidates" if plan.candidates else "skipped"
         return plan
+
+    async def _send_once(self, plan: TurnPlan) -> tuple[int, list[CandidateItem]]:
+        """`_send` with the items it holds collected, so that a retried attempt holds each once."""
+        items: list[CandidateItem] = []
+        return await self._send(plan, items.append), items
 
     async def _send(self, plan: TurnPlan, hold: Callable[[CandidateItem], None]) -> int:
         """Send what a turn gave: its candidates' events, its candidates or its command to

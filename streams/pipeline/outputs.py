@@ -6,16 +6,19 @@ both build it the same way (`streams.app.stage_kit`).
 """
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from streams.observability import metrics
 from streams.observability.logs import describe_failure
 from streams.pipeline.dead_letters import dead_letter_of
 from streams.pipeline.records import Record
+from streams.pipeline.retries import RetryPolicy, Sleep, StageRetries
 from streams.privacy.payloads import seal_command, seal_event
 from streams.privacy.sealed import Sealer
 from topics import names
@@ -52,8 +55,12 @@ class Outputs:
     `dlq_of` (`streams.app.topology.DLQ_OF`), `chat.turns.dlq` for a topic it does not name."""
 
     def __init__(self, send: Sender, sealer: Sealer, max_raw_bytes: int = 262144,
-                 dlq_of: Mapping[str, str] | None = None) -> None:
+                 dlq_of: Mapping[str, str] | None = None, retry_policy: RetryPolicy = RetryPolicy()) -> None:
+        """`retry_policy`: how the held events and progress of a batch are sent again after a
+        passing fault (`streams.pipeline.retries`; `retry_sleep` is its pause)."""
         self.send = send
+        self.retry_policy = replace(retry_policy, on_bug="dead_letter")
+        self.retry_sleep: Sleep = asyncio.sleep
         self.sealer = sealer
         self.max_raw_bytes = max_raw_bytes
         self.dlq_of = dict(dlq_of or {})
@@ -97,9 +104,10 @@ class Outputs:
         last: a caller that counts its turns done finds their events already sent.
 
         A batch that raises sends nothing it held (its records are redelivered, and a
-        redelivered item sends its events again: `applied`). A user's events that cannot be
-        sent are counted and logged, and the partition moves on, like any send that fails in
-        a stage; so is progress, which is bookkeeping.
+        redelivered item sends its events again: `applied`). A user's events whose send meets
+        a passing fault are sent again until they go (the partition waits); those that fail
+        otherwise (a record the broker refuses) are counted and logged after their retries,
+        and the partition moves on; so is progress, which is bookkeeping.
         """
         held = _Held()
         token = _HELD.set(held)
@@ -108,15 +116,17 @@ class Outputs:
         finally:
             _HELD.reset(token)
         for user_id, events in held.events.items():
-            await self._send_held(stage, "events", len(events), self._send_events(user_id, events))
+            await self._send_held(stage, "events", len(events),
+                                  functools.partial(self._send_events, user_id, events))
         for user_id, entries in held.progress.items():
             await self._send_held(stage, "progress", len(entries),
-                                  self._send_progress(user_id, entries))
+                                  functools.partial(self._send_progress, user_id, entries))
 
-    @staticmethod
-    async def _send_held(stage: str, what: str, count: int, sending: Awaitable[None]) -> None:
+    async def _send_held(self, stage: str, what: str, count: int,
+                         sending: Callable[[], Awaitable[None]]) -> None:
+        retries = StageRetries(stage, self.retry_policy, self.retry_sleep)
         try:
-            await sending
+            await retries.run(f"{count} held {what} of a user", sending)
         except Exception as exc:  # noqa: BLE001 - the partition moves on
             metrics.STAGE_ERRORS.labels(stage=stage, error=type(exc).__name__).inc()
             log.error("%s: %d held %s of a user not sent: %s", stage, count, what,

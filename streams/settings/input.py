@@ -1,7 +1,7 @@
 """Settings of one concern: input limits and dead letters (docs/configuration.md#input)."""
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
@@ -31,3 +31,26 @@ class InputSettings(Section):
         "(future_event_time): it would move the user's clock, and every age computed from it, "
         "forward for good.",
     )
+    stage_retry_initial_seconds: float = Field(
+        0.1, gt=0, le=60,
+        description="First pause before a stage retries a record whose work failed for a reason "
+        "other than the record itself (a passing fault or a bug); it doubles, with jitter, up to "
+        "STAGE_RETRY_MAX_SECONDS. Only what is wrong with the record is dead-lettered.",
+    )
+    stage_retry_max_seconds: float = Field(
+        30.0, gt=0, le=3600,
+        description="Longest pause between a stage's retries of one record (a passing fault is "
+        "retried for as long as it lasts; the partition waits).",
+    )
+    stage_bug_attempts: int = Field(
+        3, ge=1, le=1000,
+        description="Attempts at a record whose failure is not a passing fault (not an OSError, a "
+        "timeout or a retriable Kafka error) before STAGE_ON_BUG applies.",
+    )
+    stage_on_bug: Literal["stall", "dead_letter"] = Field(
+        "stall",
+        description="What a stage does with a record that fails STAGE_BUG_ATTEMPTS times: stall "
+        "(keep retrying, /health not ready, alert MemstreamStageStalled: nothing is eaten) or "
+        "dead_letter (internal_error, re-driven by `memstream dlq replay` after the fix).",
+    )
+

@@ -55,7 +55,7 @@ class StoreLocked(MemstreamError):
     """Another object store process already serves this directory."""
 
 
-class S3Failure(Exception):
+class S3Failure(MemstreamError):
     """An S3 error answer: HTTP status, S3 error code and message."""
 
     def __init__(self, status: int, code: str, message: str) -> None:

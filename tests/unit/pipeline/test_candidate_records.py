@@ -8,10 +8,12 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from aiokafka.errors import RecordTooLargeError
 
 from streams.app.inprocess import InProcessPipeline
 from streams.observability.metrics import REGISTRY
 from streams.pipeline.records import Record
+from streams.pipeline.retries import RetryPolicy
 from streams.privacy.payloads import open_record, seal_record
 from streams.settings import Settings
 from topics import names
@@ -87,12 +89,16 @@ async def test_a_user_with_more_items_than_a_record_holds_gets_several(pipeline,
     assert sum(sizes) == sum(emitted) >= 3 and max(sizes) == 2
 
 
-async def test_when_a_users_candidates_cannot_be_sent_their_turns_are_dead_lettered(pipeline):
+async def test_when_a_users_candidates_are_refused_past_their_retries_their_turns_are_dead_lettered(pipeline):
+    """With STAGE_ON_BUG=dead_letter: a passing fault is retried until it clears
+    (tests/unit/pipeline/test_retries.py)."""
     real = pipeline.outputs.send
+    pipeline.ingest_stage.retries.policy = RetryPolicy(bug_attempts=3, on_bug="dead_letter")
+    pipeline.ingest_stage.retries.sleep = no_wait
 
     async def candidates_refused_for_ana(topic: str, key: bytes | None, value: bytes) -> None:
         if topic == names.MEMORY_CANDIDATES and key == b"ana":
-            raise ConnectionError("broker gone")
+            raise RecordTooLargeError("the broker refuses it")
         await real(topic, key, value)
 
     pipeline.outputs.send = candidates_refused_for_ana
@@ -111,6 +117,10 @@ async def test_when_a_users_candidates_cannot_be_sent_their_turns_are_dead_lette
     assert counted == {"dlq": 3, "candidates": 1, "command": 0}, "each turn counted once, as it ended"
 
 
+async def no_wait(seconds: float) -> None:
+    """A stage's pause between retries, not waited."""
+
+
 def turns_counted(outcome: str) -> float:
     return REGISTRY.get_sample_value("memstream_turns_total", {"outcome": outcome}) or 0.0
 
@@ -125,6 +135,8 @@ async def test_a_record_whose_items_fail_is_dead_lettered_once(pipeline, monkeyp
         raise RuntimeError("index gone")
 
     monkeypatch.setattr(pipeline.dedup_stage, "process_candidate", broken)
+    pipeline.dedup_stage.retries.policy = RetryPolicy(bug_attempts=2, on_bug="dead_letter")
+    pipeline.dedup_stage.retries.sleep = no_wait
     before = len(pipeline.topics.sent[names.MEMORY_PROGRESS])
 
     assert await pipeline.dedup_stage.handle_batch([record]) == [["dlq"] * len(items)]

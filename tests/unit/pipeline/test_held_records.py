@@ -7,6 +7,7 @@ from datetime import datetime
 
 import orjson
 import pytest
+from aiokafka.errors import KafkaTimeoutError, RecordTooLargeError
 
 from streams.app.inprocess import InProcessPipeline
 from streams.observability.metrics import REGISTRY
@@ -149,16 +150,19 @@ async def test_events_of_a_batch_that_raises_are_not_sent(pipeline):
     assert events_by_record(pipeline) == [[event]], "outside a batch: at once"
 
 
-INGEST_SEND_ERRORS = {"stage": "ingest", "error": "ConnectionError"}
+INGEST_SEND_ERRORS = {"stage": "ingest", "error": "RecordTooLargeError"}
 
 
 def sends_fail_to(pipeline: InProcessPipeline, failing: str) -> float:
-    """Make every send to the topic `failing` raise; the ingest send errors counted so far."""
+    """Make every send to the topic `failing` raise what no retry mends (a passing fault is
+    sent again until it goes: `test_held_events_go_once_a_passing_fault_clears`); the ingest
+    send errors counted so far."""
     real = pipeline.outputs.send
+    pipeline.outputs.retry_sleep = no_wait
 
     async def send(topic: str, key: bytes | None, value: bytes) -> None:
         if topic == failing:
-            raise ConnectionError("broker gone")
+            raise RecordTooLargeError("the broker refuses it")
         await real(topic, key, value)
 
     pipeline.outputs.send = send
@@ -185,6 +189,25 @@ async def test_progress_that_cannot_be_sent_is_counted_and_the_batch_goes_on(pip
     assert emitted[0] >= 1 and len(items) == sum(emitted)
     assert not pipeline.topics.sent[names.CHAT_TURNS_DLQ], "no turn is dead-lettered for it"
     assert REGISTRY.get_sample_value("memstream_stage_errors_total", INGEST_SEND_ERRORS) == errors + 2
+
+
+async def no_wait(seconds: float) -> None:
+    """The pause between retries, not waited."""
+
+
+async def test_held_events_go_once_a_passing_fault_clears(pipeline):
+    real, failures = pipeline.outputs.send, []
+    pipeline.outputs.retry_sleep = no_wait
+
+    async def send(topic: str, key: bytes | None, value: bytes) -> None:
+        if topic == names.MEMORY_EVENTS and len(failures) < 4:
+            failures.append(topic)
+            raise KafkaTimeoutError()
+        await real(topic, key, value)
+
+    pipeline.outputs.send = send
+    await pipeline.ingest_stage.handle_batch(BATCH)
+    assert len(failures) == 4 and pipeline.topics.sent[names.MEMORY_EVENTS], "sent once the fault cleared"
 
 
 async def test_progress_outside_a_batch_is_sent_at_once(pipeline):
