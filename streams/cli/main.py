@@ -5,6 +5,7 @@
 - `streams.cli.settings`: settings
 - `streams.cli.bench`: bench … (the benches, from a source checkout; imported when one runs)
 - `streams.cli.keys`: keys … (API keys, the master key)
+- `streams.cli.dlq`: dlq list, dlq replay (the dead letters)
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import typer
 
 from streams.cli.bench import bench_app
 from streams.cli.client import client_app
+from streams.cli.dlq import dlq_app
 from streams.cli.keys import keys_app
 from streams.cli.service import service_app
 from streams.cli.settings import settings_app
@@ -29,6 +31,7 @@ app.add_typer(client_app)
 app.add_typer(settings_app)
 app.add_typer(bench_app, name="bench")
 app.add_typer(keys_app, name="keys")
+app.add_typer(dlq_app, name="dlq")
 
 
 def main() -> None:
