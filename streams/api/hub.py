@@ -7,6 +7,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+from streams.api.connections import max_event_streams
 from streams.errors import MemstreamError
 from streams.settings import ApiSettings
 
@@ -27,7 +28,9 @@ class StreamLimits:
 
     @classmethod
     def of(cls, api: ApiSettings) -> "StreamLimits":
-        return cls(api.sse_max_streams, api.sse_max_streams_per_user)
+        """SSE_MAX_STREAMS (within its share of the web server's connections:
+        `streams.api.connections.max_event_streams`) and SSE_MAX_STREAMS_PER_USER."""
+        return cls(max_event_streams(api), api.sse_max_streams_per_user)
 
 
 class Subscriber:

@@ -32,7 +32,8 @@ USER = "/v1/users/{user_id}"
 
 # --- bodies only the OpenAPI names (the routes answer them as plain JSON) -----------------------
 class Health(BaseModel):
-    """503 until the worker's tables are recovered and its partitions assigned."""
+    """503 until the worker's tables are recovered and its partitions assigned, and while a
+    stage is stalled."""
 
     status: Literal["ok"]
     ready: bool
@@ -42,6 +43,10 @@ class Health(BaseModel):
         description="The input topics' partitions this worker holds, by topic (tables' changelogs "
                     "left out; empty while not ready). Every topic is keyed by user_id with one "
                     "partition count, so `chat.turns`'s are the users this worker serves.")
+    stalled: dict[str, str] = Field(
+        default_factory=dict,
+        description="Stages stalled on a record that fails every retry, with the error's type "
+                    "(STAGE_ON_BUG=stall; alert MemstreamStageStalled): not ready while any is.")
 
 
 class Owner(BaseModel):

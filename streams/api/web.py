@@ -5,7 +5,8 @@ query and owner routes; the registry (`streams.api.registry`) and server-sent ev
 Every route but /health and the admin page's files needs an API key (`streams.api.auth`); the
 key file and the category allowlists are re-read when they change. User routes are answered by
 the worker that owns the user's partition (`streams.api.routing`), so any worker can receive any
-request. Request rates (per key) and body sizes are limited (`streams.api.limits`).
+request. Request rates (per key) and body sizes are limited (`streams.api.limits`), and so are
+the connections held and how long a slow or idle one is kept (`streams.api.connections`).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from aiohttp import web
 from faust.web import Request, Response
 
-from streams.api import auth, hardening, limits, openapi, registry, sse
+from streams.api import auth, connections, hardening, limits, openapi, registry, sse
 from streams.api.query import answer, parse_body, parse_params
 from streams.api.command_waiter import CommandWaiter
 from streams.api.routing import route_to_owner
@@ -27,6 +28,7 @@ from streams.api.hub import Hub
 from streams.api.state import WebState
 from streams.api.views import MemstreamView, add_views, error
 from streams.observability import metrics
+from streams.pipeline.retries import stalled_stages
 from streams.read.categories import DEFAULT_PATH, load_policy
 from streams.read.errors import CategoriesConfigError, QueryError
 from topics.query import QueryRequest
@@ -39,13 +41,17 @@ ADMIN_DIR = Path(__file__).parent / "admin"
 
 
 class Health(MemstreamView):
-    """Liveness and readiness: `ready` once tables are recovered and partitions assigned."""
+    """Liveness and readiness: `ready` once tables are recovered and partitions assigned, and
+    while no stage is stalled on a record that fails every retry (`streams.pipeline.retries`)."""
 
     async def get(self, request: Request) -> Response:
-        ready = self.memstream.tables_ready()
-        assignment = self.app.consumer.assignment() if ready else set()
+        tables_ready = self.memstream.tables_ready()
+        stalled = stalled_stages()
+        ready = tables_ready and not stalled
+        assignment = self.app.consumer.assignment() if tables_ready else set()
         return self.json({"status": "ok", "ready": ready, "partitions": len(assignment),
-                          "assigned": assigned_inputs(assignment, self.app.tables.changelog_topics)},
+                          "assigned": assigned_inputs(assignment, self.app.tables.changelog_topics),
+                          "stalled": stalled},
                          status=200 if ready else 503)
 
 
@@ -161,6 +167,7 @@ def register(app: MemstreamApp, extra_keys: Sequence[auth.KeyEntry] = ()) -> Web
     categories = app.settings.read.categories_path or DEFAULT_PATH
     web_app.middlewares.append(auth.reload_on_change(categories, load_policy.cache_clear))
     hardening.install(app)
+    connections.install(app)
     limits.install(web_app, app.settings.api)
     add_views(app, ROUTES)
     registry.register(app)

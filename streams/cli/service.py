@@ -37,6 +37,10 @@ def run(
         from streams.tools.broker import DiskStorage, EmbeddedBroker
 
         data_dir.mkdir(parents=True, exist_ok=True)
+        if not (data_dir / BROKER_DIR).exists():
+            # Tables from a broker that kept nothing (before topics were kept on disk) describe
+            # changelogs the new broker does not have.
+            _delete_tables(data_dir)
         storage = DiskStorage(data_dir / BROKER_DIR, data_dir / "object-store.log")
         try:
             broker = EmbeddedBroker(settings.kafka.embedded_broker_port, data_dir / "broker.log",
@@ -61,12 +65,24 @@ def run(
 BROKER_DIR = "broker"
 
 
+def _tables(data_dir: Path) -> list[Path]:
+    """Where Faust keeps the worker's tables: DATA_DIR/v<app version>/tables."""
+    return list(data_dir.glob("v*/tables"))
+
+
+def _delete_tables(data_dir: Path) -> None:
+    import shutil
+
+    for path in _tables(data_dir):
+        shutil.rmtree(path)
+        console.print(f"[yellow]deleted[/] {path}: tables of a broker that kept no topics")
+
+
 def _start_fresh(data_dir: Path, yes: bool) -> None:
     """Delete what a run keeps (the broker's topics, the worker's tables), asking first."""
     import shutil
 
-    # Faust keeps tables under DATA_DIR/v<app version>/tables.
-    doomed = [path for path in [data_dir / BROKER_DIR, *data_dir.glob("v*/tables")] if path.exists()]
+    doomed = [path for path in [data_dir / BROKER_DIR, *_tables(data_dir)] if path.exists()]
     if not doomed:
         return
     if not yes and not typer.confirm(f"Delete every memory, topic and table under {data_dir}?"):

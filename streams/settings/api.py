@@ -69,3 +69,25 @@ class ApiSettings(Section):
     api_max_body_bytes: int = Field(
         1048576, ge=1, description="Largest request body the API reads; a larger one is a 413.",
     )
+    web_max_connections: int = Field(
+        0, ge=0, description="HTTP connections the worker's web server keeps open at once, event "
+        "streams included; one more is answered 503 and closed at once (streams/api/connections.py). "
+        "0: a quarter of the process's open-file limit (soft RLIMIT_NOFILE), between 16 and 2048, so "
+        "the rest stays for Kafka, RocksDB and the model. Event streams get at most three quarters of "
+        "it (SSE_MAX_STREAMS is lowered to that), so /health and queries always find room.",
+    )
+    web_header_timeout_seconds: float = Field(
+        10.0, gt=0, description="Longest a client may take to send a request's line and headers, "
+        "from when it connects or starts its next request on a kept-alive connection; a slower "
+        "connection is closed.",
+    )
+    web_body_timeout_seconds: float = Field(
+        30.0, gt=0, description="Longest a client may take to send a request's body once its "
+        "headers are in (at most API_MAX_BODY_BYTES); a slower connection is closed.",
+    )
+    web_keepalive_seconds: float = Field(
+        75.0, gt=0, description="Longest a kept-alive connection may stay idle between requests "
+        "(aiohttp's keepalive_timeout); longer than the 60 s of the proxies usually in front "
+        "(nginx, AWS ALB), so they close first. A request being answered, an event stream "
+        "included, is never idle.",
+    )
