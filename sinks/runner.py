@@ -9,11 +9,13 @@ gives them all the same delivery behaviour:
   as `memstream_sink_buffered_records`.
 - **Batches by size or age.** A batch is written once `batch_size` records are buffered or the
   oldest has waited `max_age` seconds.
-- **Retries with backoff and jitter** (tenacity) of `TransientSinkError`; after a
-  `PartialSinkError` only the failed records are retried.
-- **Dead letters.** Records the destination refuses (`Rejected`), records still failing after
-  the retry budget, and batches a destination cannot take at all go to `memory.sinks.dlq` with
-  the sink, key and reason. A partition is never blocked for longer than the retry budget.
+- **Retries with backoff and jitter** (tenacity) of `TransientSinkError`, by default for as long
+  as the destination is down (`retry_attempts=0`): a sink that is away is a passing fault, so the
+  sink's partitions wait (backpressure) and nothing it should hold is dead-lettered; the stages go
+  on. After a `PartialSinkError` only the failed records are retried.
+- **Dead letters.** Records the destination refuses (`Rejected`), batches a destination cannot
+  take at all, and with a retry budget (`retry_attempts` ≥ 1) records still failing after it, go
+  to `memory.sinks.dlq` with the sink, key and reason.
 - **Idempotent by key.** Records carry deterministic keys; within a batch the last record of a
   key wins, so a replay (or a retry) leaves the destination as if it were written once.
 - **Done callbacks.** `on_done` runs once a record is durably written or dead-lettered; the sink
@@ -33,6 +35,7 @@ from tenacity import (
     RetryCallState,
     retry_if_exception_type,
     stop_after_attempt,
+    stop_never,
     wait_exponential_jitter,
 )
 
@@ -60,7 +63,9 @@ class RunnerConfig:
     batch_size: int = 200
     max_age: float = 0.5
     buffer_records: int = 2000
-    retry_attempts: int = 6
+    retry_attempts: int = 0
+    """Attempts of a batch on transient errors before its records are dead-lettered; 0: no
+    limit (the sink waits while the destination is down)."""
     retry_initial: float = 0.1
     retry_max: float = 5.0
     retry_jitter: float = 0.1
@@ -68,8 +73,8 @@ class RunnerConfig:
     def __post_init__(self) -> None:
         if self.batch_size < 1 or self.buffer_records < self.batch_size:
             raise ValueError("need 1 <= batch_size <= buffer_records")
-        if self.retry_attempts < 1:
-            raise ValueError("retry_attempts must be at least 1")
+        if self.retry_attempts < 0:
+            raise ValueError("retry_attempts must be 0 (no limit) or more")
 
 
 @dataclass(frozen=True)
@@ -193,7 +198,7 @@ class SinkRunner:
     def _retrying(self, retry_on: type[BaseException]) -> AsyncRetrying:
         c = self.config
         return AsyncRetrying(
-            stop=stop_after_attempt(c.retry_attempts),
+            stop=stop_after_attempt(c.retry_attempts) if c.retry_attempts else stop_never,
             wait=wait_exponential_jitter(initial=c.retry_initial, max=c.retry_max,
                                          jitter=c.retry_jitter),
             retry=retry_if_exception_type(retry_on), sleep=self._sleep, reraise=True,

@@ -41,8 +41,10 @@ class SinksSettings(Section):
         "(backpressure) and the consumer pauses. At least SINK_BATCH_SIZE.",
     )
     sink_retry_attempts: int = Field(
-        6, ge=1, description="Attempts of a batch write on transient errors before its records "
-        "go to memory.sinks.dlq.",
+        0, ge=0, description="Attempts of a batch write on transient errors (the destination down "
+        "or slow) before its records go to memory.sinks.dlq. 0: no limit — a destination that is "
+        "away is a passing fault, so the sink waits and retries (its consumer pauses; the stages "
+        "go on) and nothing is dead-lettered for it.",
     )
     sink_retry_initial_ms: int = Field(100, ge=1, description="First retry backoff; doubles per attempt, plus jitter.")
     sink_retry_max_ms: int = Field(5000, ge=1, description="Longest retry backoff.")

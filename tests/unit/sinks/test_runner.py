@@ -33,6 +33,16 @@ async def test_transient_errors_are_retried_with_exponential_backoff_and_jitter(
     assert value(metrics.RECORDS, sink="t-backoff", outcome="written") == 3
 
 
+async def test_by_default_a_destination_that_is_down_is_waited_for_and_nothing_is_dead_lettered():
+    dest, r = FakeDestination("t-wait", [TransientSinkError("connection refused")] * 25), Recorder()
+    sink = runner(dest, r, retry_attempts=0)
+    await sink.submit(rec("a"), r.on_done("a"))
+    await sink.flush()
+    assert list(dest.stored) == ["a"] and len(dest.batches) == 26
+    assert not r.letters and r.done == ["a"], "written once the destination is back"
+    assert len(r.sleeps) == 25 and max(r.sleeps) <= 5.0 + 0.05
+
+
 async def test_after_the_retry_budget_records_go_to_the_dlq_and_are_done():
     dest, r = FakeDestination("t-budget", [TransientSinkError("timeout")] * 9), Recorder()
     sink = runner(dest, r, retry_attempts=3)
