@@ -170,6 +170,39 @@ def bench_rebuild(
     _show(report, as_json, render)
 
 
+@bench_app.command("restart")
+def bench_restart(
+    memories: Annotated[int, typer.Option(min=0, help="Memories the stack holds when it restarts.")] = 100_000,
+    users: Annotated[int, typer.Option(min=1, help="Users they belong to (memory i is user i mod U's).")] = 200,
+    base_cost: Annotated[bool, typer.Option("--base-cost/--no-base-cost", help="Also restart a fresh stack holding nothing: the cost of a start itself (imports, Faust, the group join, the model).")] = True,
+    rebuild: Annotated[bool, typer.Option("--rebuild/--no-rebuild", help="Also time the index rebuild alone on the same N and U (bench rebuild's), and the ratio.")] = True,
+    lifecycle: Annotated[bool, typer.Option("--lifecycle/--no-lifecycle", help="The worker runs the lifecycle, as it does by default.")] = True,
+    keep: Annotated[Optional[Path], typer.Option(help="Keep the stacks' directories (broker store, tables, each start's worker log) here instead of deleting them.", file_okay=False)] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """How long a worker holding N memories takes to serve again after a restart, beside
+    rebuilding its index alone.
+
+    Starts a fresh embedded broker on disk and one worker (its own DATA_DIR and master key),
+    fills it with N memories of U users (sealed candidates that carry their vectors, so no
+    model time per memory; every one created), then, on the same broker store and tables:
+    stops both cleanly (SIGTERM) and starts them again, then kills worker, broker and object
+    store (kill -9) and starts them again. For each start it reports the seconds from the start
+    command to /health ready and to the first query answered (a query needs the index: ready
+    to serve), the worker log's milestones (imports done, group joined, model loaded, index
+    rebuilt) and whether every memory is there. Beside them: the index rebuild alone for the
+    same N and U (in process, as `bench rebuild`), the ratio restart → first query ÷ rebuild
+    (the goal: at most 2), the disk the broker store and the tables take, the fill's
+    memories/s and, with --base-cost, the same restart of an empty stack.
+    """
+    require_benches()
+    from benchmarks.bench_restart import render, run_restart_bench
+
+    report = run_restart_bench(memories, users, console, base_cost=base_cost, rebuild=rebuild,
+                               lifecycle=lifecycle, workdir=keep)
+    _show(report, as_json, render)
+
+
 @bench_app.command("tables")
 def bench_tables(
     databases: Annotated[int, typer.Option(help="Databases (a worker: 11 tables × the partitions it holds).")] = 44,

@@ -8,10 +8,17 @@ The stages and routes `await ready()` first, which rebuilds a stale index in sli
 event loop free between them: a worker holding a million memories takes a while to index
 them, and a rebuild that held the loop that long would stop its heartbeats and cost it its
 place in the consumer group (then a rebalance, then another rebuild).
+
+A rebuild reads the documents outside the scope of the record being processed, if any
+(`_unscoped`): the first use after a restart is often a stage's record, and a Faust table read
+in the scope of a record looks only in that record's partition, so an index rebuilt there held
+one partition's memories, and the other users' none, until the next rebalance (bench restart,
+issue 47).
 """
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import ctypes
 import ctypes.util
 import gc
@@ -19,6 +26,7 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from typing import TypeVar
 
 import numpy as np
 from pydantic import ValidationError
@@ -32,6 +40,7 @@ from streams.memory.vector_index import UserIndex, VectorIndex, decode_vector
 from streams.tables import key_text
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 try:
     _LIBC: ctypes.CDLL | None = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
 except OSError:  # pragma: no cover - no C library to load (not Linux/glibc)
@@ -113,7 +122,7 @@ class MemoryStore:
         before validation (the index keeps it in its matrix only). One that does not validate
         (written by another version, damaged) is left out of the index and logged by id, never
         failing the rebuild."""
-        for key, raw in self.tables.memories.items():
+        for key, raw in _unscoped(self.tables.memories.items()):
             try:
                 encoded = raw.pop("embedding_b64", None) if isinstance(raw, dict) else None
                 vector = decode_vector(encoded) if isinstance(encoded, str) and encoded else None
@@ -138,6 +147,19 @@ class MemoryStore:
     def user_clock(self, user_id: str) -> datetime | None:
         """The user's clock: the latest event time of their turns."""
         return users.user_clock(self.tables.users, user_id)
+
+
+def _unscoped(items: Iterator[T]) -> Iterator[T]:
+    """`items`, each made in an empty context: none of the caller's context variables is set,
+    Faust's current event included, whose partition a Faust table read looks in alone (module
+    doc). What the caller reads (documents of every owned partition) needs none of them."""
+    context = contextvars.Context()
+    while True:
+        try:
+            item = context.run(next, items)
+        except StopIteration:
+            return
+        yield item
 
 
 def release_freed_heap() -> None:
