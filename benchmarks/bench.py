@@ -25,13 +25,12 @@ from typing import Any, Callable
 import aiohttp
 import numpy as np
 import orjson
-from aiokafka import AIOKafkaConsumer
 from rich.console import Console
 from rich.table import Table
 
 from streams.settings import get_settings
 from streams.app.topic_admin import create_topics
-from streams.tools.client import ApiClient, TurnProducer, kafka_security, make_producer
+from streams.tools.client import ApiClient, TurnProducer, make_consumer, make_producer
 from streams.errors import BrokerError
 from benchmarks.bench_stages import (
     StageTimes,
@@ -104,9 +103,8 @@ async def ingest(broker_url: str, turns: list[Turn], one_record: bool, idle_time
     """
     result = IngestResult()
     users = {t.user_id for t in turns}
-    consumer = AIOKafkaConsumer(MEMORY_PROGRESS, bootstrap_servers=broker_url,
-                                auto_offset_reset="earliest", enable_auto_commit=False,
-                                fetch_max_wait_ms=20, **kafka_security())
+    consumer = make_consumer(broker_url, MEMORY_PROGRESS, auto_offset_reset="earliest",
+                             enable_auto_commit=False, fetch_max_wait_ms=20)
     await consumer.start()
     completion = Completion()
 
@@ -166,8 +164,7 @@ async def broker_raw_rate(broker_url: str, turns: list[Turn], partitions: int, o
     topic = f"bench.raw.{uuid.uuid4().hex[:8]}"
     await create_topics(broker_url, [topic], partitions)
     payloads = [(t.user_id.encode(), t.model_dump_json().encode()) for t in turns]
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=broker_url, auto_offset_reset="earliest",
-                                enable_auto_commit=False, **kafka_security())
+    consumer = make_consumer(broker_url, topic, auto_offset_reset="earliest", enable_auto_commit=False)
     await consumer.start()
     producer = make_producer(broker_url, one_record)
     await producer.start()
@@ -752,8 +749,7 @@ def warmup_user(stem: str, partitions_held: list[int], partitions: int) -> str:
 
 async def topic_partitions(broker_url: str, topic: str) -> int | None:
     """How many partitions `topic` has on the broker (None: not there)."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=broker_url, enable_auto_commit=False,
-                                **kafka_security())
+    consumer = make_consumer(broker_url, enable_auto_commit=False)
     await consumer.start()
     try:
         await consumer.topics()

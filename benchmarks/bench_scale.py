@@ -284,11 +284,10 @@ def per_turn(traffic: Mapping[str, TopicTraffic], turns: int) -> dict[str, Any]:
 
 
 def _consumer(broker_url: str) -> AIOKafkaConsumer:
-    from streams.tools.client import kafka_security
+    from streams.tools.client import make_consumer
 
-    return AIOKafkaConsumer(bootstrap_servers=broker_url, enable_auto_commit=False,
-                            max_partition_fetch_bytes=16 * 2**20, fetch_max_bytes=64 * 2**20,
-                            **kafka_security())
+    return make_consumer(broker_url, enable_auto_commit=False,
+                         max_partition_fetch_bytes=16 * 2**20, fetch_max_bytes=64 * 2**20)
 
 
 async def broker_end_offsets(broker_url: str) -> dict[TopicPartition, int]:

@@ -61,6 +61,12 @@ class Command(BaseModel):
         "candidate (an ignored one backs off the next).")
     sealed: Sealed | None = Field(
         None, description="query, text and topic, sealed for the user (then those are unset).")
+    binding: str | None = Field(
+        None, min_length=1, max_length=64, pattern=r"^[0-9a-f]+$",
+        description="What the command's id was given for: the registry's digest of the request "
+        "its Idempotency-Key named (method, path: user and memory, body; "
+        "`streams.api.command_ids.binding`). A command whose id was applied for another binding "
+        "is refused (`idempotency_key_reused`), never taken as a replay.")
 
     @model_validator(mode="after")
     def _has_its_arguments(self) -> "Command":

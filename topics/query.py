@@ -24,6 +24,16 @@ from topics.turns import Role
 
 Name = Field(min_length=1, max_length=200)
 ReturnMode = Literal["bullets", "full"]
+TOP_K_MAX = 10_000
+"""The largest `top_k` a request can carry at all; the worker's own limit (QUERY_MAX_TOP_K,
+100 by default) is checked after."""
+BUDGET_TOKENS_MAX = 1_000_000
+"""The largest `budget_tokens` a request can carry at all; QUERY_MAX_BUDGET_TOKENS is checked
+after."""
+REVISION_MAX = 2**53 - 1
+"""The largest revision a request can name: the largest integer JSON readers (JavaScript's
+numbers) hold exactly, far past any thread's revision. Every number of a request is bounded, so
+none reaches a JSON encoder it overflows (a 64-bit one) after the query ran."""
 
 
 def _as_instant(value: date | datetime | None) -> datetime | None:
@@ -93,15 +103,19 @@ class QueryRequest(BaseModel):
         description="Only these categories (each must be in the agent's allowlist); omitted: the "
         "whole allowlist.")
     filters: QueryFilters = Field(default_factory=QueryFilters)
-    top_k: int | None = Field(None, ge=1, description="Default: MEMORY_K.")
+    top_k: int | None = Field(None, ge=1, le=TOP_K_MAX,
+                              description="Default: MEMORY_K; at most QUERY_MAX_TOP_K.")
     threshold: float | None = Field(
         None, ge=0.0, le=1.0, description="Drop items whose score is lower. An item's score is "
         "the probability that it answers the query, calibrated on LoCoMo (the same for every "
         "user, query and store size); categories with context `all` are exempt. Default: "
         "QUERY_THRESHOLD (0.02) for bullets, none for full answers.")
     return_: ReturnMode = Field("bullets", alias="return")
-    budget_tokens: int | None = Field(None, ge=1, description="Token budget of the whole answer.")
-    since_rev: int | None = Field(None, ge=0, description="Delta header since this thread revision.")
+    budget_tokens: int | None = Field(None, ge=1, le=BUDGET_TOKENS_MAX,
+                                      description="Token budget of the whole answer; at most "
+                                      "QUERY_MAX_BUDGET_TOKENS.")
+    since_rev: int | None = Field(None, ge=0, le=REVISION_MAX,
+                                  description="Delta header since this thread revision.")
     thread_id: str | None = Field(None, min_length=1, max_length=200,
                                   description="The thread whose revisions since_rev counts.")
     record_access: bool = Field(

@@ -10,7 +10,9 @@ also be YAML) of `{"agent_id": "...", "role": "agent|admin|metrics", "sha256": "
 "users": [...]}`.
 `memstream keys new` makes a key and prints its entry. The file is re-read when it changes
 (`KeySource`), so a key removed from it stops working at the next request, without a restart; the
-category allowlists are re-read the same way (`reload_on_change`).
+category allowlists are re-read the same way (`reload_on_change`). An open event stream is judged
+again whenever either changes (`KeySource.generation`; `streams.api.sse.StreamAuth` looks at both
+files without waiting for a request).
 
 Every route but the public ones needs a key (`Authorization: Bearer <key>` or `X-API-Key`).
 `/v1/users/{user_id}/...` routes need a key that may act for that user; any other route needs
@@ -202,13 +204,17 @@ class KeySource:
 
     A worker checks the file on each request, so revoking a key is removing its entry from the
     file: the next request with it is a 401. A file that changes into something unreadable
-    refuses every key (`KeysUnavailable`) until it is fixed.
+    refuses every key (`KeysUnavailable`) until it is fixed. `generation` counts the re-reads,
+    so what was decided with the keys of before (an open event stream's scope) can tell that
+    it must be decided again.
     """
 
     def __init__(self, fixed: Iterable[KeyEntry] = (), path: Path | None = None) -> None:
         self._fixed = list(fixed)
         self._watch = FileWatch(Path(path)) if path is not None else None
         self._problem = ""
+        self.generation = 0
+        """How many times the key file was re-read (each change, readable or not)."""
         self._ring: KeyRing | None = self._load()  # at start a bad file raises AuthConfigError
 
     @classmethod
@@ -222,6 +228,7 @@ class KeySource:
         return KeyRing(entries)
 
     def _reload(self) -> None:
+        self.generation += 1
         try:
             self._ring = self._load()
         except AuthConfigError as exc:
@@ -329,12 +336,26 @@ def reload_on_change(path: Path, reload: Callable[[], None]) -> Middleware:
     return reload_changed
 
 
+KEY_SOURCE = web.AppKey("memstream_key_source", KeySource)
+"""Where `install` leaves the app's `KeySource`, for what must follow the keys without a request
+(`key_source_of`: the event streams)."""
+
+
 def install(web_app: web.Application, keys: KeySource) -> None:
     """Put the auth middleware first on a worker's aiohttp app (before its server starts)."""
     web_app.middlewares.insert(0, make_middleware(keys))
+    web_app[KEY_SOURCE] = keys
     if not len(keys.ring()):
         log.warning("no API keys configured: every route but /health answers 401 "
                     "(set MEMSTREAM_API_KEYS or API_KEYS_FILE; `memstream keys new` makes one)")
+
+
+def key_source_of(web_app: web.Application) -> KeySource:
+    """The keys `install` put on `web_app` (LookupError: none were)."""
+    keys = web_app.get(KEY_SOURCE)
+    if keys is None:
+        raise LookupError("no API keys installed on this web app (streams.api.auth.install)")
+    return keys
 
 
 def dev_key_path(settings: Settings) -> Path:

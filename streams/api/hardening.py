@@ -1,7 +1,8 @@
 """The worker's HTTP server at its edges, where requests are answered by aiohttp or Faust
-rather than by memstream's routes: every error answer is JSON, Faust's table views do not fail
-on a table that does not exist, a request aiohttp cannot parse is logged without its text, and
-every answer carries the browser security headers (`SECURITY_HEADERS`).
+rather than by memstream's routes: every error answer is JSON, Faust's own views answer only an
+admin key for every user and do not fail on a table that does not exist, a request aiohttp
+cannot parse is logged without its text, and every answer carries the browser security headers
+(`SECURITY_HEADERS`).
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
+from streams.api import auth
 from streams.api.views import Handler, Middleware, error
 
 if TYPE_CHECKING:
@@ -44,15 +46,31 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
         return web.json_response({"error": exc.reason}, status=exc.status, headers=headers)
 
 
+FAUST_VIEW_PREFIXES = ("/router/", "/table/")
+"""Faust's own views (besides its index, `/`): partition routing and raw table entries."""
+
+
+def is_faust_view(path: str) -> bool:
+    """Whether `path` is one of Faust's own views rather than a route of memstream's."""
+    return path == "/" or path.startswith(FAUST_VIEW_PREFIXES)
+
+
 def faust_views_guard(app: MemstreamApp) -> Middleware:
-    """Faust's /router/{name}/... and /table/{name}/... views answer a table that does not
-    exist with a 500 (KeyError) or a 503 "try again later"; it is a 404."""
+    """Faust's views answer only an admin key for every user: `/table/{name}/{key}/` shows any
+    entry of any table and `/table/lifecycle/...` lists user ids, with nothing to tell whose,
+    so a key limited to some users (which the auth middleware lets through as an admin) gets a
+    403 (docs/decisions.md#faust-views-admin-for-every-user). And a table that does
+    not exist, which Faust answers with a 500 (KeyError) or a 503 "try again later", is a 404."""
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if not is_faust_view(request.path):
+            return await handler(request)
+        principal = request.get(auth.PRINCIPAL)
+        if principal is None or not principal.is_admin or principal.users is not None:
+            return error(403, "Faust's views need an admin key for every user")
         name = request.match_info.get("name")
-        if (name is not None and request.path.startswith(("/router/", "/table/"))
-                and name not in app.faust.tables):
+        if name is not None and name not in app.faust.tables:
             return error(404, "no such table")
         return await handler(request)
 

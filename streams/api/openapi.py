@@ -4,7 +4,8 @@ Schemas come from the pydantic models of the bodies; each operation is declared 
 with the answers only it gives. The answers every operation of a kind can give are added by
 `_common`: 401/403/503 where a key is needed (no valid key, a key that may not, the key file
 unreadable), 400/503 on a user's routes (the user id is not one, the user's partition is moving:
-retry), 400/413 where a body is read (invalid, over 1 MB). Every error is `{"error": ...}`.
+retry), 400/413 where a body is read (invalid, over 1 MB). Every error is `{"error": ...,
+"code": ...}` (`streams.api.views`).
 
 An event stream (`text/event-stream`) declares one event per its schema (OpenAPI 3.1 has no
 `itemSchema`): `memory.<kind>` events and the `reset` event; keep-alives are comment lines.
@@ -24,7 +25,8 @@ from pydantic import BaseModel, Field, RootModel
 
 from streams.api import registry_models as m
 from topics.events import EventKind, MemoryEvent
-from topics.query import BulletItem, FullItem, QueryRequest, QueryResponse
+from topics.query import (BUDGET_TOKENS_MAX, REVISION_MAX, TOP_K_MAX, BulletItem, FullItem,
+                          QueryRequest, QueryResponse)
 from topics.turns import ID_PATTERN
 
 USER = "/v1/users/{user_id}"
@@ -139,11 +141,14 @@ WAIT = Param("wait", description="1 or true: answer once the commands are applie
              "COMMAND_WAIT_MAX_SECONDS (then 202); a number: wait up to that many seconds (at most "
              "COMMAND_WAIT_MAX_SECONDS); 0 or false: do not wait.", type="number", schema=SECONDS)
 IDEMPOTENCY = Param("Idempotency-Key", "header", "Names the command(s) among this key's own (its "
-                    "agent and role): a retried write applies once.",
+                    "agent and role): a retried write applies once. The name is bound to the "
+                    "write it was given for (method, path, body): reusing it for another write "
+                    "is a 409 (idempotency_key_reused).",
                     schema={"type": "string", "maxLength": 150})
-WRITE: dict[int, Body] = {200: m.WriteResult, 202: m.WriteResult, 422: m.WriteResult}
-"""A write: 202 when its commands are sent, 200 once all are applied (?wait), 422 when one was
-rejected; 400 for an invalid wait or Idempotency-Key."""
+WRITE: dict[int, Body] = {200: m.WriteResult, 202: m.WriteResult, 409: m.Error, 422: m.WriteResult}
+"""A write: 202 when its commands are sent, 200 once all are applied (?wait), 409 when its
+Idempotency-Key named another write, 422 when one was rejected; 400 for an invalid wait or
+Idempotency-Key."""
 WRITE_TO = {**WRITE, 404: m.Error}
 """A write to something named in the path (404: it does not exist, or the key may not see it)."""
 WRITE_PARAMS = (WAIT, IDEMPOTENCY)
@@ -171,13 +176,13 @@ OPERATIONS: tuple[Operation, ...] = (
               {200: QueryAnswer, 400: m.Error},
               params=(Param("q", required=True, schema={"type": "string", "minLength": 1}),
                       Param("agent", description="Default: the key's agent."),
-                      Param("top_k", type="integer", schema=_int(1)), Param("thread_id"),
-                      Param("since_rev", type="integer", schema=_int(0)),
+                      Param("top_k", type="integer", schema=_int(1, TOP_K_MAX)), Param("thread_id"),
+                      Param("since_rev", type="integer", schema=_int(0, REVISION_MAX)),
                       Param("threshold", type="number",
                             schema={"type": "number", "minimum": 0, "maximum": 1}),
                       Param("return", description="bullets or full",
                             schema={"enum": ["bullets", "full"]}),
-                      Param("budget_tokens", type="integer", schema=_int(1)),
+                      Param("budget_tokens", type="integer", schema=_int(1, BUDGET_TOKENS_MAX)),
                       Param("reference_time", description="An ISO 8601 time with its zone."),
                       Param("include_archived", type="boolean"),
                       Param("categories", description="Comma-separated.")), tag="query"),
@@ -189,8 +194,11 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("get", USER + "/events", "The user's `memory.*` events as text/event-stream "
               "(`id`: the event id; `event: memory.<kind>`; `data`: the event's JSON); a "
               "`reset` event first when Last-Event-ID is no longer buffered; `: ping` comment "
-              "lines keep the connection alive. Last-Event-ID resumes. 429 past SSE_MAX_STREAMS "
-              "(or SSE_MAX_STREAMS_PER_USER for one user).",
+              "lines keep the connection alive. Last-Event-ID resumes. 429 past SSE_MAX_STREAMS, "
+              "SSE_MAX_STREAMS_PER_KEY for the key, or SSE_MAX_STREAMS_PER_USER for the key and "
+              "user. The key is judged again for every event: the stream ends once the key is "
+              "removed or may no longer act for the user, and a narrowed allowlist applies from "
+              "the next event.",
               {200: "event-stream", 429: m.Error},
               params=(Param("Last-Event-ID", "header"), Param("last_event_id")), tag="events"),
     Operation("get", USER + "/memories", "The user's memories, newest first, with provenance and "
@@ -198,6 +206,7 @@ OPERATIONS: tuple[Operation, ...] = (
               params=(Param("category", description="Repeatable or comma-separated."),
                       Param("state"), Param("pinned", description="true or false"),
                       Param("q", description="Substring of summary, tags or entities."),
+                      Param("thread_id", description="Only memories made in this thread."),
                       Param("limit", type="integer", schema=_int(0, 5000)),
                       Param("offset", type="integer", schema=_int(0, 10**9)))),
     Operation("delete", USER + "/memories", "Delete (soft) every active memory the key may see.",
@@ -232,8 +241,9 @@ OPERATIONS: tuple[Operation, ...] = (
               params=WRITE_PARAMS),
     Operation("post", USER + "/proposals/{proposal_id}/reject", "Reject the proposed change "
               "(admin key: the user's answer).", WRITE_TO, params=WRITE_PARAMS),
-    *(Operation("get", path, f"Faust's built-in view {path} (admin key): partition routing "
-                "and raw table entries, for operators.", responses, tag="faust")
+    *(Operation("get", path, f"Faust's built-in view {path} (an admin key for every user: "
+                "one limited to some users gets 403): partition routing and raw table entries, "
+                "for operators.", responses, tag="faust")
       for path, responses in (
           ("/", {200: FaustStatus}),
           ("/router/", {200: Partitions}),
@@ -254,11 +264,13 @@ MEANINGS = {
     401: "Missing or invalid API key.",
     403: "The key may not do this.",
     404: "No such thing (or the key may not see it).",
+    409: "The Idempotency-Key named another write (another method, path or body): nothing was "
+         "done; use a new key.",
     413: "The body is over 1 MB.",
     422: "A command was rejected (dead-lettered; see its reason).",
     429: "Too many event streams: retry after Retry-After seconds.",
     503: "Unavailable for now (tables recovering, the user's partition moving, the key file "
-         "unreadable): retry, after Retry-After seconds when given.",
+         "or the categories file unreadable): retry, after Retry-After seconds when given.",
 }
 STRING = {"type": "string"}
 _PLAIN: dict[str, dict[str, dict[str, Any]]] = {
@@ -373,7 +385,8 @@ def build_spec() -> dict[str, Any]:
                  "description": "Streaming long-term memory for chat agents: query, registry, "
                                 "events. Every route but /health and the admin page's files "
                                 "needs an API key (`Authorization: Bearer <key>` or `X-API-Key`). "
-                                "Every error answer is JSON {\"error\": \"...\"}."},
+                                "Every error answer is JSON {\"error\": \"...\", \"code\": "
+                                "\"...\"}: a message safe to show and a stable code."},
         "paths": paths,
         "components": {
             "schemas": dict(sorted(schemas.items())),

@@ -3,13 +3,15 @@
 Parses a request (JSON body, or the GET query string), checks it against the caller's principal
 (set by the auth middleware), answers it from the user's index, and sends a `touch` command with
 what was read: the commands stage refreshes `last_accessed`/`access_count`, the handler never
-writes a table. What the answer shows besides its items — the delta header's changes and the
-items' related memories — passes the caller's `Scope` narrowed to the query's categories
-(streams/api/scope.py), as the items themselves are drawn only from those categories.
+writes a table. What the answer shows besides its items — the delta header's changes, the
+items' related memories and, in a full answer, the links of each item's document (`related_ids`,
+`relations`, `consolidated_from`, `superseded_by`) — passes the caller's `Scope` narrowed to the
+query's categories (streams/api/scope.py), as the items themselves are drawn only from those
+categories: an answer carries no id or score of a memory outside them.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from pydantic import ValidationError
 
@@ -17,6 +19,7 @@ from streams.api.auth import AccessDenied, Principal
 from streams.api.scope import Scope
 from streams.memory.state import MemoryState
 from streams.memory.access import touch
+from streams.memory.vector_index import UserIndex
 from streams.read import ranking
 from streams.read.categories import load_policy
 from streams.read.delta import render_delta
@@ -86,10 +89,21 @@ def delta_of(state: MemoryState, user_id: str, thread_id: str, since_rev: int,
     return state.current_rev(user_id, thread_id), since_rev, render_delta(since_rev, changes)
 
 
-def scoped_items(items: list[dict[str, Any]], scope: Scope) -> list[dict[str, Any]]:
-    """The answer's items with only the related memories `scope` may see."""
-    return [{**item, "related": scope.related(item["related"])} if "related" in item else item
-            for item in items]
+def scoped_items(items: list[dict[str, Any]], scope: Scope,
+                 visible: Callable[[str], bool] = lambda memory_id: False) -> list[dict[str, Any]]:
+    """The answer's items with only the related memories `scope` may see, and (full items) their
+    documents' links only to memories `visible(memory_id)` says it sees."""
+    return [scope.references({**item, "related": scope.related(item["related"])}, visible)
+            if "related" in item else item for item in items]
+
+
+def visible_in(index: UserIndex, scope: Scope) -> Callable[[str], bool]:
+    """Whether `scope` sees the user's memory of an id (one of the user's index, of its
+    categories)."""
+    def sees(memory_id: str) -> bool:
+        memory = index.stored(memory_id)
+        return memory is not None and scope.sees_memory(memory)
+    return sees
 
 
 async def answer(app: MemstreamApp, request: QueryRequest, user_id: str,
@@ -115,7 +129,7 @@ async def answer(app: MemstreamApp, request: QueryRequest, user_id: str,
     response, hits = execute(index, vector, plan, policy, ranking.weights_of(settings.read),
                              get_counter(), delta, Retrieval.of(settings.read),
                              app.services.score_curve())
-    response.items = scoped_items(response.items, scope)
+    response.items = scoped_items(response.items, scope, visible_in(index, scope))
     # The read time is the query's "now", but never later than the user's clock: a request
     # dated in the future must not keep memories from ever expiring.
     read_time = (min(t for t in (plan.reference, clock) if t is not None)

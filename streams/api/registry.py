@@ -5,7 +5,14 @@ never touch a table: they send commands to `memory.commands` and answer 202 with
 ids; `?wait=1` (or `?wait=<seconds>`) answers once the commands stage has applied them (200), or
 dead-lettered one (422), or the wait ran out (202). `GET .../commands/{id}` tells the outcome
 later. An `Idempotency-Key` header names the commands within the caller's namespace
-(`streams.api.command_ids`), so a retried write applies once.
+(`streams.api.command_ids`), so a retried write applies once; the name is bound to the write it
+was given for (method, path, body), and reusing it for another write is a 409
+(`idempotency_key_reused`), never the first write's outcome.
+
+Every answer shows only what the caller's `Scope` sees, and so do the documents it shows: a
+memory's links (`related_ids`, `relations`, `consolidated_from`, `superseded_by`) and its audit
+entries' references to memories the caller may not see are left out (`Scope.references`), as
+fetching such a memory is a 404.
 
 Access: a key acts only for its users (streams/api/auth.py); what it sees and changes is decided
 by its `Scope` (streams/api/scope.py), and anything outside it is answered as if it did not exist
@@ -17,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 from urllib.parse import quote
 
 from aiohttp import web
@@ -26,7 +33,8 @@ from pydantic import BaseModel, ValidationError
 
 from streams.errors import MemstreamError
 from streams.api import auth, command_ids
-from streams.api.command_waiter import Outcome, outcome_of_applied
+from streams.api.command_waiter import (IDEMPOTENCY_KEY_REUSED, Outcome, outcome_of_applied,
+                                        refused_as_reused)
 from streams.api.registry_models import EditBody, MemoryView, TopicBody
 from streams.api.routing import route_to_owner
 from streams.api.scope import Scope
@@ -49,7 +57,10 @@ class BadRequest(MemstreamError, ValueError):
     """A malformed request; answered 400 with the message."""
 
 
-def _body(model: type[BaseModel], raw: bytes) -> Any:
+_Body = TypeVar("_Body", bound=BaseModel)
+
+
+def _body(model: type[_Body], raw: bytes) -> _Body:
     try:
         return model.model_validate_json(raw or b"{}")
     except ValidationError as exc:
@@ -92,6 +103,14 @@ def _outcome_json(outcome: Outcome, scope: Scope) -> dict[str, Any]:
     return {**outcome.as_json(), "events": scope.events(outcome.events)}
 
 
+def _reused(refused: bool = False) -> web.Response:
+    """The answer to a write whose Idempotency-Key names commands of another write: none was
+    sent, or (`refused`) the commands stage refused those (another write of the name came first)."""
+    done = ("the commands it named were refused" if refused else "nothing was done")
+    return error(409, "this Idempotency-Key was used for another write (another method, path or "
+                 f"body); {done}: use a new key for this one", IDEMPOTENCY_KEY_REUSED)
+
+
 class RegistryView(MemstreamView):
     """A registry route: the caller's scope, the user's memories, commands sent and awaited;
     the registry's named errors become their HTTP answers."""
@@ -115,6 +134,27 @@ class RegistryView(MemstreamView):
             return None
         return memory
 
+    def visible(self, user_id: str, scope: Scope) -> Callable[[str], bool]:
+        """Whether the caller may see the memory of an id (`find`'s rule, without reading the
+        table): a memory of the user's, in the caller's scope."""
+        index = self.memstream.store.user_index(user_id)
+
+        def sees(memory_id: str) -> bool:
+            memory = index.stored(memory_id)
+            return memory is not None and scope.sees_memory(memory)
+        return sees
+
+    def shown(self, memory: Memory, scope: Scope, visible: Callable[[str], bool]) -> dict[str, Any]:
+        """A memory as the caller sees it: its links to what it may not see left out."""
+        return scope.references(MemoryView.of(memory), visible)
+
+    def shown_history(self, memory_id: str, scope: Scope,
+                      visible: Callable[[str], bool]) -> list[dict[str, Any]]:
+        """A memory's audit trail as the caller sees it (`Scope.references` of each entry's
+        meta)."""
+        return [scope.audit_entry(entry, visible)
+                for entry in self.memstream.store.state().history(memory_id)]
+
     def wait_seconds(self, request: Request) -> float:
         limit = self.memstream.settings.api.command_wait_max_seconds
         raw = request.query.get("wait")
@@ -135,12 +175,20 @@ class RegistryView(MemstreamView):
         applied = self.memstream.sealed.memory.applied
         return outcome_of_applied(applied.get(command_key(user_id, command_id)))
 
+    def binding(self, request: Request, body: BaseModel | None) -> str:
+        """What this write's command ids are bound to (`streams.api.command_ids.binding`)."""
+        key = command_ids.binding_key(self.memstream.outputs.sealer.keys.master_key)
+        return command_ids.binding(key, request.method, request.path,
+                                   body.model_dump_json() if body is not None else "")
+
     async def send_commands(self, request: Request, user_id: str,
-                            specs: Iterable[tuple[CommandKind, dict[str, Any]]]) -> web.Response:
+                            specs: Iterable[tuple[CommandKind, dict[str, Any]]],
+                            body: BaseModel | None = None) -> web.Response:
         """Send one command per (kind, fields); answer as the module docstring says.
 
         The caller names its commands `<key>`, `<key>:1`, …; each is sent under its namespaced id
-        (`streams.api.command_ids`) and answered under its name."""
+        (`streams.api.command_ids`) and answered under its name, bound to this write (its method,
+        path and `body`, as parsed): a name applied for another write is a 409."""
         wait = self.wait_seconds(request)
         waiter = self.web_state.command_waiter
         principal = auth.principal_of(request)
@@ -150,6 +198,7 @@ class RegistryView(MemstreamView):
             # a write may send thousands of commands, each id `<namespace>/<key>:<n>` within 200
             # characters
             raise BadRequest(f"Idempotency-Key must be at most {IDEMPOTENCY_KEY_MAX} characters")
+        binding = self.binding(request, body)
         # Event time: the user's clock (the latest time of their turns), so a change made through
         # the registry sits on the same time line as the conversation (a replay of last year's
         # conversation and its edits ages alike). A user with no turns yet: the wall clock.
@@ -161,13 +210,16 @@ class RegistryView(MemstreamView):
             command_id = command_ids.command_id(principal, name)
             names[command_id] = name
             commands.append(Command(command_id=command_id, kind=kind, user_id=user_id, ts=now,
-                                    actor=principal.actor[:200], **fields))
+                                    actor=principal.actor[:200], binding=binding, **fields))
         outcomes: dict[str, Outcome | None] = {}
         futures: dict[str, asyncio.Future[Outcome]] = {}
         for command in commands:
             outcomes[command.command_id] = self.applied_outcome(user_id, command.command_id)
+        if any(o is not None and o.bound_elsewhere(binding) for o in outcomes.values()):
+            return _reused()
+        for command in commands:
             if wait and outcomes[command.command_id] is None:
-                futures[command.command_id] = waiter.expect(user_id, command.command_id)
+                futures[command.command_id] = waiter.expect(user_id, command.command_id, binding)
         try:
             for command in commands:
                 if outcomes[command.command_id] is None:
@@ -179,6 +231,8 @@ class RegistryView(MemstreamView):
         finally:
             for command_id, future in futures.items():
                 waiter.forget(user_id, command_id, future)
+        if any(o is not None and refused_as_reused(o) for o in outcomes.values()):
+            return _reused(refused=True)
         statuses = {o.status if o else "accepted" for o in outcomes.values()}
         status = "rejected" if "rejected" in statuses else "accepted" if "accepted" in statuses else "applied"
         if not commands:
@@ -199,8 +253,8 @@ class RegistryView(MemstreamView):
 # --- routes -----------------------------------------------------------------------------------
 class UserMemories(RegistryView):
     """GET: the user's memories, newest first, filtered (`category` (repeatable or comma list),
-    `state`, `pinned`, `q` substring), with provenance and timestamps. DELETE: delete them all
-    (soft delete, restorable)."""
+    `state`, `pinned`, `q` substring, `thread_id`: made in that thread), with provenance and
+    timestamps. DELETE: delete them all (soft delete, restorable)."""
 
     @route_to_owner()
     async def get(self, request: Request, user_id: str) -> Response:
@@ -212,11 +266,14 @@ class UserMemories(RegistryView):
         limit = _int(request, "limit", 1000, LIST_LIMIT_MAX)
         offset = _int(request, "offset", 0, 10**9)
         text = request.query.get("q", "").strip().casefold()
+        thread = request.query.get("thread_id")
         found = [m for m in scope.memories(self.user_memories(user_id)) if _matches(
-            m, categories, request.query.get("state"), request.query.get("pinned"), text)]
+            m, categories, request.query.get("state"), request.query.get("pinned"), text)
+            and (thread is None or m.thread_id == thread)]
         found.sort(key=lambda m: m.created_at, reverse=True)
+        visible = self.visible(user_id, scope)
         return self.json({"user_id": user_id, "total": len(found),
-                          "items": [MemoryView.of(m) for m in found[offset:offset + limit]]})
+                          "items": [self.shown(m, scope, visible) for m in found[offset:offset + limit]]})
 
     @route_to_owner()
     async def delete(self, request: Request, user_id: str) -> Response:
@@ -234,8 +291,11 @@ class UserMemory(RegistryView):
 
     @route_to_owner()
     async def get(self, request: Request, user_id: str, memory_id: str) -> Response:
-        memory = self.find(user_id, memory_id, self.scope(request))
-        return self.json(MemoryView.of(memory)) if memory else error(404, "no such memory")
+        scope = self.scope(request)
+        memory = self.find(user_id, memory_id, scope)
+        if memory is None:
+            return error(404, "no such memory")
+        return self.json(self.shown(memory, scope, self.visible(user_id, scope)))
 
     @route_to_owner()
     async def patch(self, request: Request, user_id: str, memory_id: str) -> Response:
@@ -243,7 +303,7 @@ class UserMemory(RegistryView):
             return error(404, "no such memory")
         body = _body(EditBody, await request.read())
         return await self.send_commands(request, user_id,
-                                        [("edit", {"memory_id": memory_id, "text": body.text})])
+                                        [("edit", {"memory_id": memory_id, "text": body.text})], body)
 
     @route_to_owner()
     async def delete(self, request: Request, user_id: str, memory_id: str) -> Response:
@@ -272,10 +332,11 @@ class MemoryHistory(RegistryView):
 
     @route_to_owner()
     async def get(self, request: Request, user_id: str, memory_id: str) -> Response:
-        if self.find(user_id, memory_id, self.scope(request)) is None:
+        scope = self.scope(request)
+        if self.find(user_id, memory_id, scope) is None:
             return error(404, "no such memory")
-        return self.json({"memory_id": memory_id,
-                          "history": self.memstream.store.state().history(memory_id)})
+        return self.json({"memory_id": memory_id, "history": self.shown_history(
+            memory_id, scope, self.visible(user_id, scope))})
 
 
 class UserExport(RegistryView):
@@ -288,11 +349,13 @@ class UserExport(RegistryView):
         scope = self.scope(request)
         current = self.memstream.store.state()
         docs = sorted(scope.memories(self.user_memories(user_id)), key=lambda m: m.created_at)
+        visible = self.visible(user_id, scope)
         return self.json({
             "user_id": user_id,
             "blocked_topics": scope.blocked_topics(current.blocked_topics(user_id)),
             "proposals": scope.proposals(pending_proposals(current, user_id, None)),
-            "memories": [{**MemoryView.of(m), "history": current.history(m.id)} for m in docs],
+            "memories": [{**self.shown(m, scope, visible),
+                          "history": self.shown_history(m.id, scope, visible)} for m in docs],
         })
 
 
@@ -320,7 +383,8 @@ class BlockedTopics(RegistryView):
         if not self.scope(request).sees_blocked_topics:
             raise auth.AccessDenied("this key may not manage blocked topics")
         body = _body(TopicBody, await request.read())
-        return await self.send_commands(request, user_id, [("block_topic", {"topic": body.topic})])
+        return await self.send_commands(request, user_id, [("block_topic", {"topic": body.topic})],
+                                        body)
 
 
 class BlockedTopic(RegistryView):

@@ -112,7 +112,15 @@ class WriteResult(BaseModel):
 
 
 class Error(BaseModel):
-    error: str
+    """Every error answer: a message safe to show, and a stable code for programs (the status's
+    — invalid_request, unauthorized, forbidden, not_found, conflict, body_too_large, rejected,
+    rate_limited, unavailable, internal_error, … — or a more precise one:
+    idempotency_key_reused, categories_unavailable)."""
+
+    error: str = Field(description="What is wrong, safe to show: no input echoed, no server path.")
+    code: str = Field(description="Stable, for programs: `streams.api.views.CODES`, or a more "
+                      "precise code where one is named (idempotency_key_reused, "
+                      "categories_unavailable).")
 
 
 class ProposalView(BaseModel):

@@ -13,11 +13,15 @@ Everything is judged by its category:
   of the memory it is about; a content-free purge (no summary) is seen by everyone, so a client
   drops its copy of a memory it may have seen;
 - a consent proposal, by the category of the fact it proposes;
-- blocked topics, by `BLOCKED_TOPICS_CATEGORY`, the category their changes are announced under.
+- blocked topics, by `BLOCKED_TOPICS_CATEGORY`, the category their changes are announced under;
+- a reference to another memory — a document's `related_ids`, `relations` (with their
+  strengths), `consolidated_from`, `superseded_by`, an audit entry's `edges`, `into`, `from`,
+  `promoted_from` — by that memory, as fetching it would be (`references`): a list, a query's
+  full answer, an export and a history carry no id or score of what the caller may not see.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,6 +37,14 @@ BLOCKED_TOPICS_CATEGORY = "Other"
 marker's events: the same rule for the list, the export, events and delta headers."""
 
 Item = TypeVar("Item", bound=Mapping[str, Any])
+
+REFERENCE_FIELDS = ("related_ids", "relations", "consolidated_from", "superseded_by")
+"""The fields of a memory document that name other memories: a list of ids, a map of ids to
+edge strengths, or one id."""
+AUDIT_REFERENCE_FIELDS = ("edges", "superseded_by", "into", "from", "promoted_from",
+                          "consolidated_from")
+"""The fields of an audit entry's `meta` that name other memories (links, supersedes,
+consolidation, promotion, insights)."""
 
 
 @dataclass(frozen=True)
@@ -97,3 +109,28 @@ class Scope:
         """A query item's related memories (`{id, category, summary, strength}`); one without a
         category is left out."""
         return [r for r in related if self.sees(r.get("category"))]
+
+    def references(self, doc: Mapping[str, Any], visible: Callable[[str], bool],
+                   fields: Iterable[str] = REFERENCE_FIELDS) -> dict[str, Any]:
+        """`doc` without its references (`fields`) to memories the caller may not see:
+        `visible(memory_id)` is whether fetching that memory would show it (a memory of the
+        user's, in this scope). An admin sees every reference."""
+        out = dict(doc)
+        if self.categories is None:
+            return out
+        for name in fields:
+            value = out.get(name)
+            if isinstance(value, str):
+                out[name] = value if visible(value) else None
+            elif isinstance(value, list):
+                out[name] = [v for v in value if isinstance(v, str) and visible(v)]
+            elif isinstance(value, Mapping):
+                out[name] = {k: v for k, v in value.items() if visible(k)}
+        return out
+
+    def audit_entry(self, entry: Mapping[str, Any], visible: Callable[[str], bool]) -> dict[str, Any]:
+        """An audit entry with its meta's references to memories the caller may not see left out."""
+        meta = entry.get("meta")
+        if self.categories is None or not isinstance(meta, Mapping):
+            return dict(entry)
+        return {**entry, "meta": self.references(meta, visible, AUDIT_REFERENCE_FIELDS)}

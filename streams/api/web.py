@@ -26,7 +26,7 @@ from streams.api.command_waiter import CommandWaiter
 from streams.api.routing import route_to_owner
 from streams.api.hub import Hub
 from streams.api.state import WebState
-from streams.api.views import MemstreamView, add_views, error
+from streams.api.views import CATEGORIES_UNAVAILABLE, MemstreamView, add_views, coded_errors, error
 from streams.observability import metrics
 from streams.pipeline.retries import stalled_stages
 from streams.read.categories import DEFAULT_PATH, load_policy
@@ -125,10 +125,13 @@ class UserQuery(MemstreamView):
                 return busy
             body = await answer(self.memstream, query, user_id, request.get("principal"))
         except QueryError as exc:
-            return self.json({"error": str(exc)}, status=exc.status)
+            return error(exc.status, str(exc), exc.code)
         except CategoriesConfigError as exc:
+            # the answer names no file: where the worker keeps its configuration is not the
+            # caller's to know (the log says what is wrong)
             log.error("queries refused: %s", exc)
-            return self.json({"error": f"categories config: {exc}"}, status=503)
+            return error(503, "the categories configuration cannot be read; retry later",
+                         CATEGORIES_UNAVAILABLE, headers={"Retry-After": "5"})
         metrics.QUERY_SECONDS.observe(time.perf_counter() - started)
         return self.json(body)
 
@@ -169,6 +172,7 @@ def register(app: MemstreamApp, extra_keys: Sequence[auth.KeyEntry] = ()) -> Web
     hardening.install(app)
     connections.install(app)
     limits.install(web_app, app.settings.api)
+    web_app.middlewares.insert(0, coded_errors)  # outermost: every error answer JSON with a code
     add_views(app, ROUTES)
     registry.register(app)
     sse.register(app, state.hub)

@@ -1,4 +1,9 @@
-"""The client's commands: `send` and `replay` turns, `watch` memory events, `query` memories."""
+"""The client's commands: `send` and `replay` turns, `watch` memory events, `query` memories.
+
+Each connects to Kafka through clients that check the connection first (within
+KAFKA_CONNECT_TIMEOUT_SECONDS: `streams.kafka.security.kafka_producer`): a broker that cannot be
+reached, or refuses the TLS handshake or the login, and settings that cannot work, end the
+command with one line saying why (exit 1; invalid settings exit 2), never a traceback."""
 from __future__ import annotations
 
 import asyncio
@@ -9,11 +14,30 @@ from typing import Annotated, Optional
 
 import typer
 
-from streams.settings import get_settings
-from streams.cli.common import ApiOpt, BrokerOpt, JsonOpt, api_url, broker_url, console, progress
+from streams.cli.common import (
+    ApiOpt,
+    BrokerOpt,
+    JsonOpt,
+    api_url,
+    broker_url,
+    console,
+    fail,
+    progress,
+    settings,
+)
 from streams.cli.keys import master_key, with_kept_master_key
 
 client_app = typer.Typer()
+
+
+def _broker_failures() -> tuple[type[BaseException], ...]:
+    """What a Kafka client may fail with besides the client library's `ClientError`: memstream's
+    `BrokerError` (`BrokerConnectionError`, `KafkaSettingsError`) and aiokafka's own."""
+    from aiokafka.errors import KafkaError
+
+    from streams.errors import BrokerError
+
+    return BrokerError, KafkaError
 
 
 @client_app.command()
@@ -47,17 +71,20 @@ def send(
         console.print(f"[red]invalid turn:[/] {exc}")
         raise typer.Exit(2)
 
+    kafka = settings().kafka
+    bootstrap = broker_url(broker)
+
     async def go() -> dict:
-        async with AsyncMemstreamClient(broker_url(broker), kafka_security=client_kwargs(get_settings().kafka)) as client:
+        async with AsyncMemstreamClient(bootstrap, kafka_security=client_kwargs(kafka),
+                                        connect_timeout=kafka.kafka_connect_timeout_seconds) as client:
             sent = await client.send_turn(turn)
         return {"topic": sent.topic, "partition": sent.partition, "offset": sent.offset,
                 "user_id": turn.user_id, "thread_id": turn.thread_id, "turn_id": turn.turn_id}
 
     try:
         result = asyncio.run(go())
-    except ClientError as exc:
-        console.print(f"[red]send failed:[/] {exc}")
-        raise typer.Exit(1)
+    except (ClientError, *_broker_failures()) as exc:
+        fail("send failed", exc)
     if as_json:
         print(json.dumps(result))
     else:
@@ -76,16 +103,20 @@ def replay(
 
     LoCoMo files become one user per conversation and one thread per session.
     """
-    from streams.tools.replay import load_turns
+    from streams.tools.replay import ReplayFormatError, load_turns
 
     turns = []
-    for path in files:
-        turns.extend(load_turns(path, fmt, user_prefix))
+    try:
+        for path in files:
+            turns.extend(load_turns(path, fmt, user_prefix))
+    except (ReplayFormatError, OSError) as exc:
+        fail("replay failed", exc, code=2)
+    bootstrap, kafka = broker_url(broker), settings().kafka
 
     async def go() -> None:
         from streams.tools.client import TurnProducer
 
-        async with TurnProducer(broker_url(broker), get_settings().kafka.kafka_one_record_batches) as producer:
+        async with TurnProducer(bootstrap, kafka.kafka_one_record_batches) as producer:
             with progress() as bar:
                 task = bar.add_task("replaying turns", total=len(turns))
                 pending = []
@@ -94,7 +125,10 @@ def replay(
                     bar.advance(task)
                 await asyncio.gather(*pending)
 
-    asyncio.run(go())
+    try:
+        asyncio.run(go())
+    except _broker_failures() as exc:
+        fail("replay failed", exc)
     console.print(f"replayed {len(turns)} turns")
 
 
@@ -140,9 +174,9 @@ def watch(
                     show(item.model_dump(mode="json"))
 
     async def from_topic() -> None:
-        settings = with_kept_master_key(get_settings())
-        master = master_key(settings)
-        unsealer = TopicUnsealer(broker_url(broker), settings.kafka.app_id, master) if master else None
+        kept = with_kept_master_key(settings())
+        master = master_key(kept)
+        unsealer = TopicUnsealer(broker_url(broker), kept.kafka.app_id, master) if master else None
         async for _key, raw in read_topic(broker_url(broker), MEMORY_EVENTS, from_beginning=from_beginning):
             try:
                 events = events_of(raw)
@@ -155,9 +189,8 @@ def watch(
 
     try:
         asyncio.run(from_api(user) if user else from_topic())
-    except ClientError as exc:
-        console.print(f"[red]watch failed:[/] {exc}")
-        raise typer.Exit(1)
+    except (ClientError, *_broker_failures()) as exc:
+        fail("watch failed", exc)
     except KeyboardInterrupt:
         pass
 
@@ -197,9 +230,8 @@ def query(
 
     try:
         answer = asyncio.run(go())
-    except ClientError as exc:
-        console.print(f"[red]query failed:[/] {exc}")
-        raise typer.Exit(1)
+    except (ClientError, *_broker_failures()) as exc:
+        fail("query failed", exc)
     items = [item.model_dump(mode="json") for item in answer.items]
     if as_json:
         keys = ("id", "summary", "type", "category", "state", "score", "similarity",

@@ -16,7 +16,7 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
 from pydantic import ValidationError
 
-from streams.kafka.security import BrokerConnectionError, check_connection
+from streams.kafka.security import DEFAULT_CONNECT_TIMEOUT_S, BrokerConnectionError, masked
 from streams.client.errors import (
     ApiError,
     ApiUnreachable,
@@ -56,17 +56,23 @@ class AsyncMemstreamClient:
     worker's web API, any worker) and `api_key` for queries and events. Turns go to
     `chat.turns` keyed by `user_id`, so Kafka's default partitioner puts each user's turns on
     one partition in order, through an idempotent producer (`acks=all`, retries never
-    duplicate) that batches for up to `linger_ms`. Every failure is a `ClientError`.
+    duplicate) that batches for up to `linger_ms`. Every failure is a `ClientError`; a broker
+    that cannot be reached, or refuses the TLS handshake or the login, is a `ProduceError` (or
+    `ConsumeError`) within `connect_timeout`, its cause the `BrokerConnectionError` saying which
+    step failed.
     """
 
     def __init__(self, broker: str | None = None, api_url: str | None = None,
                  api_key: str | None = None, *, linger_ms: int = 5, timeout: float = 30.0,
                  retries: int = 3, reconnect_delay: float = 1.0,
                  client_id: str = "memstream-client",
-                 kafka_security: Mapping[str, Any] | None = None) -> None:
-        """`timeout`: seconds per HTTP request, and at most for the broker connection check;
-        `retries`: how often a request answered 503 ("retry shortly": a partition moving, a
-        worker recovering) is sent again; `reconnect_delay`: seconds before an event stream
+                 kafka_security: Mapping[str, Any] | None = None,
+                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S) -> None:
+        """`timeout`: seconds per HTTP request; `connect_timeout`: seconds the connection check
+        before a producer or consumer starts may take per bootstrap server (TCP, TLS handshake,
+        SASL login; `from_settings`: KAFKA_CONNECT_TIMEOUT_SECONDS); `retries`: how often a
+        request answered 503 ("retry shortly": a partition moving, a worker recovering) is sent
+        again; `reconnect_delay`: seconds before an event stream
         that ended is opened again (unless the worker asked for longer with Retry-After);
         `kafka_security`: aiokafka's connection arguments for a broker that needs TLS or SASL
         (security_protocol, ssl_context, sasl_mechanism, sasl_plain_username, ...), as
@@ -77,6 +83,7 @@ class AsyncMemstreamClient:
         self._api_key = api_key
         self.linger_ms = linger_ms
         self.timeout = timeout
+        self.connect_timeout = connect_timeout
         self.retries = retries
         self.reconnect_delay = reconnect_delay
         self.client_id = client_id
@@ -89,14 +96,16 @@ class AsyncMemstreamClient:
     def from_settings(cls, settings: Settings | None = None, **options: Any) -> "AsyncMemstreamClient":
         """A client of the local service as memstream's settings describe it (KAFKA_BROKER_URL
         or the embedded broker with KAFKA_SECURITY_PROTOCOL and the rest, http://WEB_HOST:WEB_PORT,
-        MEMSTREAM_API_KEY or the key `memstream run` keeps in DATA_DIR): what the CLI uses."""
+        MEMSTREAM_API_KEY or the key `memstream run` keeps in DATA_DIR,
+        KAFKA_CONNECT_TIMEOUT_SECONDS): what the CLI uses."""
         from streams.api.auth import client_key
         from streams.kafka.security import client_kwargs
         from streams.settings import get_settings
 
         settings = settings or get_settings()
         values = {"broker": settings.kafka.broker_url, "api_url": f"http://{settings.api.web_host}:{settings.api.web_port}",
-                  "api_key": client_key(settings), "kafka_security": client_kwargs(settings.kafka)}
+                  "api_key": client_key(settings), "kafka_security": client_kwargs(settings.kafka),
+                  "connect_timeout": settings.kafka.kafka_connect_timeout_seconds}
         return cls(**{**values, **options})
 
     async def __aenter__(self) -> "AsyncMemstreamClient":
@@ -153,25 +162,22 @@ class AsyncMemstreamClient:
             if self._producer is None:
                 if not self.broker:
                     raise ConfigurationError("producing turns needs a broker (bootstrap servers)")
-                await self._check_broker(ProduceError)
                 producer = idempotent_producer(self.broker, linger_ms=self.linger_ms,
-                                               client_id=self.client_id, security=self.kafka_security)
-                try:
-                    await producer.start()
-                except KafkaError as exc:
-                    await producer.stop()
-                    raise ProduceError(f"cannot reach the broker at {self.broker}: {exc!r}") from exc
+                                               client_id=self.client_id, security=self.kafka_security,
+                                               connect_timeout=self.connect_timeout)
+                await self._start(producer, ProduceError)
                 self._producer = producer
             return self._producer
 
-    async def _check_broker(self, error: type[ClientError]) -> None:
-        """One bounded connection with the client's Kafka security before a producer or consumer
-        starts: a refused certificate or login fails here, as `error`, saying so."""
-        assert self.broker is not None
+    async def _start(self, client: Any, error: type[ClientError]) -> None:
+        """Start a producer or consumer (after its bounded connection check: a broker that does
+        not answer, or refuses the certificate or login, fails here as `error`, saying so)."""
         try:
-            await check_connection(self.broker, self.kafka_security, self.timeout)
-        except BrokerConnectionError as exc:
-            raise error(f"cannot reach the broker at {self.broker}: {exc}") from exc
+            await client.start()
+        except (BrokerConnectionError, KafkaError) as exc:
+            await client.stop()
+            reason = str(exc) if isinstance(exc, BrokerConnectionError) else repr(exc)
+            raise error(f"cannot reach the broker at {masked(self.broker or '')}: {reason}") from exc
 
     # --- queries -----------------------------------------------------------------------------
 
@@ -306,15 +312,10 @@ class AsyncMemstreamClient:
                            from_beginning: bool) -> AsyncGenerator[ProactivityCandidate, None]:
         if not self.broker:
             raise ConfigurationError("consuming memory.proactivity needs a broker")
-        await self._check_broker(ConsumeError)
         consumer = topic_consumer(self.broker, MEMORY_PROACTIVITY, group_id=group_id,
                                   from_beginning=from_beginning, client_id=self.client_id,
-                                  security=self.kafka_security)
-        try:
-            await consumer.start()
-        except KafkaError as exc:
-            await consumer.stop()
-            raise ConsumeError(f"cannot consume {MEMORY_PROACTIVITY}: {exc!r}") from exc
+                                  security=self.kafka_security, connect_timeout=self.connect_timeout)
+        await self._start(consumer, ConsumeError)
         try:
             async for record in consumer:
                 try:

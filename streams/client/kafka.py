@@ -5,6 +5,11 @@ v3+ fields (producer id and epoch, -1 for a new producer, as Kafka's own clients
 Kafka 2.5) refuse it — the embedded Tansu broker does — so `idempotent_producer` first adds
 v3 to the versions aiokafka may choose (`allow_init_producer_id_v3`). A broker that knows only
 v0 still gets v0.
+
+Both are made by `streams.kafka.security` (`kafka_producer`, `kafka_consumer`), as every Kafka
+client of memstream is: their `start` runs the connection check first, bounded by
+`connect_timeout`, and a broker that cannot be reached or refuses the TLS handshake or the login
+is a `BrokerConnectionError` saying which step failed.
 """
 from __future__ import annotations
 
@@ -16,6 +21,8 @@ from aiokafka.producer import sender
 from aiokafka.protocol.api import Request, RequestStruct, Response
 from aiokafka.protocol.transaction import InitProducerIdRequest_v0
 from aiokafka.protocol.types import CompactString, Int16, Int32, Int64, Schema, TaggedFields
+
+from streams.kafka.security import DEFAULT_CONNECT_TIMEOUT_S, kafka_consumer, kafka_producer
 
 NEW_PRODUCER = -1
 """Producer id and epoch of a producer that has none yet (InitProducerId v3+)."""
@@ -61,21 +68,26 @@ def allow_init_producer_id_v3() -> None:
 
 
 def idempotent_producer(bootstrap: str, *, linger_ms: int, client_id: str,
-                        security: Mapping[str, Any] | None = None) -> AIOKafkaProducer:
+                        security: Mapping[str, Any] | None = None,
+                        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S) -> AIOKafkaProducer:
     """A producer that loses and duplicates nothing on retries: every in-sync replica acks
     (`acks=all`), and the broker drops a retried batch it already has (idempotence). Batches
     fill for up to `linger_ms`. Records keep their order per partition. `security`: aiokafka's
-    connection arguments (security_protocol, ssl_context, sasl_*)."""
+    connection arguments (security_protocol, ssl_context, sasl_*); `connect_timeout`: the bound
+    of the connection check its `start` runs first."""
     allow_init_producer_id_v3()
-    return AIOKafkaProducer(bootstrap_servers=bootstrap, client_id=client_id, acks="all",
-                            enable_idempotence=True, linger_ms=linger_ms, **(security or {}))
+    return kafka_producer(bootstrap, connect_timeout=connect_timeout, client_id=client_id,
+                          acks="all", enable_idempotence=True, linger_ms=linger_ms,
+                          **(security or {}))
 
 
 def topic_consumer(bootstrap: str, topic: str, *, group_id: str | None, from_beginning: bool,
-                   client_id: str, security: Mapping[str, Any] | None = None) -> AIOKafkaConsumer:
+                   client_id: str, security: Mapping[str, Any] | None = None,
+                   connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S) -> AIOKafkaConsumer:
     """A consumer of `topic` that commits nothing by itself (the caller commits what it
-    handled, so a restart goes on from there: at least once). `security` as for a producer."""
-    return AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group_id,
-                            client_id=client_id, enable_auto_commit=False,
-                            auto_offset_reset="earliest" if from_beginning else "latest",
-                            **(security or {}))
+    handled, so a restart goes on from there: at least once). `security` and `connect_timeout`
+    as for a producer."""
+    return kafka_consumer(bootstrap, topic, connect_timeout=connect_timeout, group_id=group_id,
+                          client_id=client_id, enable_auto_commit=False,
+                          auto_offset_reset="earliest" if from_beginning else "latest",
+                          **(security or {}))

@@ -6,9 +6,13 @@ KAFKA_SSL_* settings turned into what each kind of client takes, in one place.
 - `admin_kwargs(kafka)`: those of `AIOKafkaAdminClient` (topic creation, `topic_admin`).
 - `faust_credentials(kafka)`: the worker's Faust `broker_credentials`.
 - `check_connection(bootstrap, kwargs, timeout)`: one connection with those kwargs (TCP, TLS
-  handshake, ApiVersions, SASL login, Metadata), each step bounded by `timeout`; a failure is a
-  `BrokerConnectionError` saying which step failed, instead of aiokafka's "Unable to bootstrap"
-  (or a wait of its 40 s request timeout). Topic creation and the client library run it first.
+  handshake, ApiVersions, SASL login, Metadata), all of it bounded by `timeout` per bootstrap
+  server; a failure is a `BrokerConnectionError` saying which step failed, instead of aiokafka's
+  "Unable to bootstrap" (or a wait of its 40 s request timeout). Topic creation runs it first.
+- `kafka_producer(bootstrap, connect_timeout=..., **options)`, `kafka_consumer(...)`: the one way
+  every other Kafka client of memstream is made (the CLI, the tools, the bench, the client
+  library, the LangGraph store): aiokafka's, whose `start` runs `check_connection` first, and
+  whose failure to connect is a `BrokerConnectionError`, never aiokafka's own retries.
 
 docs/kafka-security.md has the settings of MSK, Confluent Cloud and Aiven.
 """
@@ -17,15 +21,19 @@ from __future__ import annotations
 import asyncio
 import importlib
 import ssl
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.abc import AbstractTokenProvider
 from aiokafka.conn import create_conn
 from aiokafka.errors import KafkaConnectionError, KafkaError, UnsupportedSaslMechanismError
 from aiokafka.protocol.metadata import MetadataRequest
 
 from streams.errors import BrokerError
+from streams.settings.kafka import DEFAULT_CONNECT_TIMEOUT_SECONDS, DEFAULT_KAFKA_PORT, masked
+from streams.settings.kafka import bootstrap_servers as _bootstrap_servers
 
 if TYPE_CHECKING:
     from faust.types.auth import CredentialsT
@@ -34,7 +42,9 @@ if TYPE_CHECKING:
 
 TLS_PROTOCOLS = ("SSL", "SASL_SSL")
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
-DEFAULT_PORT = 9092
+DEFAULT_PORT = DEFAULT_KAFKA_PORT
+DEFAULT_CONNECT_TIMEOUT_S = DEFAULT_CONNECT_TIMEOUT_SECONDS
+"""The check's bound when none is given (KAFKA_CONNECT_TIMEOUT_SECONDS' default)."""
 CONNECTION_KEYS = ("security_protocol", "ssl_context", "sasl_mechanism", "sasl_plain_username",
                    "sasl_plain_password", "sasl_kerberos_service_name", "sasl_kerberos_domain_name",
                    "sasl_oauth_token_provider")
@@ -158,28 +168,26 @@ def _check_unused(kafka: KafkaSettings) -> None:
 
 
 def bootstrap_servers(bootstrap: str) -> list[tuple[str, int]]:
-    """(host, port) of each server of a bootstrap list (`host:port,host:port`, IPv6 in [])."""
-    servers = []
-    for item in bootstrap.split(","):
-        item = item.strip().removeprefix("kafka://")
-        if not item:
-            continue
-        host, colon, port = item.rpartition(":")
-        if not colon or host.endswith(":") or "]" in port:  # no port (or a bare IPv6 address)
-            host, port = item, str(DEFAULT_PORT)
-        servers.append((host.strip("[]"), int(port)))
-    return servers
+    """(host, port) of each server of a bootstrap list (`host:port,host:port`, IPv6 in []); one
+    that is none (`host:abc`, `:9092`, a port out of range) is a `BrokerConnectionError`
+    saying which (KAFKA_BROKER_URL is checked so when the settings are read)."""
+    try:
+        return _bootstrap_servers(bootstrap)
+    except ValueError as exc:
+        raise BrokerConnectionError(f"not a list of bootstrap servers (host:port,...): {exc}") from None
 
 
 async def check_connection(bootstrap: str, kwargs: Mapping[str, Any], timeout: float) -> None:
     """Connect to the first bootstrap server that answers with `kwargs` (TCP, TLS handshake,
     ApiVersions, SASL login, then a Metadata request: a listener that wants a login the
-    settings do not make closes the connection there), each step bounded by `timeout` seconds.
+    settings do not make closes the connection there), within `timeout` seconds per server.
 
     Raises `BrokerConnectionError` when none succeeds, with the first failure's reason."""
     connection = {key: value for key, value in kwargs.items() if key in CONNECTION_KEYS}
     failures = []
+    loop = asyncio.get_running_loop()
     for host, port in bootstrap_servers(bootstrap):
+        deadline = loop.time() + timeout
         try:
             conn = await asyncio.wait_for(
                 create_conn(host, port, client_id="memstream-check",
@@ -188,7 +196,7 @@ async def check_connection(bootstrap: str, kwargs: Mapping[str, Any], timeout: f
             failures.append(explain(host, port, kwargs, exc, timeout))
             continue
         try:
-            await asyncio.wait_for(conn.send(MetadataRequest([])), timeout)
+            await asyncio.wait_for(conn.send(MetadataRequest([])), max(deadline - loop.time(), 0.001))
         except (KafkaError, asyncio.TimeoutError) as exc:
             failures.append(f"{host}:{port} accepted the connection but not a Metadata request "
                             f"({exc!r}): does it want a SASL login? KAFKA_SECURITY_PROTOCOL="
@@ -201,6 +209,61 @@ async def check_connection(bootstrap: str, kwargs: Mapping[str, Any], timeout: f
         raise BrokerConnectionError(f"no bootstrap servers in {bootstrap!r}")
     more = f" (and {len(failures) - 1} more bootstrap servers failed)" if len(failures) > 1 else ""
     raise BrokerConnectionError(failures[0] + more)
+
+
+async def _checked_start(client: AIOKafkaProducer | AIOKafkaConsumer, start: Callable[[], Awaitable[None]],
+                         bootstrap: str, kwargs: Mapping[str, Any], timeout: float) -> None:
+    """`start` of a producer or consumer, after `check_connection`; a client that did not start
+    is stopped (it holds no connection), and aiokafka's failure to connect after a check that
+    passed (the broker went away between) is a `BrokerConnectionError` too."""
+    try:
+        await check_connection(bootstrap, kwargs, timeout)
+        await start()
+    except BaseException as exc:
+        with suppress(Exception):
+            await client.stop()
+        if isinstance(exc, KafkaConnectionError):
+            raise BrokerConnectionError(f"cannot connect to {masked(bootstrap)}: {exc}") from exc
+        raise
+
+
+class CheckedProducer(AIOKafkaProducer):
+    """aiokafka's producer, whose `start` runs the connection check first (`kafka_producer`)."""
+
+    def __init__(self, *, connect_timeout: float, **options: Any) -> None:
+        super().__init__(**options)
+        self._check = (options["bootstrap_servers"], options, connect_timeout)
+
+    async def start(self) -> None:
+        await _checked_start(self, super().start, *self._check)
+
+
+class CheckedConsumer(AIOKafkaConsumer):
+    """aiokafka's consumer, whose `start` runs the connection check first (`kafka_consumer`)."""
+
+    def __init__(self, *topics: str, connect_timeout: float, **options: Any) -> None:
+        super().__init__(*topics, **options)
+        self._check = (options["bootstrap_servers"], options, connect_timeout)
+
+    async def start(self) -> None:
+        await _checked_start(self, super().start, *self._check)
+
+
+def kafka_producer(bootstrap: str, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+                   **options: Any) -> AIOKafkaProducer:
+    """An aiokafka producer of `bootstrap` (`options`: aiokafka's, the connection's from
+    `client_kwargs` among them) whose `start` first runs `check_connection` within
+    `connect_timeout` seconds (KAFKA_CONNECT_TIMEOUT_SECONDS): a broker that cannot be reached,
+    or refuses the TLS handshake or the login, is a `BrokerConnectionError` saying so."""
+    return CheckedProducer(bootstrap_servers=bootstrap, connect_timeout=connect_timeout, **options)
+
+
+def kafka_consumer(bootstrap: str, *topics: str, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+                   **options: Any) -> AIOKafkaConsumer:
+    """An aiokafka consumer of `topics` (none: assigned later) on `bootstrap`, started as
+    `kafka_producer`'s producer is: after the connection check."""
+    return CheckedConsumer(*topics, bootstrap_servers=bootstrap, connect_timeout=connect_timeout,
+                           **options)
 
 
 def explain(host: str, port: int, kwargs: Mapping[str, Any], exc: BaseException,

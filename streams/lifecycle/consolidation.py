@@ -47,7 +47,8 @@ from streams.memory.state import MemoryState
 from streams.providers.llm.base import Task
 from streams.guarded.llm import GuardedLLM
 from streams.providers.llm.schemas import ConsolidationOutput
-from streams.write.policy import find_secrets, redact
+from streams.write.policy import redact
+from streams.write.write_policy import WritePolicy, count
 from streams.write.writing import MAX_CHARS, normalise_summary, split_summary_sentences, trim_to
 from topics.events import MemoryEvent
 
@@ -179,10 +180,12 @@ class ConsolidationPass:
     name = "consolidation"
 
     def __init__(self, config: ConsolidationConfig | None = None,
-                 llm: GuardedLLM | None = None, embed: Embed | None = None) -> None:
+                 llm: GuardedLLM | None = None, embed: Embed | None = None,
+                 policy: WritePolicy | None = None) -> None:
         self.config = config or ConsolidationConfig.of(LifecycleSettings())
         self.llm = llm
         self.embed = embed
+        self.policy = policy or WritePolicy()
 
     async def __call__(self, state: MemoryState, user_id: str, now: datetime) -> list[MemoryEvent]:
         info = pass_state(state, user_id, self.name)
@@ -240,13 +243,25 @@ class ConsolidationPass:
                 rejected.append(fp)
         return clusters, rejected
 
-    async def _summary(self, members: list[Memory]) -> tuple[str, str]:
-        """(summary, "llm" | "rules")."""
+    async def _summary(self, members: list[Memory], topics: list[str]) -> tuple[str | None, str]:
+        """(summary, "llm" | "rules"); the summary is None when the write policy refuses the
+        rules' too (a secret, a blocked topic, sensitive data: `streams.write.write_policy`).
+        A member that is sensitive with the user's consent does not lend its consent to the
+        summary: a consolidated memory is nobody's "remember that …"."""
         if self.llm is not None and self.llm.configured:
             out = await self.llm.ask(Task.consolidate, _llm_input(members), ConsolidationOutput)
-            if out is not None and not find_secrets(out.summary):
-                return normalise_summary(out.summary, MAX_CHARS, max_sentences=3), "llm"
-        return rules_summary(members), "rules"
+            if out is not None:
+                summary = normalise_summary(out.summary, MAX_CHARS, max_sentences=3)
+                reason = self.policy.refusal(summary, topics)
+                if reason is None:
+                    return summary, "llm"
+                count(reason)
+        summary = rules_summary(members)
+        reason = self.policy.refusal(summary, topics)
+        if reason is not None:
+            count(reason)
+            return None, "rules"
+        return summary, "rules"
 
     async def _consolidate(self, state: MemoryState, members: list[Memory], vectors: np.ndarray,
                            now: datetime) -> list[MemoryEvent]:
@@ -255,7 +270,9 @@ class ConsolidationPass:
         gives its originals: the new memory is made from every episode, and replaces it."""
         episodes = sorted({e.id: e for m in members for e in self._episodes_of(state, m)}.values(),
                           key=lambda e: (e.created_at, e.id))
-        summary, writer = await self._summary(episodes)
+        summary, writer = await self._summary(episodes, state.blocked_topics(members[0].user_id))
+        if summary is None:
+            return []  # refused: the episodes stay as they are
         latest = episodes[-1]
         ids = [m.id for m in episodes]
         category = Counter(m.category for m in episodes).most_common(1)[0][0]

@@ -39,7 +39,8 @@ from streams.memory.state import MemoryState
 from streams.providers.llm.base import Task
 from streams.guarded.llm import GuardedLLM
 from streams.providers.llm.schemas import InsightOutput
-from streams.write.policy import find_secrets, redact
+from streams.write.policy import redact
+from streams.write.write_policy import WritePolicy, count
 from topics.events import MemoryEvent
 
 CATEGORY = "Relationship_Dynamic"
@@ -82,10 +83,11 @@ class InsightPass:
     name = "insights"
 
     def __init__(self, llm: GuardedLLM | None, config: InsightConfig | None = None,
-                 embed: Embed | None = None) -> None:
+                 embed: Embed | None = None, policy: WritePolicy | None = None) -> None:
         self.llm = llm
         self.config = config or InsightConfig.of(LifecycleSettings())
         self.embed = embed
+        self.policy = policy or WritePolicy()
 
     async def __call__(self, state: MemoryState, user_id: str, now: datetime) -> list[MemoryEvent]:
         if self.llm is None or not self.llm.configured:
@@ -113,8 +115,12 @@ class InsightPass:
         sources = [*activity, *semantic]
         vectors = vectors_of(state, user_id, sources)
         events = []
+        topics = state.blocked_topics(user_id)
         for n, item in enumerate(out.insights):
-            if find_secrets(item.summary):
+            # The write policy, as for every memory (`streams.write.write_policy`): an insight
+            # drawn from what the user said is no "remember that …", so no consent applies.
+            if (reason := self.policy.refusal(item.summary, topics)) is not None:
+                count(reason)
                 continue
             events.append(await self._store(state, user_id, n, item.summary, item.tags,
                                              item.importance, sources, vectors, now))

@@ -5,6 +5,12 @@ edit — and, in their own modules, purge_user, block/unblock topic, consent
 
 A command is applied once, by `command_id`: a replay returns the events of the first time —
 except `purge_user`, which a replay applies again (`streams.memory.purge`).
+
+An edit's new text passes the write policy as a turn's fact does (`admit_edit`,
+`streams.write.write_policy`): refused (a secret, a blocked topic, sensitive data the memory did
+not hold, a text the writing rules cannot repair), the command is inapplicable (`CommandError`:
+dead-lettered `inapplicable`, the registry answers 422 with the reason) and nothing is stored;
+repairable, it is stored repaired (trimmed, in the third person naming the memory's subject).
 """
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ from streams.memory.state import MemoryState
 from streams.memory.tables import command_key
 from streams.memory.users import record_proactivity_feedback
 from streams.memory.vector_index import encode_vector
+from streams.write.write_policy import WritePolicy, count
 from topics.commands import Command
 from topics.events import EventKind, MemoryEvent
 
@@ -34,10 +41,55 @@ class CommandError(MemstreamError, ValueError):
     """A command that names a memory the user does not have, or is otherwise inapplicable."""
 
 
-def apply_command(state: MemoryState, cmd: Command, vector: np.ndarray | None) -> Applied:
+class RefusedByPolicy(CommandError):
+    """A command whose new text the write policy refuses; the message names the reason only
+    (never the text): "the write policy refuses the text: sensitive_health"."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"the write policy refuses the text: {reason}")
+        self.reason = reason
+
+
+DEFAULT_POLICY = WritePolicy()
+"""The write policy of the default settings (a caller with its own passes `policy`)."""
+_NOT_SUBJECTS = frozenset({"the", "a", "an", "on", "in", "at", "this", "that", "it", "he", "she",
+                           "they", "we", "his", "her", "their", "after", "before", "when", "if"})
+
+
+def subject_of(memory: Memory) -> str | None:
+    """Whom a memory's summary is about, when it opens on a name ("Ana adopted …" → "Ana")."""
+    first = memory.summary.split(" ", 1)[0].removesuffix("'s").removesuffix("’s")
+    return first if first.isalpha() and first.istitle() and first.lower() not in _NOT_SUBJECTS else None
+
+
+def admit_edit(state: MemoryState, cmd: Command, policy: WritePolicy = DEFAULT_POLICY) -> Command:
+    """`cmd` as it may be applied: an edit's text through the write policy (repaired where the
+    writing rules can); any other command, or a replay of one applied already, as it is. The
+    memory's own sensitive kinds may stay in its new text (the user agreed to them when it was
+    stored: "remember that …"); no other. Raises `CommandError` (`RefusedByPolicy`), counted in
+    `metrics.POLICY_BLOCKS`, when the policy refuses it.
+
+    Called before the new text is embedded (`streams.pipeline.commands.apply_command`), so the
+    vector stored is the repaired text's, and by `apply_command` below."""
+    if cmd.kind != "edit" or not cmd.text:
+        return cmd
+    if applied.prior(state.tables.applied, command_key(cmd.user_id, cmd.command_id)) is not None:
+        return cmd
+    memory = targets(state, cmd, None)[0]
+    admission = policy.admit(cmd.text, memory.type, blocked_topics=state.blocked_topics(cmd.user_id),
+                             consented=policy.sensitive_kinds(memory.summary),
+                             subject=subject_of(memory))
+    if not admission.admitted:
+        raise RefusedByPolicy(count(admission.reason or "refused"))
+    return cmd if admission.text == cmd.text else cmd.model_copy(update={"text": admission.text})
+
+
+def apply_command(state: MemoryState, cmd: Command, vector: np.ndarray | None,
+                  policy: WritePolicy = DEFAULT_POLICY) -> Applied:
     """Apply a command once (by `command_id`); a replay returns the events of the first time.
 
-    `vector` embeds `cmd.query` (or, for edit, the new summary). Raises `CommandError`.
+    `vector` embeds `cmd.query` (or, for edit, the new summary as `admit_edit` leaves it). Raises
+    `CommandError`: an edit the write policy refuses included, nothing stored.
     """
     key = command_key(cmd.user_id, cmd.command_id)
     if cmd.kind == "purge_user":  # a replay purges again (`streams.memory.purge`)
@@ -45,6 +97,7 @@ def apply_command(state: MemoryState, cmd: Command, vector: np.ndarray | None) -
     replay = applied.prior(state.tables.applied, key)
     if replay is not None:
         return replay
+    cmd = admit_edit(state, cmd, policy)
     events = _command_events(state, cmd, vector)
     memory_id = events[0].memory_id if events else (cmd.memory_id or "")
     result = Applied("applied", memory_id, events)

@@ -110,11 +110,23 @@ def applied_keys(memory: Memory, history: list[dict[str, Any]]) -> set[str]:
     return commands | candidate_keys(memory.user_id, memory.source_turn_ids)
 
 
+def turn_splits(ref: str) -> set[tuple[str, str]]:
+    """Every (thread id, turn id) a provenance ref `thread:turn` can stand for: ids are free
+    text, so "a:b:c:d" is thread "a" and turn "b:c:d", or "a:b" and "c:d", or "a:b:c" and "d".
+    The first and the last colon alone miss the middle ones; all of them are tried (an id is at
+    most 200 characters, so at most 400 splits)."""
+    return {(ref[:i], ref[i + 1:]) for i, char in enumerate(ref)
+            if char == ":" and 0 < i < len(ref) - 1}
+
+
 def candidate_keys(user_id: str, refs: Iterable[str]) -> set[str]:
-    """The `applied` keys of every candidate the turns `refs` (`thread:turn`) can have made (a
-    thread or turn id may itself hold a colon: both splits are tried)."""
-    pairs = {part for ref in refs
-             for part in (tuple(ref.split(":", 1)), tuple(ref.rsplit(":", 1))) if len(part) == 2}
+    """The `applied` keys of every candidate the turns `refs` (`thread:turn`) can have made.
+
+    Each split of a ref (`turn_splits`) names a turn; the key of each of its candidates holds the
+    candidate's id, derived from the user, that thread and turn and the fact's index. Only the
+    true split names records of this memory's turn; another split names nothing, or another
+    turn, whose record is scrubbed only where it holds this memory (`mentions`)."""
+    pairs = {pair for ref in refs for pair in turn_splits(ref)}
     return {candidate_key(user_id, thread_id, turn_id, ids.memory_id(user_id, thread_id, turn_id, index))
             for thread_id, turn_id in pairs for index in FACT_INDEXES}
 

@@ -21,6 +21,7 @@ from streams.memory.access import record_reads
 from streams.memory.applied import Applied
 from streams.memory import commands as memory_commands
 from streams.memory.commands import CommandError
+from streams.memory.tables import command_key
 from streams.memory.store import MemoryStore
 from streams.observability import metrics
 from streams.observability.logs import describe_failure
@@ -66,12 +67,24 @@ def _content_free(exc: Exception) -> str:
     return type(exc).__name__
 
 
+IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
+"""The reason of a command refused because its id was applied for another operation."""
+
+
+class IdempotencyConflict(CommandError):
+    """A command whose id was applied for another operation (another `binding`): refused, never
+    taken for a replay of the first (`streams.api.command_ids`)."""
+
+
 class CommandObserver(Protocol):
-    """Told what became of each command the stage took (the registry's `?wait=1` waiter)."""
+    """Told what became of each command the stage took (the registry's `?wait=1` waiter), with
+    the command's `binding` (what its id was given for; None when it carries none)."""
 
-    def applied(self, user_id: str, command_id: str, events: list[dict[str, Any]]) -> None: ...
+    def applied(self, user_id: str, command_id: str, events: list[dict[str, Any]],
+                binding: str | None = None) -> None: ...
 
-    def rejected(self, user_id: str, command_id: str, reason: str) -> None: ...
+    def rejected(self, user_id: str, command_id: str, reason: str,
+                 binding: str | None = None) -> None: ...
 
 
 class CommandsStage:
@@ -107,13 +120,15 @@ class CommandsStage:
                                              lambda: self._apply(command, clock))
             if self.observer is not None:
                 events = [e.model_dump(mode="json") for e in applied.events]
-                self.observer.applied(command.user_id, command.command_id, events)
+                self.observer.applied(command.user_id, command.command_id, events,
+                                      binding=command.binding)
             return "applied"
         except SealError:
             await self._reject(record, command, "sealed_unreadable",
                                "sealed with a key that is gone (a purged user)")
         except (ValueError, CommandError) as exc:
-            reason = "inapplicable" if isinstance(exc, CommandError) else str(exc).split(":")[0]
+            reason = (IDEMPOTENCY_KEY_REUSED if isinstance(exc, IdempotencyConflict)
+                      else "inapplicable" if isinstance(exc, CommandError) else str(exc).split(":")[0])
             await self._reject(record, command, reason, _content_free(exc))
         except Exception as exc:  # noqa: BLE001 - a bug past its retries (STAGE_ON_BUG=dead_letter)
             metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
@@ -134,7 +149,8 @@ class CommandsStage:
         await self.outputs.dead_letter(record, STAGE, reason, detail,
                                        command.command_id if command else None)
         if self.observer is not None and command is not None:
-            self.observer.rejected(command.user_id, command.command_id, f"{reason}: {detail}")
+            self.observer.rejected(command.user_id, command.command_id, f"{reason}: {detail}",
+                                   binding=command.binding)
 
 
 async def apply_command(store: MemoryStore, embed: Embed, outputs: Outputs, command: Command,
@@ -150,9 +166,16 @@ async def apply_command(store: MemoryStore, embed: Embed, outputs: Outputs, comm
         record_reads(tables.memories, tables.applied, store.index(), command)
         metrics.COMMANDS.labels(kind=command.kind).inc()
         return Applied("applied", "")
+    if command.binding is not None:
+        _check_binding(store.tables.applied, command)
+    # An edit's text passes the write policy first (raises CommandError when refused), and the
+    # vector stored is the text as the policy repaired it.
+    command = memory_commands.admit_edit(store.state(), command)
     text = command.text if command.kind == "edit" else command.query
     vector = (await embed([text]))[0] if text else None
     applied = memory_commands.apply_command(store.state(), command, vector)
+    if command.binding is not None and not applied.replayed:
+        _keep_binding(store.tables.applied, command)
     for event in applied.events:
         await outputs.event(event)
     if command.turn_id:
@@ -164,3 +187,22 @@ async def apply_command(store: MemoryStore, embed: Embed, outputs: Outputs, comm
         await outputs.progress(clock.stamp(progress) if clock else progress)
     metrics.COMMANDS.labels(kind=command.kind).inc()
     return applied
+
+
+def _check_binding(applied_table: Any, command: Command) -> None:
+    """Raise `IdempotencyConflict` when the command's id was applied for another binding. A
+    record that keeps none (applied before bindings were kept, or that no longer opens) cannot
+    tell: the command is a replay, as before."""
+    record = applied_table.get(command_key(command.user_id, command.command_id))
+    bound = record.get("binding") if isinstance(record, dict) else None
+    if isinstance(bound, str) and bound != command.binding:
+        raise IdempotencyConflict("this command id was applied for another operation")
+
+
+def _keep_binding(applied_table: Any, command: Command) -> None:
+    """Keep the command's binding in its `applied` record, just made (one write of the key in
+    the batch: the write cache holds both)."""
+    key = command_key(command.user_id, command.command_id)
+    record = applied_table.get(key)
+    if isinstance(record, dict) and record.get("binding") != command.binding:
+        applied_table[key] = {**record, "binding": command.binding}

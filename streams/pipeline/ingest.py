@@ -34,7 +34,8 @@ from streams.guarded.llm import GuardedLLM
 from streams.write import policy
 from streams.write.contextual import FactTexts, TextVectors, context_of, fact_vectors
 from streams.write.episodic import Observed, buffered_turn, observe, rules_from
-from streams.write.facts import FactPipeline, candidates_of, hot_command, mentions_topic
+from streams.write.facts import FactPipeline, candidates_of, hot_command
+from streams.write.write_policy import BLOCKED_TOPIC, count
 from streams.write.trigger import CommandKind, ExplicitCommand
 from streams.write.validation import parse_turn
 from topics.candidates import Candidate, CandidateItem, ChatCommand
@@ -278,12 +279,12 @@ class IngestStage:
             plan.outcome = "disabled"
             return plan
         topics = blocked_topics(self.tables.users, turn.user_id)
-        observed = self.observe_turn(turn)
+        observed = self.observe_turn(turn, topics)
         if (ack := self.consent_ack(turn)) is not None:  # "yes, update it" after a proposal
             plan.outcome, plan.consent = "command", ack
             return plan
         if self.llm.provider is None:
-            result = self.facts.facts(turn, topics)
+            result = self.facts.facts(turn, topics, observed.context)
         else:
             result = await self.facts.afacts(turn, topics, self.llm, observed.context)
         for reason in result.blocked:
@@ -292,8 +293,11 @@ class IngestStage:
             plan.outcome, plan.command = "command", result.command
             return plan
         episode = observed.episode if self.settings.write.episodic_enabled else None
-        if episode is not None and mentions_topic(episode.summary, topics):
-            metrics.EPISODIC_SKIPS.labels(reason="blocked_topic").inc()
+        # The episode was made of what the write policy admits of its window (`observe_turn`);
+        # its summary passes the policy too (a topic blocked since a replayed turn closed it).
+        if episode is not None and (why := self.facts.policy.refusal(episode.summary, topics)):
+            count(why)
+            metrics.EPISODIC_SKIPS.labels(reason=BLOCKED_TOPIC if why == BLOCKED_TOPIC else "policy").inc()
             episode = None
         plan.candidates = candidates_of(turn, result, episode, observed.refs,
                                         context_of(turn, observed.entry["turns"]))
@@ -342,8 +346,10 @@ class IngestStage:
         dedup stage applies it to the thread's proposal, if one was just made."""
         return consent.acknowledgement(turn) if self.settings.consent.consent_enabled else None
 
-    def observe_turn(self, turn: Turn) -> Observed:
-        """Add the turn to its thread's buffer (secrets redacted) and see if it closes an episode."""
+    def observe_turn(self, turn: Turn, topics: Sequence[str] = ()) -> Observed:
+        """Add the turn to its thread's buffer (secrets redacted) and see if it closes an episode,
+        made of what the write policy admits of the window (`WritePolicy.clean`, with the
+        user's blocked `topics`)."""
         key = thread_key(turn.user_id, turn.thread_id)
         logged = turn_key(turn.user_id, turn.thread_id, turn.turn_id)
         day_key = user_day_key(turn.user_id)
@@ -351,7 +357,8 @@ class IngestStage:
         buffer = self.tables.buffers.get(key)
         user_day = self.tables.buffers.get(day_key) or {}
         observed = observe(buffer, turn, self.episodes, self.settings.episodic.episodic_window_n,
-                           policy.redact, seen, user_day)
+                           policy.redact, seen, user_day,
+                           admit=lambda texts: self.facts.policy.clean(texts, topics))
         if seen is None:
             # The turn's record lists the buffer writes, and is made first: a replay makes the
             # writes again if the worker was killed before them, or if a recovery rolled them back.

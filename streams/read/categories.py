@@ -81,8 +81,8 @@ class CategoryPolicy:
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
-            raise CategoriesConfigError(f"{path}: cannot read ({exc.strerror})") from None
-        return cls.from_yaml(text, str(path))
+            raise CategoriesConfigError(f"{path.name}: cannot read ({exc.strerror})") from None
+        return cls.from_yaml(text, path.name)
 
     @property
     def agents(self) -> list[str]:

@@ -96,13 +96,27 @@ def user_clock(index: UserIndex) -> datetime | None:
     return max(times) if times else None
 
 
+def linked_strength(index: UserIndex, memory: Memory,
+                    categories: frozenset[str] | None = None) -> float:
+    """The strongest `related_to` edge of a memory (the ranking's related term); with
+    `categories` (casefolded), not the edges to the user's memories of other categories: an
+    answer's scores owe nothing to a memory the query may not read."""
+    if categories is None:
+        return max(memory.relations.values(), default=0.0)
+    strengths = [strength for other_id, strength in memory.relations.items()
+                 if (other := index.stored(other_id)) is None
+                 or other.category.casefold() in categories]
+    return max(strengths, default=0.0)
+
+
 def _scored(pool: Sequence[tuple[Memory, float]], cosines: np.ndarray, index: UserIndex,
             now: datetime, weights: ranking.RankWeights,
-            curve: ScoreCurve = FALLBACK) -> list[QueryHit]:
+            curve: ScoreCurve = FALLBACK, categories: frozenset[str] | None = None) -> list[QueryHit]:
     """Hits of a pool of (memory, relevance), best score first; `cosines` are every row's.
     The similarity term is the relevance scaled over the pool when `weights.relevance_norm`
     says so (`ranking.pool_relevance`); with `weights.diversity`, the order is the maximal
-    marginal relevance one and each score the marginal one (`streams.read.diversity`)."""
+    marginal relevance one and each score the marginal one (`streams.read.diversity`); the
+    related term counts edges to memories of `categories` only, when given (`linked_strength`)."""
     relevances = [rel for _, rel in pool]
     if weights.relevance_norm == "pool":
         terms = ranking.pool_relevance(np.asarray(relevances), weights.relevance_min_spread).tolist()
@@ -113,7 +127,7 @@ def _scored(pool: Sequence[tuple[Memory, float]], cosines: np.ndarray, index: Us
     for (m, rel), term, row in zip(pool, terms, rows):
         sim = float(cosines[row]) if row is not None else rel
         hits.append(QueryHit(m, sim, ranking.score(m, term, now, weights,
-                                                   max(m.relations.values(), default=0.0)), rel,
+                                                   linked_strength(index, m, categories)), rel,
                              curve.score(rel)))
     if weights.diversity > 0:
         return diversify(hits, index.vectors(rows), weights.diversity)
@@ -349,7 +363,7 @@ def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: Categ
             pool += [(m, sc) for m, sc in index.best(scores, allowed & is_episode,
                                                      plan.episodic_reserve, accept)
                      if m.id not in in_pool]
-        scored = _scored(pool, cosines, index, now, weights, curve)
+        scored = _scored(pool, cosines, index, now, weights, curve, plan.categories)
         # A consolidated memory is the episodes it replaced (seed 000 §5: "prefer
         # consolidated"): it takes an episodic slot as they would have.
         semantic = [h for h in scored if h.memory.type not in EPISODE_TYPES]

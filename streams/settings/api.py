@@ -55,7 +55,9 @@ class ApiSettings(Section):
         "more is a 429.",
     )
     sse_max_streams_per_user: int = Field(
-        8, ge=1, description="Event streams of one user a worker serves at once; one more is a 429.",
+        8, ge=1, description="Event streams of one user one API key holds on a worker at once (each "
+        "key has its own count, so one key cannot take a user's streams from another); one more is "
+        "a 429.",
     )
     api_rate_per_second: float = Field(
         0.0, ge=0, description="Requests a second one API key may make to one worker, on average "
@@ -90,4 +92,17 @@ class ApiSettings(Section):
         "(aiohttp's keepalive_timeout); longer than the 60 s of the proxies usually in front "
         "(nginx, AWS ALB), so they close first. A request being answered, an event stream "
         "included, is never idle.",
+    )
+    sse_max_streams_per_key: int = Field(
+        0, ge=0, description="Event streams one API key holds on a worker at once, over all its "
+        "users; one more is a 429. 0: half of SSE_MAX_STREAMS (as lowered to the connections' "
+        "share). Never all of them, so one key always leaves room for the others; and streams of "
+        "users with no data yet (no memory, no buffered event) take at most a quarter of the "
+        "worker's, half of that for one key (streams/api/hub.py).",
+    )
+    sse_auth_check_seconds: float = Field(
+        0.5, gt=0, le=1.0, description="How often a worker looks at API_KEYS_FILE and the "
+        "categories YAML for its open event streams (two stats): a stream whose key was removed, "
+        "or may no longer act for its user, ends, and a narrowed allowlist applies from the next "
+        "event, within this time and without a request (at most 1 s).",
     )

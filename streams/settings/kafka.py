@@ -1,16 +1,89 @@
 """Settings of one concern: kafka, topics and the worker (docs/configuration.md#kafka)."""
 from __future__ import annotations
 
+import ipaddress
+import re
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import SettingsConfigDict
 
 from streams.settings.section import Section
+
+DEFAULT_KAFKA_PORT = 9092
+"""The port of a bootstrap server given without one."""
+DEFAULT_CONNECT_TIMEOUT_SECONDS = 15.0
+"""KAFKA_CONNECT_TIMEOUT_SECONDS unset (and the client library's `connect_timeout` not given)."""
+_HOST = re.compile(r"[A-Za-z0-9_.-]+")
+"""A host name or an IPv4 address (IPv6 addresses are checked by `ipaddress`)."""
+_USERINFO = re.compile(r"[^,/@]*@")
+
+
+def masked(bootstrap: str) -> str:
+    """A bootstrap list fit for an error message: what stands before an `@` (a login pasted into
+    a URL, `user:password@host`) is `****`."""
+    return _USERINFO.sub("****@", bootstrap)
+
+
+def bootstrap_servers(bootstrap: str) -> list[tuple[str, int]]:
+    """(host, port) of each server of a bootstrap list: `host:port,host:port`, an IPv6 address in
+    [] (or bare, without a port), an optional `kafka://` before each, port 9092 when none is
+    given. A blank list is no server; an entry that is none is a ValueError saying which and why
+    (never with what stands before an `@`)."""
+    if not bootstrap.strip():
+        return []
+    servers = []
+    for item in (entry.strip() for entry in bootstrap.split(",")):
+        server = item.removeprefix("kafka://")
+        if not server:
+            raise ValueError("an empty entry")
+        servers.append(_server(server, masked(item)))
+    return servers
+
+
+def _server(item: str, shown: str) -> tuple[str, int]:
+    """(host, port) of one entry of a bootstrap list; `shown`: how an error names it."""
+    if "://" in item:
+        raise ValueError(f"{shown!r}: no URL scheme but kafka:// (KAFKA_SECURITY_PROTOCOL says "
+                         "how to connect)")
+    if _ipv6(item):  # bare, without a port (as aiokafka reads one)
+        return item, DEFAULT_KAFKA_PORT
+    if item.startswith("["):
+        address, bracket, rest = item[1:].partition("]")
+        if not bracket or not _ipv6(address) or (rest and not rest.startswith(":")):
+            raise ValueError(f"{shown!r}: not an IPv6 address in [] (as [::1]:9092)")
+        return address, _port(rest[1:], shown) if rest else DEFAULT_KAFKA_PORT
+    host, colon, port = item.rpartition(":")
+    if not colon:
+        host = item
+    if not host:
+        raise ValueError(f"{shown!r}: no host before the port")
+    if not _HOST.fullmatch(host):
+        raise ValueError(f"{shown!r}: {masked(host)!r} is not a host name or an IP address")
+    return host, _port(port, shown) if colon else DEFAULT_KAFKA_PORT
+
+
+def _ipv6(text: str) -> bool:
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _port(port: str, shown: str) -> int:
+    if not re.fullmatch(r"[0-9]{1,5}", port) or not 1 <= int(port) <= 65535:
+        raise ValueError(f"{shown!r}: the port {port!r} is not a number from 1 to 65535")
+    return int(port)
 
 
 class KafkaSettings(Section):
     """Kafka, topics and the worker."""
+
+    model_config = SettingsConfigDict(hide_input_in_errors=True)
+    """An error names the setting and says what is wrong, without echoing the value given (a
+    broker URL may carry a login): `kafka_broker_url`'s says which entry, masked."""
 
     title: ClassVar[str] = "Kafka, topics and the worker"
     about: ClassVar[str] = (
@@ -19,7 +92,8 @@ class KafkaSettings(Section):
     )
 
     kafka_broker_url: str | None = Field(
-        None, description="Kafka bootstrap servers (host:port,...). Unset: start the embedded broker."
+        None, description="Kafka bootstrap servers (host:port,...; port 9092 when none, IPv6 in []), "
+        "checked when the settings are read. Unset or empty: start the embedded broker."
     )
     app_id: str = Field("memstream", description="Faust app id (consumer group, table prefix).")
     topic_partitions: int = Field(4, ge=1, description="Partition count of every topic.")
@@ -83,10 +157,25 @@ class KafkaSettings(Section):
         None, description="Password of an encrypted KAFKA_SSL_KEYFILE.",
     )
     kafka_connect_timeout_seconds: float = Field(
-        15.0, gt=0, description="Longest the connection check before a worker, topic admin or "
-        "client starts may take (TCP, TLS handshake, SASL login); past it, or on a refused "
-        "certificate or login, it fails with BrokerConnectionError saying which step failed.",
+        DEFAULT_CONNECT_TIMEOUT_SECONDS, gt=0, description="Longest the connection check before "
+        "a worker, topic admin or any other Kafka client (the CLI, the bench, the client library, "
+        "the LangGraph store) starts may spend on one bootstrap server (TCP, TLS handshake, SASL "
+        "login, a Metadata request); past it, or on a refused certificate or login, it fails with "
+        "BrokerConnectionError saying which step failed.",
     )
+
+    @field_validator("kafka_broker_url")
+    @classmethod
+    def _a_bootstrap_list(cls, value: str | None) -> str | None:
+        """Each entry a host and a port in range; empty: unset (the embedded broker)."""
+        if value is None or not value.strip():
+            return None
+        try:
+            bootstrap_servers(value)
+        except ValueError as exc:
+            raise ValueError(f"KAFKA_BROKER_URL={masked(value)!r} is not a list of Kafka bootstrap "
+                             f"servers (host:port,...): {exc}") from None
+        return value
 
     @property
     def broker_is_embedded(self) -> bool:

@@ -25,8 +25,10 @@ class WriteSettings(Section):
     max_facts_per_turn: int = Field(3, ge=1, le=5, description="Facts extracted per turn at most.")
     summary_max_chars: int = Field(280, description="Longest memory summary.")
     sensitive_categories: str = Field(
-        "health,religion,politics,address",
-        description="Sensitive data kinds not stored unless the user explicitly asks (seed 004).",
+        "health,religion,politics,address,sexuality,union,biometric,finance",
+        description="Sensitive data kinds not stored unless the user explicitly asks (seed 004; "
+        "`streams/language/sensitive.py`: health, religion, politics, address, sexuality, union, "
+        "biometric, finance), and never in an episode. Secrets are refused whatever this says.",
     )
     ingest_batch_size: int = Field(
         128, ge=1, description="Turns ingest takes at once when they wait (their candidates embedded "

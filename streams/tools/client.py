@@ -4,7 +4,11 @@ memstream's client, `streams.client`.
 
 Producers and consumers connect as `security` says (aiokafka's security_protocol, ssl_context,
 sasl_* arguments); by default as the process's settings say (KAFKA_SECURITY_PROTOCOL, ...:
-`streams.kafka.security.client_kwargs`)."""
+`streams.kafka.security.client_kwargs`). Every one is made by `make_producer` or
+`make_consumer`: its `start` runs the connection check first, within KAFKA_CONNECT_TIMEOUT_SECONDS,
+so a broker that does not answer (a TLS client on a plaintext listener), or refuses the TLS
+handshake or the login, is a `BrokerConnectionError` saying which step failed, not a wait of
+aiokafka's retries."""
 from __future__ import annotations
 
 import json
@@ -30,21 +34,48 @@ def kafka_security(security: Mapping[str, Any] | None = None) -> dict[str, Any]:
     return client_kwargs(get_settings().kafka)
 
 
+def kafka_connect_timeout(timeout: float | None = None) -> float:
+    """`timeout`, or the process's KAFKA_CONNECT_TIMEOUT_SECONDS when None."""
+    if timeout is not None:
+        return timeout
+    from streams.settings import get_settings
+
+    return get_settings().kafka.kafka_connect_timeout_seconds
+
+
 def make_producer(bootstrap: str, one_record_batches: bool = False,
-                  security: Mapping[str, Any] | None = None) -> AIOKafkaProducer:
-    """A producer keyed by user_id; one record per batch only if asked (KAFKA_ONE_RECORD_BATCHES)."""
-    return AIOKafkaProducer(
-        bootstrap_servers=bootstrap, max_batch_size=1 if one_record_batches else 16384,
-        linger_ms=0, acks="all", enable_idempotence=False, **kafka_security(security),
+                  security: Mapping[str, Any] | None = None,
+                  connect_timeout: float | None = None) -> AIOKafkaProducer:
+    """A producer keyed by user_id; one record per batch only if asked (KAFKA_ONE_RECORD_BATCHES).
+    Its `start` checks the connection first, within `connect_timeout` seconds (default:
+    KAFKA_CONNECT_TIMEOUT_SECONDS)."""
+    from streams.kafka.security import kafka_producer
+
+    return kafka_producer(
+        bootstrap, connect_timeout=kafka_connect_timeout(connect_timeout),
+        max_batch_size=1 if one_record_batches else 16384, linger_ms=0, acks="all",
+        enable_idempotence=False, **kafka_security(security),
     )
+
+
+def make_consumer(bootstrap: str, *topics: str, security: Mapping[str, Any] | None = None,
+                  connect_timeout: float | None = None, **options: Any) -> AIOKafkaConsumer:
+    """A consumer of `topics` (none: assigned later) with aiokafka's `options`, connected as
+    `security` (default: the settings) says; its `start` checks the connection first, within
+    `connect_timeout` seconds (default: KAFKA_CONNECT_TIMEOUT_SECONDS)."""
+    from streams.kafka.security import kafka_consumer
+
+    return kafka_consumer(bootstrap, *topics, connect_timeout=kafka_connect_timeout(connect_timeout),
+                          **kafka_security(security), **options)
 
 
 class TurnProducer:
     """Produces turns to `chat.turns`, keyed by user_id. Use `async with`."""
 
     def __init__(self, bootstrap: str, one_record_batches: bool = False,
-                 security: Mapping[str, Any] | None = None) -> None:
-        self._producer = make_producer(bootstrap, one_record_batches, security)
+                 security: Mapping[str, Any] | None = None,
+                 connect_timeout: float | None = None) -> None:
+        self._producer = make_producer(bootstrap, one_record_batches, security, connect_timeout)
 
     async def __aenter__(self) -> "TurnProducer":
         await self._producer.start()
@@ -68,13 +99,13 @@ class TurnProducer:
 
 async def read_topic(
     bootstrap: str, topic: str, *, from_beginning: bool = True, group_id: str | None = None,
-    security: Mapping[str, Any] | None = None,
+    security: Mapping[str, Any] | None = None, connect_timeout: float | None = None,
 ) -> AsyncIterator[tuple[bytes | None, Any]]:
     """Yield (key, JSON value) from `topic` forever, a deflated record (`topics.deflated`:
     `memory.events`, `memory.progress`) inflated; records that are not JSON are skipped."""
-    consumer = AIOKafkaConsumer(
-        topic, bootstrap_servers=bootstrap, group_id=group_id, enable_auto_commit=False,
-        auto_offset_reset="earliest" if from_beginning else "latest", **kafka_security(security),
+    consumer = make_consumer(
+        bootstrap, topic, security=security, connect_timeout=connect_timeout, group_id=group_id,
+        enable_auto_commit=False, auto_offset_reset="earliest" if from_beginning else "latest",
     )
     await consumer.start()
     try:

@@ -26,15 +26,24 @@ What maps to what (docs/langgraph-store.md has the table):
   is refused (`UnsupportedFilterError`), never applied by half.
 - `put` of a key that names no memory: a chat turn "Remember that <text>" for the user (role
   user, `agent_id` the store's agent) on `chat.turns` (Kafka: `broker`), in a thread of its own
-  (`thread_of(key)`), awaited on `memory.progress`. The memory it becomes has a memstream id
-  (the id derived from that turn, or the memory it merged into): `get`/`put`/`delete` of the
-  key find it; search results carry the memory id as their key. Text: the value's `summary`,
-  `text`, `content` or `memory` (the first that is set), or the fields `index` names.
+  (`thread_of(key)`), its turn id a digest of the namespace, key and value (`turn_of`: a changed
+  value is a new turn, the same value put again the same turn, applied once), awaited on
+  `memory.progress`. The memory it becomes has a memstream id (the id derived from that turn,
+  or the memory it merged into): `get`/`put`/`delete` of the key find it (the newest memory
+  made in the key's thread, or the one this store saw the put become); search results carry
+  the memory id as their key. Text: the value's `summary`, `text`, `content` or `memory` (the
+  first that is set), or the fields `index` names.
 - `put` of a key that names a memory (its id, or a key put before): `PATCH` (edit the summary)
   when the text differs, pin/unpin when the value's `pinned` differs, restore first when it was
   deleted; each with `?wait=1`. Other value fields are memstream's to decide (category,
   importance, ...): they are not written.
-- `delete`: `DELETE /v1/users/{user}/memories/{id}?wait=1` (soft, restorable); no-op when absent.
+- every put is read back through the store's key: a memory memstream stored in a category the
+  key may not see raises `OutOfScopeError` (each time that value is put), never passes for a
+  write the store could not make readable.
+- `delete`: `DELETE /v1/users/{user}/memories/{id}?wait=1` (soft, restorable; an archived memory
+  is restored first), confirmed by reading it back (`WriteNotAppliedError` while it is still
+  live); no-op when absent; `OutOfScopeError` for a key whose memory this store put out of the
+  key's sight.
 - `list_namespaces`: memstream has no route that lists users (a user's data is only reachable
   under their id), so it answers among the `users` given to the store: those the key may read.
 
@@ -78,7 +87,7 @@ from langgraph.store.base.embed import get_text_at_path
 from streams.errors import ApiError, MemstreamError
 from streams.memory.ids import memory_id as derived_memory_id
 from streams.privacy.placement import partition_for
-from streams.tools.client import kafka_security
+from streams.tools.client import make_consumer, make_producer
 from topics.names import CHAT_TURNS, MEMORY_PROGRESS
 from topics.progress import TurnProgress, parse_progress
 from topics.turns import Role, Turn
@@ -95,8 +104,10 @@ QUERY_FILTERS = (*EQUALITY_FILTERS, "importance", "updated_at")
 $gt, $gte, $lt, $lte; `updated_at` with $gte, $lte (ISO 8601 times or dates)."""
 LIST_FILTERS = ("category", "pinned")
 """Filters a search without a query takes (the registry's list): equality."""
-TURN_ID = "put"
-"""The turn id of a remembered put: one turn per key, in the key's own thread."""
+TURN_PREFIX = "put-"
+"""A remembered put's turn id: this, then a digest of the namespace, key and value (`turn_of`)."""
+THREAD_LISTING = 50
+"""How many memories made in a key's thread `find` looks at (one per distinct value put)."""
 
 
 class StoreError(MemstreamError):
@@ -132,13 +143,36 @@ class NotStoredError(StoreError):
 
 
 class WriteNotAppliedError(StoreError):
-    """A write was not applied in time (accepted, still pending) or was rejected."""
+    """A write was not applied in time (accepted, still pending) or was rejected, or a delete
+    left the memory live."""
+
+
+class OutOfScopeError(StoreError):
+    """memstream stored the put (or holds the key's memory), but in a category the store's key
+    may not see: the store cannot read it back, change or delete it. A put of a value that lands
+    there raises this each time it is put (`outcome`: what memstream did with the remembered
+    turn); a delete of a key whose memory this store put there raises it too. Give the store a
+    key whose scope has the category, or put a value of the agent's categories."""
+
+    def __init__(self, key: str, outcome: str) -> None:
+        super().__init__(f"memstream stored the put of key {key!r} ({outcome}) in a category this "
+                         f"API key may not see: it cannot be read, changed or deleted through it")
+        self.outcome = outcome
 
 
 def thread_of(key: str) -> str:
     """The chat thread of a remembered put of `key` (one per key, so the turns of a store never
     make an episode together)."""
     return "langgraph-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
+
+
+def turn_of(namespace: tuple[str, ...], key: str, value: Mapping[str, Any], index: Any = None) -> str:
+    """The turn id of a remembered put: a digest of the namespace, the key and the value (and
+    the fields `index` names). A changed value is a new turn, which memstream processes; the
+    same value put again is the same turn, which memstream applies once (a replay)."""
+    canonical = json.dumps([list(namespace), key, value, index], sort_keys=True, ensure_ascii=False,
+                           separators=(",", ":"), default=str)
+    return TURN_PREFIX + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
 
 
 class MemstreamStore(BaseStore):
@@ -263,26 +297,67 @@ class _Calls:
         return [store.search_item_of(user, item, item.get("score")) for item in items]
 
     async def put(self, op: PutOp) -> None:
+        """Remember, edit, pin or delete (a value of None); each write is confirmed by reading
+        the memory back through the store's key: a memory it cannot see raises
+        `OutOfScopeError`, never passes for a write made."""
         user = self.store.user_of(op.namespace)
-        if op.value is None:  # delete
-            doc = await self.find(user, op.key)
-            if doc is not None and doc["state"] in LIVE_STATES:
-                await self.write("DELETE", user, f"/memories/{_segment(doc['id'])}")
+        if op.value is None:
+            await self.delete(user, op.key)
             return
         text = text_of(op.value, op.index)
         doc = await self.find(user, op.key)
+        wrote = False
         if doc is None:
-            memory_id = await self.remember(user, op.key, text)
-            doc = await self.find(user, memory_id) or {"id": memory_id, "summary": text}
+            turn_id = turn_of((self.store.prefix, user), op.key, op.value, op.index)
+            outcome = await self.remember(user, op.key, text, turn_id)
+            doc = await self.readable(user, op.key, outcome.memory_id or "", outcome.outcome)
         else:
             memory = f"/memories/{_segment(doc['id'])}"
             if doc["state"] == "soft_deleted":
                 await self.write("POST", user, memory + "/restore")
+                wrote = True
             if text != doc["summary"]:
                 await self.write("PATCH", user, memory, {"text": text})
+                wrote = True
         pinned = op.value.get("pinned")
         if isinstance(pinned, bool) and pinned != doc.get("pinned", False):
             await self.write("POST", user, f"/memories/{_segment(doc['id'])}/{'pin' if pinned else 'unpin'}")
+            wrote = True
+        if wrote:
+            await self.readable(user, op.key, doc["id"], "edited")
+
+    async def readable(self, user: str, key: str, memory_id: str, outcome: str) -> dict[str, Any]:
+        """The memory a put wrote, read back through the store's key; `OutOfScopeError` when the
+        key may not see it, `NotStoredError` when nothing of it is left (purged)."""
+        doc = await self.memory(user, memory_id) if memory_id else None
+        if doc is None:
+            raise OutOfScopeError(key, outcome)
+        current = await self.current(user, doc)
+        if current is None:
+            raise NotStoredError(key, doc["state"])
+        return current
+
+    async def delete(self, user: str, key: str) -> None:
+        """Soft-delete the key's memory (restorable), confirmed: it has left the live states
+        once this returns. Nothing when the key names no memory; `OutOfScopeError` when it names
+        one this store put where its key may not see it."""
+        doc = await self.find(user, key)
+        if doc is None:
+            hidden = self.store._remembered.get((user, key))
+            if hidden is not None and await self.memory(user, hidden) is None:
+                raise OutOfScopeError(key, "held")
+            return
+        if doc["state"] not in LIVE_STATES:
+            return  # deleted already
+        memory = f"/memories/{_segment(doc['id'])}"
+        if doc["state"] == "archived":  # the registry deletes active memories: bring it back first
+            await self.write("POST", user, memory + "/restore")
+        await self.write("DELETE", user, memory)
+        after = await self.memory(user, doc["id"])
+        if after is None:
+            raise OutOfScopeError(key, "deleted")
+        if after["state"] in LIVE_STATES:
+            raise WriteNotAppliedError(f"delete of key {key!r}: the memory is still {after['state']}")
 
     async def list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         found: set[tuple[str, ...]] = set()
@@ -302,19 +377,48 @@ class _Calls:
 
     async def find(self, user: str, key: str) -> dict[str, Any] | None:
         """The memory `key` names: the memory of that id, or the one a put of `key` became
-        (following a supersede to the memory that replaced it); None when there is none (a
-        purged memory is none)."""
+        (following a supersede to the memory that replaced it); None when there is none, or the
+        key may not see it (a purged memory is none).
+
+        The one a put became is the memory this store saw it become (`_remembered`), else the
+        newest memory made in the key's thread that the key sees (`made_in`): any store finds it
+        so, not knowing the value that was put (the turn id is the value's)."""
         store = self.store
-        candidates = [key, store._remembered.get((user, key)),
-                      derived_memory_id(user, thread_of(key), TURN_ID, 0)]
-        for memory_id in dict.fromkeys(c for c in candidates if c):
-            doc = await self.memory(user, memory_id)
-            for _ in range(10):  # a supersede chain, bounded
-                if doc is None or doc["state"] != "superseded" or not doc.get("superseded_by"):
-                    break
-                doc = await self.memory(user, doc["superseded_by"])
-            if doc is not None and doc["state"] not in ("superseded", "purged"):
+        for memory_id in dict.fromkeys(c for c in (key, store._remembered.get((user, key))) if c):
+            doc = await self.current(user, await self.memory(user, memory_id))
+            if doc is not None:
                 return doc
+        return await self.made_in(user, thread_of(key))
+
+    async def current(self, user: str, doc: dict[str, Any] | None) -> dict[str, Any] | None:
+        """`doc`, or the memory that superseded it (a chain, bounded); None when that is purged,
+        unseen or still superseded."""
+        for _ in range(10):
+            if doc is None or doc["state"] != "superseded" or not doc.get("superseded_by"):
+                break
+            doc = await self.memory(user, doc["superseded_by"])
+        if doc is not None and doc["state"] not in ("superseded", "purged"):
+            return doc
+        return None
+
+    async def made_in(self, user: str, thread: str) -> dict[str, Any] | None:
+        """The memory a put in `thread` (a key's) became, as the registry shows it to the key:
+        of the memories made in the thread, newest first, the first that is a turn's first fact
+        (its id derived from the thread and that turn), else the first; followed to what
+        superseded it."""
+        body = await self.call("GET", user, "/memories",
+                               params={"thread_id": thread, "limit": str(THREAD_LISTING)})
+        made = [d for d in body["items"] if d.get("thread_id") == thread]
+
+        def first_fact(doc: Mapping[str, Any]) -> bool:
+            turns = (ref[len(thread) + 1:] for ref in doc.get("source_turn_ids", [])
+                     if ref.startswith(thread + ":"))
+            return any(doc["id"] == derived_memory_id(user, thread, turn, 0) for turn in turns)
+
+        for doc in sorted(made, key=lambda d: not first_fact(d)):  # stable: newest first
+            found = await self.current(user, doc)
+            if found is not None:
+                return found
         return None
 
     async def memory(self, user: str, memory_id: str) -> dict[str, Any] | None:
@@ -325,20 +429,19 @@ class _Calls:
             raise StoreApiError(status, _message(body))
         return body
 
-    async def remember(self, user: str, key: str, text: str) -> str:
-        """Say "Remember that <text>" as the user in the key's thread; the id of the memory it
-        became, once memstream has stored it."""
+    async def remember(self, user: str, key: str, text: str, turn_id: str) -> TurnProgress:
+        """Say "Remember that <text>" as the user in the key's thread, as turn `turn_id`; what
+        became of its first fact once memstream has stored it (`NotStoredError` when memstream
+        kept nothing of it)."""
         store = self.store
         if not store.broker:
             raise StoreError("a put of a new key sends a chat turn to Kafka: give the store broker=")
-        turn = Turn(user_id=user, thread_id=thread_of(key), turn_id=TURN_ID, role=Role.user,
+        turn = Turn(user_id=user, thread_id=thread_of(key), turn_id=turn_id, role=Role.user,
                     text=f"Remember that {text}", ts=datetime.now(timezone.utc), agent_id=store.agent)
         if self.producer is None:
-            self.producer = AIOKafkaProducer(bootstrap_servers=store.broker, acks="all", linger_ms=0,
-                                             **kafka_security())
+            self.producer = make_producer(store.broker)  # acks=all, no linger; checks the connection
             await self.producer.start()
-        progress = AIOKafkaConsumer(bootstrap_servers=store.broker, enable_auto_commit=False,
-                                    **kafka_security())
+        progress = make_consumer(store.broker, enable_auto_commit=False)
         await progress.start()
         try:
             # Read the user's partition of memory.progress from its end now, before the turn
@@ -355,7 +458,7 @@ class _Calls:
         if outcome.outcome not in STORED or outcome.memory_id is None:
             raise NotStoredError(key, outcome.outcome)
         store._remembered[(user, key)] = outcome.memory_id
-        return outcome.memory_id
+        return outcome
 
     # --- HTTP ------------------------------------------------------------------------------
 

@@ -208,11 +208,20 @@ def buffered_turn(turn: Turn, redact: Any = lambda text: text) -> dict[str, Any]
     return turn.model_copy(update={"text": redact(turn.text), "metadata": {}}).model_dump(mode="json")
 
 
+def admitted_window(window: Sequence[Turn], admit: Any) -> list[Turn]:
+    """The window's turns with their texts as `admit` leaves them (texts in, texts out: what
+    the write policy lets an episode be made of, `streams.write.write_policy.WritePolicy.clean`)."""
+    texts = admit([t.text for t in window])
+    return [t.model_copy(update={"text": text}) for t, text in zip(window, texts)]
+
+
 def observe(entry: dict[str, Any] | None, turn: Turn, rules: EpisodeRules, window_n: int,
             redact: Any = lambda text: text, seen: dict[str, Any] | None = None,
-            user_day: dict[str, Any] | None = None) -> Observed:
+            user_day: dict[str, Any] | None = None, admit: Any = None) -> Observed:
     """Add `turn` to its thread's buffer (last `buffer_turns` turns, texts passed through
     `redact`) and decide whether it closes an episode; `refs` is the episode's provenance.
+    The episode is made of the window's texts as `admit` leaves them (the write policy: no
+    sentence it refuses, nothing such a sentence rests on); without `admit`, as they are.
 
     `seen` is the record this function returned when it saw the turn before. A replayed turn
     (after a crash, or re-sent) changes nothing and closes the episode it closed the first
@@ -232,7 +241,7 @@ def observe(entry: dict[str, Any] | None, turn: Turn, rules: EpisodeRules, windo
     if reason is not None:
         since = int(state.get("turns_since", 0)) + 1
         window = [Turn.model_validate(t) for t in buffered[-min(since, window_n, len(buffered)):]]
-        fact = episode(window)
+        fact = episode(admitted_window(window, admit) if admit is not None else window)
         refs = [t.ref for t in window] if fact else []
         if fact is None:
             EPISODIC_SKIPS.labels(reason="no_topic").inc()

@@ -1,16 +1,16 @@
-"""From a turn to the facts worth storing: trigger, extraction, then the safety policy."""
+"""From a turn to the facts worth storing: trigger, extraction, then the write policy
+(`streams.write.write_policy`, the one every path that writes a memory calls)."""
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from streams.write import policy, procedural
+from streams.write import procedural
 from streams.write.extraction import RulesExtractor
-from streams.language.sensitive import sensitive_categories
 from streams.settings import WriteSettings
 from streams.write.trigger import CommandKind, ExplicitCommand, TriggerDecision, rules_trigger
+from streams.write.write_policy import WritePolicy, mentions_topic
 from topics.candidates import Candidate, Fact
 from topics.commands import Command
 from topics.commands import CommandKind as WireKind
@@ -38,9 +38,7 @@ class TurnFacts:
     command: ExplicitCommand | None = None
 
 
-def mentions_topic(text: str, topics: Iterable[str]) -> bool:
-    """Whether `text` mentions any blocked topic (whole words, any case)."""
-    return any(re.search(rf"\b{re.escape(t)}\b", text, re.I) for t in topics if t)
+__all__ = ["FactPipeline", "TurnFacts", "candidates_of", "hot_command", "mentions_topic"]
 
 
 class FactPipeline:
@@ -51,22 +49,24 @@ class FactPipeline:
         self.extractor = extractor or RulesExtractor(
             max_facts=write.max_facts_per_turn, max_chars=write.summary_max_chars
         )
-        self.sensitive = [c.strip() for c in write.sensitive_categories.split(",") if c.strip()]
+        self.policy = WritePolicy.of(write)
         self.allowed_types = {"procedural"}
         if write.semantic_enabled:
             self.allowed_types.add("semantic")
         if write.episodic_enabled:
             self.allowed_types.add("episodic")
 
-    def facts(self, turn: Turn, blocked_topics: Sequence[str] = ()) -> TurnFacts:
-        """What to store from `turn`, by rules; facts about a blocked topic are dropped."""
+    def facts(self, turn: Turn, blocked_topics: Sequence[str] = (),
+              context: Sequence[Turn] = ()) -> TurnFacts:
+        """What to store from `turn`, by rules; facts about a blocked topic are dropped, and
+        facts naming what the policy refused in the turn or in its thread's recent `context`."""
         procedure = procedural.procedure_fact(turn, self.write.summary_max_chars)
         decision = procedural.decision_for(rules_trigger(turn), procedure)
         early = self._gate(turn, decision)
         if early is not None:
             return early
         facts = [procedure] if procedure is not None else self.extractor.extract(turn)
-        return self._filter(decision, facts, blocked_topics)
+        return self._filter(turn, decision, facts, blocked_topics, context)
 
     async def afacts(self, turn: Turn, blocked_topics: Sequence[str], llm: FactsLLM,
                      context: Sequence[Turn] = ()) -> TurnFacts:
@@ -77,7 +77,7 @@ class FactPipeline:
         if early is not None:
             return early
         facts = [procedure] if procedure is not None else await llm.extract(turn, context)
-        return self._filter(decision, facts, blocked_topics)
+        return self._filter(turn, decision, facts, blocked_topics, context)
 
     def _gate(self, turn: Turn, decision: TriggerDecision) -> TurnFacts | None:
         """An early answer: a hot-path command, nothing worth storing, or a secret in the turn."""
@@ -86,27 +86,33 @@ class FactPipeline:
             return TurnFacts([], decision.confidence, command=command)
         if not decision.should_create or decision.confidence < self.write.trigger_confidence_min:
             return TurnFacts([], decision.confidence)
-        storable, reason = policy.is_storable(turn.text)
-        if not storable:
+        secret = self.policy.refusal(turn.text, consented=True)
+        if secret is not None:
             # If unsure, don't store (seed 004 §2): a turn carrying a secret yields nothing.
-            return TurnFacts([], decision.confidence, [reason or "secret"])
+            return TurnFacts([], decision.confidence, [secret])
         return None
 
-    def _filter(self, decision: TriggerDecision, facts: Sequence[Fact],
-                blocked_topics: Sequence[str]) -> TurnFacts:
-        """The policy over extracted facts: secrets, blocked topics, sensitive data, toggles."""
+    def _filter(self, turn: Turn, decision: TriggerDecision, facts: Sequence[Fact],
+                blocked_topics: Sequence[str], context: Sequence[Turn] = ()) -> TurnFacts:
+        """The write policy over extracted facts (secrets, blocked topics, sensitive data), then
+        the type toggles. A fact that names what a refused statement rests on, in this turn or
+        in the thread's recent turns ("I was diagnosed with Lupus." … "Lupus keeps Dora home
+        today."), is refused with it: a fact is checked with the conversation it came from."""
         command = decision.command
         # Sensitive facts are stored only when the user asked for it in so many words.
         explicit = command is not None and command.kind in (CommandKind.remember, CommandKind.pin)
+        tainted: dict[str, str] = {}
+        if not explicit:
+            for said in (*context, turn):
+                tainted.update(self.policy.refused_terms(said.text))
         kept, blocked = [], []
         for fact in map(procedural.settle, facts):
-            storable, reason = policy.is_storable(fact.summary)
-            if not storable:
-                blocked.append(reason or "secret")
-            elif mentions_topic(fact.summary, blocked_topics):
-                blocked.append("blocked_topic")
-            elif not explicit and (kinds := sensitive_categories(fact.summary, self.sensitive)):
-                blocked.append(f"sensitive_{kinds[0]}")
+            reason = self.policy.refusal(fact.summary, blocked_topics, consented=explicit)
+            if reason is None and tainted:
+                reason = next((why for term, why in tainted.items()
+                               if mentions_topic(fact.summary, (term,))), None)
+            if reason is not None:
+                blocked.append(reason)
             elif fact.type in self.allowed_types:
                 pinned = command is not None and command.kind == CommandKind.pin
                 kept.append(fact.model_copy(update={"pinned": True}) if pinned else fact)

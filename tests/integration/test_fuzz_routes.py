@@ -11,7 +11,8 @@ key, an agent key, a key for another user, an invalid key or none.
 
 Properties of every answer:
 - no 5xx but a 503 that says to retry; never a 500;
-- every error answer is JSON with an "error" field (the admin page's files aside);
+- every error answer is JSON with an "error" field and a stable "code" (the admin page's files
+  aside);
 - auth: without a valid key 401 on every path but the public ones; an agent key on an admin
   route 403; a key limited to one user on another user's route 403; an admin key never 401/403;
 and at the end the worker process is alive, /health answers 200, and its log shows no
@@ -240,8 +241,8 @@ def problems_of(request: Request, answer: Answer) -> list[str]:
         if not retry:
             found.append(f"{answer.status} that is not a 503 asking to retry")
     if (answer.status >= 400 and not static and not _before_the_app(answer)
-            and not (isinstance(body, dict) and "error" in body)):
-        found.append(f"error answer {answer.status} without a JSON 'error' field")
+            and not (isinstance(body, dict) and "error" in body and isinstance(body.get("code"), str))):
+        found.append(f"error answer {answer.status} without a JSON 'error' field and 'code'")
     if answer.content_type == "text/event-stream" and answer.status != 200:
         found.append(f"event stream with status {answer.status}")
     if request.key_name in ("none", "invalid") and not is_public(path) and answer.status != 401:

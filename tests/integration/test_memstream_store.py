@@ -7,12 +7,15 @@ never widened.
 """
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from langgraph.store.base import GetOp, Item, ListNamespacesOp, PutOp, SearchItem, SearchOp
 
 from streams.tools.memstream_store import (
     MemstreamStore,
     NotStoredError,
+    OutOfScopeError,
     StoreApiError,
     StoreError,
     UnsupportedFilterError,
@@ -21,6 +24,7 @@ from streams.tools.memstream_store import (
 from tests.integration.conftest import (
     own_stack,
     ADMIN_KEY,
+    call,
     PLANNER_KEY,
     REQUEST_GUARD_S,
     SCOPED_KEY,
@@ -191,6 +195,37 @@ def test_the_agent_allowlist_is_never_widened(worker, broker, three):
     # an admin key asking as the planner gets the planner's allowlist
     as_planner = store_for(worker, broker, ADMIN_KEY, "planner")
     assert ids["pet"] not in {i.key for i in as_planner.search(ns, query="Does the user have a dog?")}
+
+
+def test_a_put_the_key_may_not_see_raises_and_never_passes_for_done(worker, broker):
+    """A planner's put of a Personal fact is stored, and the store says it cannot read it back:
+    every time it is put (the same value is the same turn), for a changed value (a new turn,
+    processed), and for a delete of the key; a value of the planner's categories then works."""
+    ns = ("memories", unique_user("store"))
+    planner = store_for(worker, broker, PLANNER_KEY, "planner")
+    admin = store_for(worker, broker)
+    with pytest.raises(OutOfScopeError):
+        planner.put(ns, "pet", {"text": PET})
+    with pytest.raises(OutOfScopeError):
+        planner.put(ns, "pet", {"text": PET})
+    assert planner.get(ns, "pet") is None
+    with pytest.raises(OutOfScopeError):
+        planner.delete(ns, "pet")
+    stored = admin.get(ns, "pet")  # a store that never put it finds it in the key's thread
+    assert stored is not None and stored.value["category"] == "Personal"
+    assert stored.value["state"] == "active" and "Luna" in stored.value["summary"]
+    assert len(stored.value["source_turn_ids"]) == 1, "the same value put again was one turn"
+
+    with pytest.raises(OutOfScopeError):
+        planner.put(ns, "pet", {"text": "I adopted a parrot named Kiwi."})
+    assert any("Kiwi" in i.value["summary"] for i in admin.search(ns)), "a changed value: a new turn"
+    planner.put(ns, "pet", {"text": GOAL})
+    mine = planner.get(ns, "pet")
+    assert mine is not None and "marathon" in mine.value["summary"]
+    planner.delete(ns, "pet")
+    assert planner.get(ns, "pet") is None
+    status, doc = asyncio.run(call(worker.api_url, "GET", f"/v1/users/{ns[1]}/memories/{mine.key}"))
+    assert status == 200 and doc["state"] == "soft_deleted", "the delete was confirmed"
 
 
 def test_list_namespaces_answers_the_users_the_key_may_read(worker, broker):

@@ -138,12 +138,32 @@ def test_a_write_without_wait_is_accepted_and_its_status_can_be_awaited(worker, 
     assert run(api.call("GET", f"/v1/users/{user}/commands/never-sent"))[0] == 404
 
 
+def test_an_idempotency_key_reused_for_another_write_is_a_409(worker, user_with_memories):
+    user, items = user_with_memories
+    api = Api(worker.api_url)
+    target = next(i for i in items if "Lisbon" in i["summary"])
+    path = f"/v1/users/{user}/memories/{target['id']}"
+    key = {"Idempotency-Key": "bound-1"}
+    status, first = run(api.call("PATCH", path + "?wait=1", {"text": "Ana lives in Porto."}, key))
+    assert status == 200 and first["status"] == "applied", first
+    status, again = run(api.call("PATCH", path + "?wait=1", {"text": "Ana lives in Porto."}, key))
+    assert status == 200 and again["commands"] == first["commands"], "a retry: its own outcome"
+    for method, where, body in (("PATCH", path, {"text": "Ana lives in Faro."}),
+                                ("POST", path + "/pin", None), ("DELETE", path, None),
+                                ("PATCH", f"/v1/users/{user}/memories/{items[0]['id']}",
+                                 {"text": "Ana lives in Porto."})):
+        status, reused = run(api.call(method, where + "?wait=1", body, key))
+        assert status == 409 and reused["code"] == "idempotency_key_reused", (method, where, reused)
+    status, now = run(api.call("GET", path))
+    assert now["summary"] == "Ana lives in Porto." and now["state"] == "active" and not now["pinned"]
+
+
 def test_bad_input_is_a_clear_error(worker, user_with_memories):
     user, items = user_with_memories
     api = Api(worker.api_url)
     path = f"/v1/users/{user}/memories/{items[0]['id']}"
     status, body = run(api.call("PATCH", path, {"text": ""}))
-    assert status == 400 and "text" in body["error"]
+    assert status == 400 and "text" in body["error"] and body["code"] == "invalid_request"
     status, body = run(api.call("PATCH", path, {"summary": "x"}))
     assert status == 400
     assert run(api.call("POST", path + "/pin?wait=abc"))[0] == 400

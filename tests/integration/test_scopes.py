@@ -1,6 +1,6 @@
 """One scope check, everywhere: every route of `/openapi.json`, walked with an agent key allowed
-one category, shows nothing of another category's memories nor of another user — and command
-ids are namespaced per principal.
+one category, shows nothing of another category's memories (their words, their ids) nor of
+another user — and command ids are namespaced per principal, and bound to their write.
 
 The walk is made from the served OpenAPI document, so a route added there is walked too (one
 with a path parameter or a body schema this module has no sample of fails the test, naming it).
@@ -152,8 +152,11 @@ async def setup(worker: Worker) -> Scoped:
     assert any(state == "soft_deleted" and "cello" in summary for _, state, summary in held), held
     assert any(r for m in state.alice if m["category"] == SOLO_CATEGORY
                for r in m["related_ids"]), "a Goals memory linked to a Personal one"
+    # ids too: a Goals memory's links to a Personal one (`related_ids`, `relations`) must not
+    # name it in a list, an export, a history or a full query answer
     state.forbidden = {*OUT_OF_SCOPE_WORDS, BOB,
                        *(m["summary"] for m in state.alice if m["category"] != SOLO_CATEGORY),
+                       *(m["id"] for m in state.alice if m["category"] != SOLO_CATEGORY),
                        *(p["proposed_summary"] for p in state.proposals),
                        *(m["summary"] for m in state.bob), *(m["id"] for m in state.bob)}
     return state
@@ -332,10 +335,13 @@ def test_a_second_principal_reusing_an_idempotency_key_gets_its_own_command(scop
     status, admins = run(call(base, "GET", f"/v1/users/{CAROL}/commands/dup-1", None, ADMIN_KEY))
     assert status == 200 and "May" in json.dumps(admins) and "June" not in json.dumps(admins)
 
-    # a retry by the same principal still applies once
-    status, retried = run(call(base, "PATCH", path + "?wait=1", {"text": "Carol plans a marathon in July."},
+    # a retry by the same principal still applies once; the same key for another body is a 409
+    status, retried = run(call(base, "PATCH", path + "?wait=1", {"text": "Carol plans a marathon in June."},
                                SOLO_KEY, key))
     assert status == 200 and retried["commands"][0]["events"] == second["commands"][0]["events"]
+    status, reused = run(call(base, "PATCH", path + "?wait=1", {"text": "Carol plans a marathon in July."},
+                              SOLO_KEY, key))
+    assert status == 409 and reused["code"] == "idempotency_key_reused", reused
     assert run(call(base, "GET", path, None, ADMIN_KEY))[1]["summary"] == "Carol plans a marathon in June."
 
 

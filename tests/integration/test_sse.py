@@ -111,8 +111,9 @@ def test_an_agent_key_gets_only_events_of_its_allowlist(worker):
 
 
 def test_a_users_event_streams_past_the_limit_are_refused_with_429(worker):
-    """SSE_MAX_STREAMS_PER_USER (8 by default) streams of one user are served; one more is a
-    429 with Retry-After, and another user is still served."""
+    """SSE_MAX_STREAMS_PER_USER (8 by default) streams of one user with one key are served;
+    one more is a 429 with Retry-After, and another user is still served (other keys' streams
+    of the user: tests/integration/test_stream_keys.py)."""
     user, other = unique_user("sse-limit"), unique_user("sse-limit-other")
 
     async def scenario() -> None:

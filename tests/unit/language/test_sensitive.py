@@ -1,11 +1,11 @@
 import pytest
 
 from streams.write.facts import FactPipeline
-from streams.language.sensitive import PATTERNS, sensitive_categories
+from streams.language.sensitive import KINDS, sensitive_categories
 from streams.settings import WriteSettings
 from topics.turns import Turn
 
-ALL = list(PATTERNS)
+ALL = list(KINDS)
 
 
 @pytest.mark.parametrize("text,kind", [
