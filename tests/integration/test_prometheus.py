@@ -390,7 +390,7 @@ def test_promtool_accepts_the_rules_and_the_config_that_loads_them(tmp_path: Pat
     checked = subprocess.run([PROMTOOL, "check", "config", str(tmp_path / "prometheus.yml")],
                              capture_output=True, text=True)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "SUCCESS: 8 rules found" in checked.stdout + checked.stderr
+    assert "SUCCESS: 9 rules found" in checked.stdout + checked.stderr
 
 
 def test_the_lists_name_only_what_exists():
