@@ -16,8 +16,10 @@ bench, in one run:
    `memory.progress` until every one has its dedup outcome;
 3. stops the worker and the broker cleanly (SIGTERM), starts both again and times, from the start
    command, `/health` ready and the first query answered (a query needs the index: that is ready
-   to serve); then `kill -9`s the worker, the broker and the object store, and times the same;
-   after each start every user's memory count is checked against what was filled;
+   to serve), with the worker's CPU seconds at both; then `kill -9`s the worker, the broker and
+   the object store, and times the same; after each start every user's memory count is checked
+   against what was filled. A start that does not serve within its timeout is reported (not
+   raised), with the worker log's last warning;
 4. rebuilds the index of the same N memories of U users alone, in process (`bench rebuild`'s
    `run_rebuild_bench`), and puts the ratio of restart → first query to it beside it (the goal of
    issue 47: at most 2);
@@ -25,19 +27,23 @@ bench, in one run:
    second and, with `base_cost`, the same clean restart of a fresh stack holding nothing (the
    cost of a start itself: imports, Faust, the group join, the model load).
 
-Each start's worker log is kept (`worker-<phase>.log`) and its milestones are read into the
-report (`timeline`): when the process logged its first line, when its tables were ready, when
-the index was rebuilt.
+Each start's worker log is kept (`worker-<n>.log`, n counting the stack's starts) and its
+milestones are read into the report (`timeline`: the first line, Faust starting, the group
+joined, the model loaded, the index rebuilt, the worker's `ready` line). A kept stack
+(`workdir`) holds its master and admin keys too, so it can be started again by hand and its
+tables opened. Findings and figures: docs/benchmarks.md#restart.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -54,6 +60,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table as RichTable
 
 from benchmarks.bench_query import synthetic_memories
+from benchmarks.bench_stages import process_cpu_seconds
 from streams.api import auth
 from streams.app.topic_admin import create_topics
 from streams.app.topology import ALL_TOPICS
@@ -127,11 +134,8 @@ def sealed_records(items: list[Candidate], master_key: bytes) -> Iterator[tuple[
 class FillResult:
     memories: int
     seconds: float
+    memories_per_s: float = 0.0
     outcomes: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def memories_per_s(self) -> float:
-        return round(self.memories / max(self.seconds, 1e-9), 1)
 
 
 async def fill(broker_url: str, items: list[Candidate], master_key: bytes, one_record: bool,
@@ -184,6 +188,7 @@ async def fill(broker_url: str, items: list[Candidate], master_key: bytes, one_r
         await producer.stop()
         await consumer.stop()
     result.seconds = round(time.perf_counter() - started, 2)
+    result.memories_per_s = round(result.memories / max(result.seconds, 1e-9), 1)
     return result
 
 
@@ -286,14 +291,26 @@ class RestartStack:
 # --- one timed start ----------------------------------------------------------------------------
 @dataclass
 class StartTimes:
-    """Seconds from the start command (the object store's and the broker's start) to each point."""
+    """Seconds from the start command (the object store's and the broker's start) to each point;
+    None for a point not reached within the start's timeout (`not_ready` says why)."""
 
     broker_listening_s: float
-    health_ready_s: float
-    first_query_s: float
-    first_query_items: int
+    health_ready_s: float | None = None
+    first_query_s: float | None = None
+    first_query_items: int = 0
+    worker_cpu_s: dict[str, float | None] = field(default_factory=dict)
+    """The worker's CPU seconds (its process, all threads) at health ready and at the first
+    answer: beside the wall-clock figures, how much of a start was the worker's own work."""
+    load_average: float | None = None
     timeline: dict[str, float] = field(default_factory=dict)
     """The worker log's milestones, seconds from the start command (`log_timeline`)."""
+    not_ready: str | None = None
+    last_warning: str | None = None
+    """The worker log's last WARNING or ERROR line (of a start that never got ready)."""
+
+
+class NotReady(BrokerError):
+    """A start whose worker did not answer in time."""
 
 
 async def _until_ready(api_url: str, proc: subprocess.Popen, timeout: float) -> None:
@@ -301,7 +318,7 @@ async def _until_ready(api_url: str, proc: subprocess.Popen, timeout: float) -> 
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session:
         while True:
             if proc.poll() is not None:
-                raise BrokerError(f"worker exited with code {proc.returncode}")
+                raise NotReady(f"worker exited with code {proc.returncode}")
             try:
                 async with session.get(api_url + "/health") as response:
                     if response.status == 200 and (await response.json()).get("ready"):
@@ -309,7 +326,7 @@ async def _until_ready(api_url: str, proc: subprocess.Popen, timeout: float) -> 
             except (aiohttp.ClientError, asyncio.TimeoutError):
                 pass
             if time.monotonic() > deadline:
-                raise BrokerError(f"worker at {api_url} not ready after {timeout:.0f}s")
+                raise NotReady(f"/health not ready after {timeout:.0f} s")
             await asyncio.sleep(POLL_S)
 
 
@@ -328,22 +345,35 @@ async def first_answer(api_url: str, api_key: str, user: str, timeout: float = 6
             except (aiohttp.ClientError, asyncio.TimeoutError):
                 pass
             if time.monotonic() > deadline:
-                raise BrokerError(f"no query answered by {api_url} after {timeout:.0f}s")
+                raise NotReady(f"no query answered after {timeout:.0f} s")
             await asyncio.sleep(POLL_S)
 
 
 def timed_start(stack: RestartStack, user: str, timeout: float = 600.0) -> StartTimes:
-    """Start the broker and the worker again and time them (`StartTimes`)."""
+    """Start the broker and the worker again and time them (`StartTimes`); a worker that is not
+    ready, or answers no query, within `timeout` seconds is reported so, not raised."""
     started_wall, started = time.time(), time.perf_counter()
     stack.start_broker()
-    listening = time.perf_counter() - started
+    times = StartTimes(round(time.perf_counter() - started, 2), load_average=_load())
     proc = stack.start_worker()
-    asyncio.run(_until_ready(stack.api_url, proc, timeout))
-    ready = time.perf_counter() - started
-    items = asyncio.run(first_answer(stack.api_url, stack.api_key, user, timeout))
-    answered = time.perf_counter() - started
-    return StartTimes(round(listening, 2), round(ready, 2), round(answered, 2), items,
-                      log_timeline(stack.log_path(), started_wall))
+    try:
+        asyncio.run(_until_ready(stack.api_url, proc, timeout))
+        times.health_ready_s = round(time.perf_counter() - started, 2)
+        times.worker_cpu_s["at_health_ready"] = _cpu(proc.pid)
+        left = max(timeout - (time.perf_counter() - started), 1.0)
+        times.first_query_items = asyncio.run(first_answer(stack.api_url, stack.api_key, user, left))
+        times.first_query_s = round(time.perf_counter() - started, 2)
+        times.worker_cpu_s["at_first_query"] = _cpu(proc.pid)
+    except NotReady as exc:
+        times.not_ready = str(exc)
+        times.last_warning = last_warning(stack.log_path())
+    times.timeline = log_timeline(stack.log_path(), started_wall)
+    return times
+
+
+def _cpu(pid: int) -> float | None:
+    seconds = process_cpu_seconds(pid)
+    return None if seconds is None else round(seconds, 2)
 
 
 # --- what a start's log says ----------------------------------------------------------------------
@@ -359,6 +389,16 @@ MILESTONES = {
 """Lines of the worker log, by the name the report gives the first one's time: the first line
 (the imports done), Faust's services starting, the group joined (the first table partition
 opened for the assignment), the model loaded, the index rebuilt, the worker's `ready` line."""
+
+
+def last_warning(path: Path) -> str | None:
+    """The last WARNING or ERROR line of the worker log `path` (None: none)."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    found = [line for line in lines if "[WARNING]" in line or "[ERROR]" in line]
+    return found[-1][:400] if found else None
 
 
 def log_timeline(path: Path, since: float) -> dict[str, float]:
@@ -413,20 +453,25 @@ def expected_counts(memories: int, users: int) -> dict[str, int]:
 
 
 # --- the run --------------------------------------------------------------------------------------
+START_TIMEOUT_S = 600.0
+"""How long a start may take to serve before it is reported as not ready."""
+
+
 @dataclass
 class Phase:
     """One restart: how the stack was stopped, the start's times, and whether every memory was
-    there after it."""
+    there after it (None: the start never served)."""
 
     stop: str
     stop_s: float
     """How long the stop took (a clean one: the worker's shutdown, then the broker's)."""
     start: StartTimes
-    memories_found: int
+    memories_found: int | None
     all_there: bool
 
 
-def restart_phase(stack: RestartStack, kill: bool, expected: dict[str, int], console: Console) -> Phase:
+def restart_phase(stack: RestartStack, kill: bool, expected: dict[str, int], console: Console,
+                  timeout: float = START_TIMEOUT_S) -> Phase:
     """Stop the stack (SIGTERM, or SIGKILL with `kill`), start it again timed, and count."""
     how = "kill -9" if kill else "SIGTERM"
     console.print(f"stopping the worker and the broker ({how}) …")
@@ -434,8 +479,11 @@ def restart_phase(stack: RestartStack, kill: bool, expected: dict[str, int], con
     stack.stop(kill=kill)
     stopped = round(time.perf_counter() - stopping, 2)
     console.print("starting both again …")
-    user = next(iter(expected), user_name(0))
-    times = timed_start(stack, user)
+    times = timed_start(stack, next(iter(expected), user_name(0)), timeout)
+    if times.not_ready is not None:
+        console.print(f"  [red]not ready[/]: {times.not_ready}; the worker log's last warning: "
+                      f"{times.last_warning}")
+        return Phase(how, stopped, times, None, False)
     counts = asyncio.run(memory_counts(stack.api_url, stack.api_key, list(expected)))
     console.print(f"  health ready {times.health_ready_s} s, first query {times.first_query_s} s, "
                   f"{sum(counts.values()):,} memories found")
@@ -443,12 +491,12 @@ def restart_phase(stack: RestartStack, kill: bool, expected: dict[str, int], con
 
 
 def run_restart_bench(memories: int, users: int, console: Console, *, base_cost: bool = True,
-                      rebuild: bool = True, lifecycle: bool = True,
-                      workdir: Path | None = None) -> dict[str, Any]:
+                      rebuild: bool = True, lifecycle: bool = True, workdir: Path | None = None,
+                      start_timeout: float = START_TIMEOUT_S) -> dict[str, Any]:
     """The figures of one run (module doc). `rebuild`: also time the index rebuild alone
     (`bench rebuild`'s); `base_cost`: also time a clean restart of a fresh stack with nothing in
     it; `workdir`: keep the stacks there (a directory per stack) rather than in a temporary
-    directory deleted at the end."""
+    directory deleted at the end; `start_timeout`: how long a start may take to serve."""
     users = max(1, users)
     expected = expected_counts(memories, users)
     report: dict[str, Any] = {"memories": memories, "users": users, "partitions": PARTITIONS,
@@ -458,17 +506,8 @@ def run_restart_bench(memories: int, users: int, console: Console, *, base_cost:
         console.print(f"fresh stack in {stack.workdir}: broker on disk, one worker …")
         stack.start_fresh()
         if memories:
-            items = list(candidates(memories, users))
-            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), console=console) as bar:
-                task = bar.add_task("filling (candidates with their vectors)", total=memories)
-                filled = asyncio.run(fill(stack.broker.url, items, stack.master_key,
-                                          get_settings().kafka.kafka_one_record_batches,
-                                          lambda n: bar.advance(task, n)))
-            del items
-            report["fill"] = {"seconds": filled.seconds, "memories_per_s": filled.memories_per_s,
-                              "outcomes": filled.outcomes}
-        phases = [restart_phase(stack, kill, expected, console) for kill in (False, True)]
+            report["fill"] = asdict(_filled(stack, memories, users, console))
+        phases = [restart_phase(stack, kill, expected, console, start_timeout) for kill in (False, True)]
         report["restarts"] = {("clean" if p.stop == "SIGTERM" else "killed"): asdict(p) for p in phases}
         report["all_memories_there"] = all(p.all_there for p in phases)
         stack.stop()
@@ -483,12 +522,24 @@ def run_restart_bench(memories: int, users: int, console: Console, *, base_cost:
         from benchmarks.bench_rebuild import run_rebuild_bench
 
         console.print(f"the index rebuild alone ({memories:,} memories of {users:,} users) …")
-        alone = run_rebuild_bench(memories, users)
+        with contextlib.redirect_stdout(sys.stderr):  # its progress bar: stdout is the report's
+            alone = run_rebuild_bench(memories, users)
         report["rebuild_alone"] = {"one_go_s": alone["blocking_rebuild_s"],
-                                   "sliced_s": alone["sliced_rebuild"]["seconds"]}
+                                   "sliced_s": alone["sliced_rebuild"]["seconds"],
+                                   "load_average": _load()}
         report["ratio"] = ratios(report)
     report["load_average_end"] = _load()
     return report
+
+
+def _filled(stack: RestartStack, memories: int, users: int, console: Console) -> FillResult:
+    items = list(candidates(memories, users))
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console) as bar:
+        task = bar.add_task("filling (candidates with their vectors)", total=memories)
+        return asyncio.run(fill(stack.broker.url, items, stack.master_key,
+                                get_settings().kafka.kafka_one_record_batches,
+                                lambda n: bar.advance(task, n)))
 
 
 def empty_restart(console: Console, lifecycle: bool, workdir: Path | None) -> dict[str, Any]:
@@ -504,10 +555,14 @@ def empty_restart(console: Console, lifecycle: bool, workdir: Path | None) -> di
 
 
 def ratios(report: dict[str, Any]) -> dict[str, float | None]:
-    """Restart → first query over the sliced rebuild alone (what the worker does), per restart."""
+    """Restart → first query over the sliced rebuild alone (what the worker does), per restart
+    (None for a start that never served)."""
     alone = report["rebuild_alone"]["sliced_s"]
-    return {name: (round(phase["start"]["first_query_s"] / alone, 2) if alone else None)
-            for name, phase in report["restarts"].items()}
+    out: dict[str, float | None] = {}
+    for name, phase in report["restarts"].items():
+        served = phase["start"]["first_query_s"]
+        out[name] = round(served / alone, 2) if alone and served is not None else None
+    return out
 
 
 def _load() -> float | None:
@@ -517,6 +572,10 @@ def _load() -> float | None:
         return None
 
 
+def _seconds(value: float | None, start: dict[str, Any]) -> str:
+    return f"{value} s" if value is not None else f"not ready ({start['not_ready']})"
+
+
 def render(report: dict[str, Any], console: Console) -> None:
     table = RichTable(title=f"restart: {report['memories']:,} memories of {report['users']:,} users")
     table.add_column("what")
@@ -524,10 +583,10 @@ def render(report: dict[str, Any], console: Console) -> None:
     fill_ = report.get("fill")
     if fill_:
         table.add_row("fill", f"{fill_['seconds']} s, {fill_['memories_per_s']} memories/s")
-    for name, phase in report["restarts"].items():
+    for phase in report["restarts"].values():
         start = phase["start"]
-        table.add_row(f"{phase['stop']} → /health ready", f"{start['health_ready_s']} s")
-        table.add_row(f"{phase['stop']} → first query answered", f"{start['first_query_s']} s")
+        table.add_row(f"{phase['stop']} → /health ready", _seconds(start["health_ready_s"], start))
+        table.add_row(f"{phase['stop']} → first query answered", _seconds(start["first_query_s"], start))
         table.add_row(f"{phase['stop']}: every memory there", str(phase["all_there"]))
     base = report.get("base_cost")
     if base:

@@ -177,7 +177,8 @@ def bench_restart(
     base_cost: Annotated[bool, typer.Option("--base-cost/--no-base-cost", help="Also restart a fresh stack holding nothing: the cost of a start itself (imports, Faust, the group join, the model).")] = True,
     rebuild: Annotated[bool, typer.Option("--rebuild/--no-rebuild", help="Also time the index rebuild alone on the same N and U (bench rebuild's), and the ratio.")] = True,
     lifecycle: Annotated[bool, typer.Option("--lifecycle/--no-lifecycle", help="The worker runs the lifecycle, as it does by default.")] = True,
-    keep: Annotated[Optional[Path], typer.Option(help="Keep the stacks' directories (broker store, tables, each start's worker log) here instead of deleting them.", file_okay=False)] = None,
+    keep: Annotated[Optional[Path], typer.Option(help="Keep the stacks' directories (broker store, tables, each start's worker log, the master and admin keys) here instead of deleting them.", file_okay=False)] = None,
+    start_timeout: Annotated[float, typer.Option(min=1, help="Seconds a start may take to serve before it is reported as not ready.")] = 600.0,
     as_json: JsonOpt = False,
 ) -> None:
     """How long a worker holding N memories takes to serve again after a restart, beside
@@ -199,7 +200,7 @@ def bench_restart(
     from benchmarks.bench_restart import render, run_restart_bench
 
     report = run_restart_bench(memories, users, console, base_cost=base_cost, rebuild=rebuild,
-                               lifecycle=lifecycle, workdir=keep)
+                               lifecycle=lifecycle, workdir=keep, start_timeout=start_timeout)
     _show(report, as_json, render)
 
 

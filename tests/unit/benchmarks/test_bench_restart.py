@@ -156,3 +156,16 @@ def test_restart_bench_end_to_end_at_a_tiny_size(tmp_path: Path):
     assert (tmp_path / "filled" / "worker-3.log").exists(), "the kept directory holds each start's log"
     render(report, Console(file=out, width=120))
     assert "first query answered" in out.getvalue()
+
+
+def test_the_command_is_registered_with_its_options(monkeypatch):
+    from typer.testing import CliRunner
+
+    from streams.cli import bench, main
+
+    shown = CliRunner().invoke(main.app, ["bench", "restart", "--help"])
+    assert shown.exit_code == 0
+    assert all(option in shown.stdout for option in ("--memories", "--users", "--json", "--keep"))
+    monkeypatch.setattr(bench, "BENCH_PACKAGE", "benchmarks_not_installed")
+    refused = CliRunner().invoke(main.app, ["bench", "restart", "--memories", "10"])
+    assert refused.exit_code == 2 and refused.stderr.strip() == bench.NOT_IN_THE_WHEEL
