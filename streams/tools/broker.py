@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streams.errors import BrokerError
+from streams.tools.object_purge import KEEP_BATCHES, PURGE_INTERVAL_SECONDS
 
 log = logging.getLogger(__name__)
 
@@ -93,9 +94,11 @@ class DiskStorage:
 
     bucket = "tansu"
 
-    def __init__(self, directory: Path, log_path: Path | None = None) -> None:
+    def __init__(self, directory: Path, log_path: Path | None = None,
+                 purge_interval: float = PURGE_INTERVAL_SECONDS, keep_batches: int = KEEP_BATCHES) -> None:
         self.directory = directory
         self.log_path = log_path
+        self.purge_interval, self.keep_batches = purge_interval, keep_batches
         self._proc: subprocess.Popen | None = None
         self._storage: S3Storage | None = None
 
@@ -110,7 +113,8 @@ class DiskStorage:
         port = free_port()
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "streams.tools.object_store", str(self.directory), "--port", str(port)],
+            [sys.executable, "-m", "streams.tools.object_store", str(self.directory), "--port", str(port),
+             "--purge-interval", str(self.purge_interval), "--keep-batches", str(self.keep_batches)],
             stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
         try:
             wait_for_port("127.0.0.1", port, timeout, self._proc)

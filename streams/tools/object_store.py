@@ -21,26 +21,39 @@ Run it as `python -m streams.tools.object_store DIR --port N`; one process serve
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import fcntl
 import hashlib
+import logging
 import os
 import sqlite3
 import time
+from collections.abc import AsyncIterator
 from email.utils import formatdate
+from functools import partial
 from pathlib import Path
 from typing import IO
 from urllib.parse import unquote
 from xml.etree import ElementTree as ET
+from xml.sax.saxutils import escape
 
 from aiohttp import web
 
 from streams.errors import MemstreamError
+from streams.tools.object_purge import KEEP_BATCHES, PURGE_INTERVAL_SECONDS, purge_all_buckets
+
+log = logging.getLogger(__name__)
 
 S3_NS = "http://s3.amazonaws.com/doc/2006-03-01/"
 DATABASE = "objects.sqlite3"
 LOCK = "LOCK"
 MAX_KEYS = 1000
+LISTING_PAGE = 50_000
+"""Keys a listing answers when the client names no `max-keys`. S3 answers 1,000; Tansu names none
+and lists a partition's every batch object on each fetch, ending the listing at the fetch's
+deadline (the consumer's fetch max wait) and answering what it found by then: one large page
+rather than many round trips keeps a long partition inside that deadline."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS buckets (name TEXT PRIMARY KEY, created REAL NOT NULL);
@@ -48,7 +61,10 @@ CREATE TABLE IF NOT EXISTS objects (
     bucket TEXT NOT NULL, key TEXT NOT NULL, etag TEXT NOT NULL, modified REAL NOT NULL,
     content_type TEXT, size INTEGER NOT NULL, body BLOB NOT NULL,
     PRIMARY KEY (bucket, key)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS listing ON objects (bucket, key, etag, modified, size);
 """
+"""The `listing` index covers a listing's columns, so a listing reads no object body: Tansu lists
+a partition's records on every fetch."""
 
 
 class StoreLocked(MemstreamError):
@@ -117,6 +133,36 @@ def _error(failure: S3Failure, resource: str) -> web.Response:
     for tag, text in (("Code", failure.code), ("Message", failure.message), ("Resource", resource)):
         ET.SubElement(root, tag).text = text
     return _xml(root, failure.status)
+
+
+def _sql_escaped(column: str) -> str:
+    return f"replace(replace(replace({column}, '&', '&amp;'), '<', '&lt;'), '>', '&gt;')"
+
+
+CONTENTS_SQL = ("'<Contents><Key>' || " + _sql_escaped("key") + " || '</Key><LastModified>' || "
+                "strftime('%Y-%m-%dT%H:%M:%fZ', modified, 'unixepoch') || '</LastModified><ETag>' || "
+                + _sql_escaped("etag") + " || '</ETag><Size>' || size || "
+                "'</Size><StorageClass>STANDARD</StorageClass></Contents>'")
+"""A listing's `<Contents>` element of one object, written by SQLite as it reads the row."""
+
+
+def _listing_xml(bucket: str, prefix: str, delimiter: str, max_keys: int, contents: list[str],
+                 common: list[str], next_token: str | bool) -> bytes:
+    """A ListObjectsV2 answer, written as strings (`contents`: `CONTENTS_SQL` entries): a fetch
+    lists a partition's batch objects, and building an ElementTree spent three quarters of a
+    listing's time."""
+    parts = [f'<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult xmlns="{S3_NS}">'
+             f"<Name>{escape(bucket)}</Name><Prefix>{escape(prefix)}</Prefix>"
+             f"<KeyCount>{len(contents) + len(common)}</KeyCount><MaxKeys>{max_keys}</MaxKeys>"]
+    if delimiter:
+        parts.append(f"<Delimiter>{escape(delimiter)}</Delimiter>")
+    parts.append(f"<IsTruncated>{'true' if next_token else 'false'}</IsTruncated>")
+    if next_token:
+        parts.append(f"<NextContinuationToken>{next_token}</NextContinuationToken>")
+    parts.extend(contents)
+    parts.extend(f"<CommonPrefixes><Prefix>{escape(p)}</Prefix></CommonPrefixes>" for p in common)
+    parts.append("</ListBucketResult>")
+    return "".join(parts).encode()
 
 
 def _sub(parent: ET.Element, tag: str, text: str) -> None:
@@ -250,20 +296,20 @@ class ObjectStore:
     # -- listing and bulk delete -------------------------------------------------------------
     def _list(self, bucket: str, query: "web.MultiDictProxy[str]") -> web.Response:
         prefix, delimiter = query.get("prefix", ""), query.get("delimiter", "")
-        max_keys = min(int(query.get("max-keys", MAX_KEYS)), MAX_KEYS)
+        max_keys = min(int(query["max-keys"]), MAX_KEYS) if "max-keys" in query else LISTING_PAGE
         token = query.get("continuation-token")
         after = base64.urlsafe_b64decode(token).decode() if token else query.get("start-after", "")
         end = _prefix_end(prefix)
-        contents: list[tuple[str, str, float, int]] = []
+        contents: list[str] = []
         common: list[str] = []
         truncated, last = False, after
         while True:
             rows = self.db.execute(
-                "SELECT key, etag, modified, size FROM objects WHERE bucket = ? AND key >= ? AND key > ?"
+                f"SELECT key, {CONTENTS_SQL} FROM objects WHERE bucket = ? AND key >= ? AND key > ?"
                 + (" AND key < ?" if end else "") + " ORDER BY key LIMIT ?",
                 (bucket, prefix, last, *([end] if end else []), max_keys + 1)).fetchall()
             skipped = False
-            for key, etag, modified, size in rows:
+            for key, entry in rows:
                 if len(contents) + len(common) == max_keys:
                     truncated = True
                     break
@@ -273,30 +319,13 @@ class ObjectStore:
                     last = key[:cut + len(delimiter)] + "\U0010ffff"  # past every key under it
                     skipped = True
                     break
-                contents.append((key, etag, modified, size))
+                contents.append(entry)
                 last = key
             if truncated or not skipped:
                 break
-        root = ET.Element("ListBucketResult", xmlns=S3_NS)
-        _sub(root, "Name", bucket)
-        _sub(root, "Prefix", prefix)
-        _sub(root, "KeyCount", str(len(contents) + len(common)))
-        _sub(root, "MaxKeys", str(max_keys))
-        if delimiter:
-            _sub(root, "Delimiter", delimiter)
-        _sub(root, "IsTruncated", "true" if truncated else "false")
-        if truncated:
-            _sub(root, "NextContinuationToken", base64.urlsafe_b64encode(last.encode()).decode())
-        for key, etag, modified, size in contents:
-            item = ET.SubElement(root, "Contents")
-            _sub(item, "Key", key)
-            _sub(item, "LastModified", _iso(modified))
-            _sub(item, "ETag", etag)
-            _sub(item, "Size", str(size))
-            _sub(item, "StorageClass", "STANDARD")
-        for common_prefix in common:
-            _sub(ET.SubElement(root, "CommonPrefixes"), "Prefix", common_prefix)
-        return _xml(root)
+        return web.Response(body=_listing_xml(bucket, prefix, delimiter, max_keys, contents, common,
+                                              truncated and base64.urlsafe_b64encode(last.encode()).decode()),
+                            content_type="application/xml")
 
     def _delete_many(self, bucket: str, body: bytes) -> web.Response:
         try:
@@ -312,17 +341,38 @@ class ObjectStore:
         return _xml(root)
 
 
-def serve(directory: Path, port: int, host: str = "127.0.0.1") -> None:
-    """Serve `directory` until SIGTERM or SIGINT (blocking)."""
+def serve(directory: Path, port: int, host: str = "127.0.0.1",
+          purge_interval: float = PURGE_INTERVAL_SECONDS, keep_batches: int = KEEP_BATCHES) -> None:
+    """Serve `directory` until SIGTERM or SIGINT (blocking), deleting read batches every
+    `purge_interval` seconds (`streams.tools.object_purge`)."""
     lock = lock_directory(directory)
     db = open_database(directory)
-    store = ObjectStore(db)
+    app = ObjectStore(db).app()
+    app.cleanup_ctx.append(partial(_purging, db, purge_interval, keep_batches))
     try:  # SIGTERM and SIGINT end run_app gracefully
-        web.run_app(store.app(), host=host, port=port, access_log=None, print=None)
+        web.run_app(app, host=host, port=port, access_log=None, print=None)
     finally:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         db.close()
         lock.close()
+
+
+async def _purging(db: sqlite3.Connection, interval: float, keep: int,
+                   app: web.Application) -> AsyncIterator[None]:
+    """Delete the batches every consumer group has read, every `interval` seconds, for as long as
+    the store serves (`streams.tools.object_purge`)."""
+
+    async def every_interval() -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                purge_all_buckets(db, keep)
+            except sqlite3.Error as exc:  # a busy or failing disk: try again next time
+                log.warning("purging read batches failed: %s", exc)
+
+    task = asyncio.create_task(every_interval())
+    yield
+    task.cancel()
 
 
 def disk_bytes(directory: Path) -> int:
@@ -334,10 +384,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="The embedded broker's S3-compatible object store.")
     parser.add_argument("directory", type=Path)
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--purge-interval", type=float, default=PURGE_INTERVAL_SECONDS,
+                        help="Seconds between deletions of the batches every consumer group has read.")
+    parser.add_argument("--keep-batches", type=int, default=KEEP_BATCHES,
+                        help="Batch objects a partition keeps however far every group has read.")
     args = parser.parse_args()
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        serve(args.directory, args.port)
+        serve(args.directory, args.port, purge_interval=args.purge_interval, keep_batches=args.keep_batches)
     except StoreLocked as exc:
         raise SystemExit(f"object store not started: {exc}") from None
 

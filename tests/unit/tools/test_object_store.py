@@ -48,11 +48,18 @@ def test_listing_pages_through_a_prefix_in_key_order_and_groups_by_delimiter(dis
     for key in keys:
         s3.put_object(Bucket="tansu", Key=key, Body=b"x")
     s3.put_object(Bucket="tansu", Key="topics/u/watermark.json", Body=b"{}")
-    pages = s3.get_paginator("list_objects_v2").paginate(Bucket="tansu", Prefix="topics/t/")
-    listed = [item["Key"] for page in pages for item in page.get("Contents", [])]
-    assert listed == keys
+    pages = list(s3.get_paginator("list_objects_v2").paginate(
+        Bucket="tansu", Prefix="topics/t/", PaginationConfig={"PageSize": 1000}))
+    assert [page["KeyCount"] for page in pages] == [1000, 1000, 345]
+    assert [item["Key"] for page in pages for item in page["Contents"]] == keys
+    whole = s3.list_objects_v2(Bucket="tansu", Prefix="topics/t/")  # no max-keys: Tansu's listing
+    assert whole["KeyCount"] == 2345 and not whole["IsTruncated"], "one page, not three round trips"
+    odd = "topics/v/a&b<c>\"d'.batch"
+    s3.put_object(Bucket="tansu", Key=odd, Body=b"xy")
+    assert [(i["Key"], i["Size"]) for i in s3.list_objects_v2(Bucket="tansu", Prefix="topics/v/")["Contents"]] \
+        == [(odd, 2)]
     grouped = s3.list_objects_v2(Bucket="tansu", Prefix="topics/", Delimiter="/")
-    assert [p["Prefix"] for p in grouped["CommonPrefixes"]] == ["topics/t/", "topics/u/"]
+    assert [p["Prefix"] for p in grouped["CommonPrefixes"]] == ["topics/t/", "topics/u/", "topics/v/"]
     s3.delete_objects(Bucket="tansu", Delete={"Objects": [{"Key": keys[0]}, {"Key": keys[1]}]})
     assert s3.list_objects_v2(Bucket="tansu", Prefix="topics/t/", MaxKeys=1)["Contents"][0]["Key"] == keys[2]
 
