@@ -189,6 +189,13 @@ class DocumentsView(_View):
     def _part(self, key: Any) -> Any:
         return self.records.document(key)
 
+    def items(self) -> Iterator[tuple[Any, Any]]:  # type: ignore[override]  # as _View's
+        """Every document in one scan of the records (the index rebuild reads them all)."""
+        for key, value in self.records.table.items():
+            document = document_of(value) if is_memory_record(value) else value
+            if document is not None:
+                yield key, document
+
     def __setitem__(self, key: Any, value: Any) -> None:
         self.records.write(key, value, self.records.read(key)[1])
 

@@ -158,6 +158,17 @@ class SealedTable(ReadableItems):
     def __iter__(self) -> Iterator[Any]:
         return iter(self.table)
 
+    def items(self) -> Iterator[tuple[Any, Any]]:  # type: ignore[override]  # as ReadableItems'
+        """Every readable value in one scan of the table, opened without the opened-value
+        cache: a whole-table read (the index rebuild after a start) would churn it, and reading
+        key by key costs a Faust table a lookup in every partition's store per key."""
+        for key, raw in self.table.items():
+            try:
+                plaintext = self.sealer.open_stored(unpack(raw))
+            except SealError:
+                continue  # a shredded user's value: absent, as `__getitem__` has it
+            yield key, orjson.loads(plaintext)
+
     def __len__(self) -> int:
         return len(self.table)
 
