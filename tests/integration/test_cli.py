@@ -30,7 +30,7 @@ def port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def test_run_starts_broker_and_worker_send_query_work_and_stop_stops_everything(tmp_path):
+def test_run_starts_broker_and_worker_quietly_send_query_work_and_stop_stops_everything(tmp_path):
     import asyncio
 
     broker_port, web_port = free_port(), free_port()
@@ -49,7 +49,7 @@ def test_run_starts_broker_and_worker_send_query_work_and_stop_stops_everything(
 
         # Wait for the memory through the stream, then query it through the CLI.
         from streams.tools.client import read_topic
-        from topics.events import events_of
+        from topics.events_wire import events_of
 
         async def created() -> dict:
             async for _k, value in read_topic(f"127.0.0.1:{broker_port}", "memory.events"):
@@ -70,6 +70,23 @@ def test_run_starts_broker_and_worker_send_query_work_and_stop_stops_everything(
         proc.wait(180)  # a clean stop closes RocksDB (~15 s idle): a guard, not a measure
     assert not port_open(broker_port), "stopping `run` stops the broker it started"
     assert not port_open(web_port)
+    # A quiet start (issue 50 item 6): the broker, the API, the key, the model and `ready`, not
+    # Faust's ~90 notes of its services starting and its tables opening partitions.
+    before_ready = lines_before_ready((tmp_path / "run.log").read_text())
+    assert len(before_ready) <= QUIET_START_LINES, "\n".join(before_ready)
+    assert not [line for line in before_ready if "Starting..." in line or "opening partition" in line]
+
+
+QUIET_START_LINES = 15
+"""The most lines `memstream run` prints up to and with its `ready` line (README: "a dozen")."""
+
+
+def lines_before_ready(log: str) -> list[str]:
+    """The lines of a run's output up to and with the worker's `ready: ...` line (which must be
+    there: the run served a query)."""
+    lines = log.splitlines()
+    ready = next(i for i, line in enumerate(lines) if "ready: consuming" in line)
+    return lines[:ready + 1]
 
 
 def test_help_explains_every_command():

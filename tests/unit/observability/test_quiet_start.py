@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from mode.utils.logging import setup_logging
 
-from streams.observability.logs import OWN_LOGGERS, worker_logging
+from streams.observability.logs import OWN_LOGGERS, SERVICE_MODULES, worker_logging
 from streams.providers.embedders.onnx_export import _quiet
 
 
@@ -25,7 +25,8 @@ class Keep(logging.Handler):
 def restored_logging() -> Iterator[None]:
     root = logging.getLogger()
     saved = (root.level, list(root.handlers),
-             {name: logging.getLogger(name).level for name in (*OWN_LOGGERS, "faust", "aiokafka")})
+             {name: logging.getLogger(name).level
+              for name in (*OWN_LOGGERS, *SERVICE_MODULES, "faust", "aiokafka")})
     yield
     root.setLevel(saved[0])
     root.handlers[:] = saved[1]
@@ -66,3 +67,34 @@ def test_the_quantiser_s_notes_are_dropped_while_it_runs_and_errors_kept(restore
         logging.error("the quantiser failed")
     logging.warning("after")
     assert keep.messages == ["the quantiser failed", "after"]
+
+
+def _subclasses(cls: type) -> set[type]:
+    found = set(cls.__subclasses__())
+    for sub in list(found):
+        found |= _subclasses(sub)
+    return found
+
+
+def test_every_faust_service_of_the_project_logs_at_the_libraries_level(restored_logging):
+    """mode names a service's logger after its class's module: a project module subclassing a
+    Faust service (producer, consumer, table, store, stream) must be in SERVICE_MODULES, or its
+    start-up notes ("[^--DrainingProducer]: Starting...", "opening partition 2 for gen id 0")
+    come out at LOG_LEVEL, ~90 lines before `memstream run` says ready (issue 50 item 6)."""
+    from mode import Service
+
+    import streams.worker  # noqa: F401  (every stage, table, store and Faust driver of the worker)
+    from streams.app.factory import create_app
+    from streams.settings import Settings
+
+    create_app(Settings(table_store="memory://"))
+    modules = {cls.__module__ for cls in _subclasses(Service)
+               if cls.__module__.split(".")[0] in OWN_LOGGERS}
+    assert modules and modules <= set(SERVICE_MODULES), sorted(modules - set(SERVICE_MODULES))
+
+    keep = Keep()
+    setup_logging(loglevel="INFO", logging_config=worker_logging("info"), loghandlers=[keep])
+    for module in sorted(modules):
+        logging.getLogger(module).info("[^--DrainingProducer]: Starting...")
+        logging.getLogger(module).warning("a warning passes")
+    assert keep.messages == ["a warning passes"] * len(modules)
