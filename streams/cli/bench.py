@@ -283,6 +283,21 @@ def bench_mem0(
     _show(report, as_json, render)
 
 
+@bench_app.command("details")
+def bench_details(
+    as_json: JsonOpt = False,
+    labelled: Annotated[Path, typer.Option(help="JSON lines {id, kind, speaker, text, details, holdout} of first-person sentences and the details their memory must keep.", exists=True, dir_okay=False)] = Path("tests/data/details/sentences.jsonl"),
+    locomo: Annotated[Optional[list[Path]], typer.Option("--locomo", help="Also time the sentence splitter on these LoCoMo conversations' turns.", exists=True, dir_okay=False)] = None,
+) -> None:
+    """Details kept: each labelled sentence a turn of its own user through the write path in
+    process (the rules, no LLM); detail recall and the share of sentences kept whole per kind,
+    and the sentence splitter's accuracy and cost per turn."""
+    require_benches()
+    from benchmarks.bench_details import render, run_details_bench
+
+    _show(run_details_bench(labelled, locomo or ()), as_json, render)
+
+
 @bench_app.command("policy")
 def bench_policy(
     files: Annotated[list[Path], typer.Argument(help="LoCoMo conversation files: real turns that must pass.", exists=True, dir_okay=False)],

@@ -16,6 +16,6 @@
 
 A new word list: a file `data/<name>.txt` and `word_list("<name>")` where a rule reads it. A new
 date phrase: `dates` (its docstring says where). The rules extractor that applies them, step by
-step, is `streams/write/extraction.py`; golden files pin what it writes
+step, is `streams/write/extraction.py`; hand-reviewed golden turns pin what it writes
 (tests/unit/language/golden/, tests/unit/language/test_golden.py).
 """

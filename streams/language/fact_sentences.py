@@ -13,9 +13,9 @@ from streams.language.sentences import (
     is_filler,
     is_greeting,
     is_question,
-    split_sentences,
     words,
 )
+from streams.language.splitting import split_sentences
 from streams.language.signals import Signals, sentence_signals
 from streams.language.memo import texts_memo
 from streams.language.wordlists import word_list

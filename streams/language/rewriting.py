@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from datetime import date
 
+from streams.language.companions import companions
 from streams.language.dates import resolve_dates
 from streams.language.wordlists import word_list, word_sequence
 
@@ -19,15 +20,13 @@ APOS = "['’]"
 """An apostrophe, straight or curly."""
 _APOS = APOS
 _EMOJI = re.compile("[\U0001F000-\U0001FFFF\u2600-\u27BF\uFE0F]+")
-_FAMILY = re.compile(
-    r"\b(?:kids?|family|husband|wife|partner|children|son|daughter|mom|dad|parents|fam|"
-    r"spouse|boyfriend|girlfriend|hubby|pets?|dogs?|cats?|pup|puppy|kitty|kitten)\b", re.I,
-)
 _ADVERBS = "|".join(word_sequence("adverbs"))
 _NO_CONJ = word_list("verbs_unconjugated")
+_BASE_ED_ING = word_list("verbs_base_ed_ing")
 _IRREGULAR = {"have": "has", "do": "does", "go": "goes", "be": "is", "am": "is"}
-I_ALONE = r"(?<![\w'’])[Ii]"
-"""The pronoun "I" (not inside a word nor after an apostrophe)."""
+I_ALONE = r"(?<![\w'’.])[Ii](?!\.[A-Za-z])"
+"""The pronoun "I" (not inside a word, after an apostrophe, nor one of an initialism's letters:
+"M.I.T.")."""
 _I = I_ALONE
 _REWRITES = tuple((re.compile(_I + p), _NAME + r) for p, r in (
     (_APOS + r"m\b|(?<![\w'’])[Ii] am\b", " is"), (r" was\b", " was"),
@@ -37,7 +36,7 @@ _REWRITES = tuple((re.compile(_I + p), _NAME + r) for p, r in (
     (r" do not\b", " does not"), (r" do\b", " does"),
 ))
 _COMPOUND_I = re.compile(
-    r"((?:^|[,;:–—-]\s*|\b(?:when|because|since|but|where)\s+)(?:[Mm]y\s+|[Oo]ur\s+|[Tt]he\s+)?"
+    r"((?:^|[,;:–—]\s*|\s-\s*|\b(?:when|because|since|but|where)\s+)(?:[Mm]y\s+|[Oo]ur\s+|[Tt]he\s+)?"
     r"[\w'’]+(?:\s+[\w'’]+)?\s+(?:and|&)\s+)[Ii]\b(?!['’])"
 )
 _I_VERB = re.compile(_I + r"((?:\s+(?:" + _ADVERBS + r"|[a-z]+ly))*)\s+([a-z]+)\b(?!['’])")
@@ -49,6 +48,14 @@ _PRONOUNS = tuple((re.compile(p), r) for p, r in (
     (r"\b[Ww]e" + _APOS + r"d\b", _GROUP + " would"), (r"\b[Ww]e\b|\bus\b", _GROUP),
     (r"\b[Oo]urselves\b", "themselves"), (r"\b[Oo]urs?\b", _NAME + "'s"),
 ))
+_WE_ALONE = tuple((re.compile(p), r) for p, r in (
+    (r"\b[Ww]e(?:['’]re| are)\b", "I am"), (r"\b[Ww]e aren['’]t\b", "I am not"),
+    (r"\b[Ww]e were\b", "I was"), (r"\b[Ww]e weren['’]t\b", "I wasn't"),
+    (r"\b[Ww]e\b(?!\s+(?:should|must)\b)", "I"), (r"\bus\b", "me"), (r"\b[Oo]urselves\b", "myself"),
+))
+""""We" when the turn names nobody the speaker is with (`streams.language.companions`): the
+speaker alone, in the first person singular, so the rules below agree the verb ("we were" →
+"I was" → "Ana was")."""
 _YOU = tuple((re.compile(p, re.I), r) for p, r in (
     (r"\byou" + _APOS + r"re\b|\byou are\b", "the user is"), (r"\byou" + _APOS + r"ve\b", "the user has"),
     (r"\byou" + _APOS + r"ll\b", "the user will"), (r"\byou" + _APOS + r"d\b", "the user would"),
@@ -60,7 +67,8 @@ def _third_singular(verb: str) -> str:
     """"go" -> "goes", "try" -> "tries"; past forms and modals unchanged."""
     if verb in _IRREGULAR:
         return _IRREGULAR[verb]
-    if verb in _NO_CONJ or verb.endswith(("ed", "ing")) or (verb.endswith("s") and verb[-2:] != "ss"):
+    if verb in _NO_CONJ or (verb.endswith(("ed", "ing")) and verb not in _BASE_ED_ING) or (
+            verb.endswith("s") and verb[-2:] != "ss"):
         return verb
     if verb.endswith(("sh", "ch", "ss", "x", "z", "o")):
         return verb + "es"
@@ -82,9 +90,16 @@ def _place(text: str, name: str, group: str) -> str:
     return "".join(out)
 
 
-def third_person(sentence: str, name: str, *, assistant: bool = False, family: bool = False) -> str:
-    """Rewrite first person into the third person naming the speaker."""
-    s = _COMPOUND_I.sub(lambda m: m.group(1) + _CO_NAME, sentence)
+def third_person(sentence: str, name: str, *, assistant: bool = False,
+                 others: str | None = None) -> str:
+    """Rewrite first person into the third person naming the speaker. "We" is the speaker and
+    `others` ("Mia", "{name}'s wife": `streams.language.companions`), or the speaker alone
+    when `others` is None; in an assistant's sentence, the user and the assistant."""
+    s = sentence
+    if not assistant and others is None:
+        for pattern, repl in _WE_ALONE:
+            s = pattern.sub(repl, s)
+    s = _COMPOUND_I.sub(lambda m: m.group(1) + _CO_NAME, s)
     for pattern, repl in _REWRITES:
         s = pattern.sub(repl, s)
     s = _I_VERB.sub(lambda m: f"{_NAME}{m.group(1)} {_third_singular(m.group(2))}", s)
@@ -98,7 +113,7 @@ def third_person(sentence: str, name: str, *, assistant: bool = False, family: b
             s = pattern.sub(repl, s)
         group = "The user and the assistant"
     else:
-        group = f"{name} and family" if family else f"{name} and companions"
+        group = f"{name} and {(others or '').format(name=name)}"
     return _place(s, name, group)
 
 
@@ -134,7 +149,10 @@ def said(name: str, sentence: str, text: str) -> str:
 _INTENSIFIER = re.compile(  # "really", "super", "totally" …: tone, not content (seed 001 §9)
     # (tried where a run of spaces starts, and taking it whole: see streams/language/sentences.py)
     r"(?<!\s)\s++(?:really|super|totally|just|pretty|kinda|actually|definitely|literally|honestly|"
-    r"basically|absolutely|truly|seriously|so+)\b(?=\s+(?!that\b|much\b|many\b|far\b|"
+    r"basically|absolutely|truly|seriously|"
+    # "so" before a subject, or after a comma, joins two clauses ("…, so we're getting a kitten")
+    r"(?<![,;]\s)so+(?!\s+(?-i:[A-Z])|\s+(?:i|we|you|he|she|they|it|my|our|his|her|their|there)\b))"
+    r"\b(?=\s+(?!that\b|much\b|many\b|far\b|"
     r"the\b|a\b|an\b|to\b|and\b|or\b|on\b|in\b|for\b|of\b)[a-z])", re.I,
 )
 
@@ -156,7 +174,8 @@ def fact_summary(sentence: str, name: str, day: date, *, assistant: bool, own: b
     person, `own` False), intensifiers dropped. `assistant`: the assistant said it ("you" is
     the user)."""
     dated = resolve_dates(sentence, day)
-    rewritten = third_person(dated, name, assistant=assistant, family=bool(_FAMILY.search(text)))
+    rewritten = third_person(dated, name, assistant=assistant,
+                             others=None if assistant else companions(sentence, text))
     if not own:
         rewritten = said(name, rewritten, text)
     return neutral(rewritten)

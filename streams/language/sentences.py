@@ -1,4 +1,5 @@
-r"""Sentences of chat text: splitting, words, greetings, filler and questions, and cleaning.
+r"""Sentences of chat text: splitting (`streams/language/splitting.py`, a library's), words,
+greetings, filler and questions, and cleaning.
 
 Cleaning drops leading fillers, vocatives, hedges, slang, asides ("just so you know"), and gives
 subjectless chat its subject back ("Gonna …" → "I'm going to …"), a demonstrative its article,
@@ -18,10 +19,6 @@ import re
 from streams.language.memo import text_memo
 from streams.language.wordlists import word_list
 
-_SENTENCE_END = re.compile(  # the third form: a run of spaces that holds a line break
-    r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[!?])\s+|(?<!\s)(?=[^\S\n]*\n)\s+|"
-    r"(?<=[.!?])\s+-\s+"
-)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’]*|\d+")
 _NORMALISE = re.compile(r"[^a-z0-9' ]+")
 
@@ -98,12 +95,6 @@ _SLANG = tuple((re.compile(p, re.I), r) for p, r in (
 _SINCE_WE_SPOKE = re.compile(r"\b(?:since|when) we last (?:spoke|talked|chatted|caught up|met)\b,?\s*",
                              re.I)
 STOPWORDS = word_list("stopwords_rules")
-
-
-def split_sentences(text: str) -> list[str]:
-    """Split chat text into sentences (punctuation- and newline-based, no model)."""
-    parts = _SENTENCE_END.split(text.strip())
-    return [p.strip() for p in parts if p and p.strip()]
 
 
 def words(text: str) -> list[str]:

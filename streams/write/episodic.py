@@ -18,7 +18,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from streams.observability.metrics import EPISODIC_SKIPS
 from streams.language.captions import split_image_caption
-from streams.language.sentences import STOPWORDS, split_sentences, words
+from streams.language.sentences import STOPWORDS, words
+from streams.language.splitting import split_sentences
 from streams.language.wordlists import word_list
 from streams.settings import EpisodicSettings, WriteSettings
 from topics.candidates import Fact

@@ -24,7 +24,8 @@ they answer a question or lean on a sentence the fact would not carry. Each fact
 on the LoCoMo development set, joining a neighbouring sentence (for context, or when the best
 sentence is short) lowered recall, the longer summary embedding less sharply.
 
-The behaviour is pinned by golden files (turn → facts): tests/unit/language/test_golden.py.
+What it should write is measured on labelled sentences (`memstream bench details`) and pinned
+by hand-reviewed golden turns (tests/unit/language/test_golden.py).
 """
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ from streams.language.mentions import (
     split_compound,
 )
 from streams.language.rewriting import fact_summary
-from streams.language.sentences import clean_sentence, split_sentences
+from streams.language.sentences import clean_sentence
+from streams.language.splitting import split_sentences
 from streams.language.signals import Signals, memory_type, sentence_signals
 from streams.write.categories import categorise
 from streams.write.importance import ImportanceInputs, salience

@@ -14,7 +14,7 @@ import re
 
 from streams.language.captions import split_image_caption
 from streams.language.mentions import keyed_span
-from streams.language.sentences import split_sentences
+from streams.language.splitting import split_sentences
 from topics.turns import Role, Turn
 
 _NOT_FIRST_HAND = re.compile(

@@ -7,7 +7,8 @@ from enum import Enum
 
 from streams.language.captions import split_image_caption
 from streams.language.fact_sentences import MIN_SCORE, content_parts, fact_sentences, note_sentence
-from streams.language.sentences import clean_sentence, split_sentences
+from streams.language.sentences import clean_sentence
+from streams.language.splitting import split_sentences
 from streams.language.signals import memory_type, signal_tags
 from topics.turns import Role, Turn
 

@@ -17,6 +17,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from streams.language.splitting import split_sentences
+
 MAX_CHARS = 280
 MAX_SENTENCES = 2
 MIN_WORDS = 3
@@ -34,8 +36,8 @@ MULTILINE = "multiline"
 QUESTION = "question"
 
 _FIRST_SECOND = re.compile(
-    r"(?<![\w'’-])(?:I|I['’](?:m|ve|ll|d)|me|my|mine|myself|we|we['’](?:re|ve|ll|d)|us|our|ours|"
-    r"ourselves|you|you['’](?:re|ve|ll|d)|your|yours|yourself|yourselves)(?![\w'’-])", re.I,
+    r"(?<![\w'’.-])(?:I|I['’](?:m|ve|ll|d)|me|my|mine|myself|we|we['’](?:re|ve|ll|d)|us|our|ours|"
+    r"ourselves|you|you['’](?:re|ve|ll|d)|your|yours|yourself|yourselves)(?![\w'’-]|\.\w)", re.I,
 )
 _US_ABBREV = re.compile(r"(?<![\w.])U\.?S\.?(?:A\.?)?(?![\w])")  # "the US" is not "us"
 # A summary may not *open* on a pronoun: it would not be self-contained.
@@ -51,19 +53,9 @@ _EXPLETIVE_IT = re.compile(  # "It feels like …", "It's important to …": no 
 )
 _MARKUP = re.compile(r"\[(?:shares an image|image|img)\b|<[a-z/][^>]*>|\x01|\x02|\x03|\{\w*\}", re.I)
 _EMOJI = re.compile("[\U0001F000-\U0001FFFF\u2600-\u27BF\uFE0F\u200d]+")
-_ABBREV = re.compile(
-    r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|Mt|vs|etc|e\.g|i\.e|approx|No|Inc|Ltd|Co|Ave|Rd)\.$"
-    r"|(?:^|[\s(])(?:[A-Z]\.)+$"  # initials and "U.S."
-)
-_SENTENCE_BREAK = re.compile(r"(?<![.!?…])[.!?…]++[\"')\]]*+\s++(?=[\"'(\[]?[A-Z0-9])")
-"""A sentence's end, read once from where its punctuation starts (tried from every mark of a
-long "……" run, the old form was quadratic in the run)."""
 _FINAL_MARKS = re.compile(r"(?<![.!?…])[.!?…]+$")
 """The marks that end a text, matched from where their run starts (from every mark of a long run
 not at the end, the old form was quadratic in the run)."""
-_ABBREV_TAIL = 64
-"""Characters before a break that `_ABBREV` looks at (the longest abbreviation is 7; a longer
-run of initials is not one)."""
 _TRAILING_JOINERS = re.compile(
     r"(?:[\s,;:–—-]+(?:and|but|or|so|because|which|that|to|with|the|a|an|of|in|for|on|at|as|"
     r"like|who|when|while|from|into|by|than|then|my|his|her|their|its|is|are|was|were))+\s*$",
@@ -72,20 +64,10 @@ _TRAILING_JOINERS = re.compile(
 
 
 def split_summary_sentences(text: str) -> list[str]:
-    """Sentences of a summary; abbreviations and initials ("J.K. Rowling", "Dr. Li") do not end
+    """Sentences of a summary, as the extractor splits a turn's (`split_sentences`, a
+    library's): abbreviations and initials ("J.K. Rowling", "Dr. Li", "Sept. 9") do not end
     one."""
-    out: list[str] = []
-    start = 0
-    for m in _SENTENCE_BREAK.finditer(text):
-        head = text[max(start, m.start() + 1 - _ABBREV_TAIL):m.start() + 1]
-        if _ABBREV.search(head.rstrip(".!?…\"')]") + ".") and text[m.start()] == ".":
-            continue
-        out.append(text[start:m.end()].strip())
-        start = m.end()
-    tail = text[start:].strip()
-    if tail:
-        out.append(tail)
-    return out
+    return split_sentences(text)
 
 
 def validate_summary(summary: str, memory_type: str = "semantic", *,

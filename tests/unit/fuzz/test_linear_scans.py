@@ -191,9 +191,6 @@ def test_names_are_chosen_as_before(words: list[str]) -> None:
 def _quadratic_originals() -> dict[str, tuple[re.Pattern[str], re.Pattern[str], str]]:
     """Pattern → (its linear form, its form before issue 24, how the rules use it)."""
     return {
-        "_SENTENCE_END": (sentences._SENTENCE_END, re.compile(
-            r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[!?])\s+|\s*\n+\s*|(?<=[.!?])\s+-\s+"),
-            "split"),
         "_JUST_SO": (sentences._JUST_SO, re.compile(
             r",?\s*\b(?:just )?so (?:that )?you (?:know|are aware)\b,?\s*|\bfyi\b,?\s*", re.I),
             "sub"),
@@ -211,8 +208,6 @@ def _quadratic_originals() -> dict[str, tuple[re.Pattern[str], re.Pattern[str], 
             r"(?<!\s)(?:\s*+[,;]|\s++(?:-|–|and))", r"\s*(?:,|;|\s-|\s–|\sand)", 1)), "sub"),
         "_LIST_SEPARATOR": (procedural._LIST_SEPARATOR, re.compile(
             r"\s*(?:;|\n|,\s*(?:and\s+)?)\s*"), "split"),
-        "_SENTENCE_BREAK": (writing._SENTENCE_BREAK, re.compile(
-            r"[.!?…]+[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])"), "sub"),
         "_FINAL_MARKS": (writing._FINAL_MARKS, re.compile(r"[.!?…]+$"), "sub"),
         **{name: (new, re.compile(new.pattern.replace(trigger._COMMAND_PREFIX, trigger._PREFIX, 1),
                                   new.flags), "match")
@@ -222,9 +217,9 @@ def _quadratic_originals() -> dict[str, tuple[re.Pattern[str], re.Pattern[str], 
     }
 
 
-RULES = ["_SENTENCE_END", "_JUST_SO", "_TRAILING_LOOK", "_STEPS", "_TRAILING_POLITE",
+RULES = ["_JUST_SO", "_TRAILING_LOOK", "_STEPS", "_TRAILING_POLITE",
          "_INTENSIFIER", "_ATTRIBUTE", "_DONT_REMEMBER", "_REMEMBER", "_FORGET", "_PIN",
-         "_LIST_SEPARATOR", "_SENTENCE_BREAK", "_FINAL_MARKS"]
+         "_LIST_SEPARATOR", "_FINAL_MARKS"]
 
 
 def _use(pattern: re.Pattern[str], how: str, text: str) -> object:

@@ -191,8 +191,9 @@ def test_third_person_rewrites() -> None:
     }
     for text, expected in cases.items():
         assert third_person(text, "Ana") == expected
-    assert third_person("We went camping with our kids", "Ana", family=True) == (
-        "Ana and family went camping with Ana's kids")
+    assert third_person("We went camping with our kids", "Ana", others="{name}'s husband") == (
+        "Ana and Ana's husband went camping with Ana's kids")
+    assert third_person("We went camping with our kids", "Ana") == "Ana went camping with Ana's kids"
 
 
 def test_fit() -> None:

@@ -5,7 +5,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from streams.language.sentences import is_filler, is_greeting, is_question, split_sentences
+from streams.language.sentences import is_filler, is_greeting, is_question
+from streams.language.splitting import split_sentences
 from streams.write.trigger import CommandKind, TriggerDecision, parse_command, rules_trigger
 from topics.turns import Role, Turn
 
