@@ -2,6 +2,7 @@
 
 - `streams.cli.service`: run, worker, broker
 - `streams.cli.client`: send, replay, watch, query
+- `streams.cli.memories`: memories list|get|edit|delete|history|export (a user's memories)
 - `streams.cli.settings`: settings
 - `streams.cli.bench`: bench … (the benches, from a source checkout; imported when one runs)
 - `streams.cli.keys`: keys … (API keys, the master key)
@@ -17,6 +18,7 @@ from streams.cli.bench import bench_app
 from streams.cli.client import client_app
 from streams.cli.dlq import dlq_app
 from streams.cli.keys import keys_app
+from streams.cli.memories import memories_app
 from streams.cli.service import service_app
 from streams.cli.settings import settings_app
 
@@ -29,6 +31,7 @@ app = typer.Typer(
 app.add_typer(service_app)
 app.add_typer(client_app)
 app.add_typer(settings_app)
+app.add_typer(memories_app, name="memories")
 app.add_typer(bench_app, name="bench")
 app.add_typer(keys_app, name="keys")
 app.add_typer(dlq_app, name="dlq")

@@ -8,15 +8,21 @@ import weakref
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import quote
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import aiohttp
 from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
 from pydantic import ValidationError
 
-from streams.kafka.security import DEFAULT_CONNECT_TIMEOUT_S, BrokerConnectionError, masked
+from streams.api.registry_models import MemoryView
+from streams.kafka.security import (
+    DEFAULT_CONNECT_TIMEOUT_S,
+    BrokerConnectionError,
+    kafka_consumer,
+    masked,
+)
 from streams.client.errors import (
     ApiError,
     ApiUnreachable,
@@ -25,11 +31,15 @@ from streams.client.errors import (
     ConsumeError,
     ProduceError,
     RateLimited,
+    Rejected,
     Unavailable,
     api_error,
 )
 from streams.client.kafka import idempotent_producer, topic_consumer
-from streams.client.models import Delivery, QueryResult, StreamReset
+from streams.client.messages import turns_of
+from streams.client.models import AddResult, Delivery, QueryResult, StreamReset, TurnResult
+from streams.client.progress import ProgressFollower, memory_ids, turn_key
+from streams.client.registry import RegistryCalls, user_path
 from streams.client.sse import SseMessage, sse_messages
 from topics.events import MemoryEvent
 from topics.names import CHAT_TURNS, MEMORY_PROACTIVITY
@@ -48,9 +58,10 @@ STREAM_IDLE_S = 60.0
 """An event stream silent this long (the worker pings every SSE_PING_SECONDS, 15) is dead."""
 
 
-class AsyncMemstreamClient:
-    """memstream's client on asyncio: produce turns, query memory, watch memory events, and
-    consume proactivity candidates. Use `async with` (or call `close`).
+class AsyncMemstreamClient(RegistryCalls):
+    """memstream's client on asyncio: produce turns (and wait until they are applied), query,
+    list, read, change and remove memories (`streams.client.registry`), watch memory events,
+    and consume proactivity candidates. Use `async with` (or call `close`).
 
     `broker` (Kafka bootstrap servers) is needed for turns and proactivity, `api_url` (a
     worker's web API, any worker) and `api_key` for queries and events. Turns go to
@@ -67,7 +78,8 @@ class AsyncMemstreamClient:
                  retries: int = 3, reconnect_delay: float = 1.0,
                  client_id: str = "memstream-client",
                  kafka_security: Mapping[str, Any] | None = None,
-                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S) -> None:
+                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+                 apply_timeout: float = 30.0) -> None:
         """`timeout`: seconds per HTTP request; `connect_timeout`: seconds the connection check
         before a producer or consumer starts may take per bootstrap server (TCP, TLS handshake,
         SASL login; `from_settings`: KAFKA_CONNECT_TIMEOUT_SECONDS); `retries`: how often a
@@ -76,7 +88,9 @@ class AsyncMemstreamClient:
         that ended is opened again (unless the worker asked for longer with Retry-After);
         `kafka_security`: aiokafka's connection arguments for a broker that needs TLS or SASL
         (security_protocol, ssl_context, sasl_mechanism, sasl_plain_username, ...), as
-        `streams.kafka.security.client_kwargs` makes them from memstream's settings."""
+        `streams.kafka.security.client_kwargs` makes them from memstream's settings;
+        `apply_timeout`: how long `send_turn(..., wait=True)` and `add` wait for the worker to
+        apply a turn unless told."""
         self.broker = broker
         self.kafka_security = dict(kafka_security or {})
         self.api_url = api_url.rstrip("/") if api_url else None
@@ -87,8 +101,11 @@ class AsyncMemstreamClient:
         self.retries = retries
         self.reconnect_delay = reconnect_delay
         self.client_id = client_id
+        self.apply_timeout = apply_timeout
         self._producer: AIOKafkaProducer | None = None
         self._producer_lock = asyncio.Lock()
+        self._follower: ProgressFollower | None = None
+        self._follower_lock = asyncio.Lock()
         self._session: aiohttp.ClientSession | None = None
         self._streams: weakref.WeakSet[AsyncGenerator[Any, None]] = weakref.WeakSet()
 
@@ -121,6 +138,9 @@ class AsyncMemstreamClient:
                 await stream.aclose()
         producer, self._producer = self._producer, None
         session, self._session = self._session, None
+        follower, self._follower = self._follower, None
+        if follower is not None:
+            await follower.close()
         try:
             if producer is not None:
                 await producer.stop()
@@ -132,13 +152,40 @@ class AsyncMemstreamClient:
 
     # --- turns -------------------------------------------------------------------------------
 
-    async def send_turn(self, turn: Turn) -> Delivery:
+    @overload
+    async def send_turn(self, turn: Turn, *, wait: Literal[False] = False,
+                        timeout: float | None = None) -> Delivery: ...
+
+    @overload
+    async def send_turn(self, turn: Turn, *, wait: Literal[True],
+                        timeout: float | None = None) -> TurnResult: ...
+
+    async def send_turn(self, turn: Turn, *, wait: bool = False,
+                        timeout: float | None = None) -> Delivery | TurnResult:
         """Produce one turn and wait until it is acknowledged. Turns sent at the same time
-        (from concurrent tasks) share batches."""
+        (from concurrent tasks) share batches.
+
+        With `wait`, return once the worker has applied it (read-your-writes): a `TurnResult`
+        with every progress entry of the turn and the memories it made or changed, read back
+        through the API; `ApplyTimeout` after `timeout` seconds (default `apply_timeout`)."""
+        if wait:
+            return (await self._send_applied([turn], timeout))[0]
         return (await self.send_turns([turn]))[0]
 
-    async def send_turns(self, turns: Iterable[Turn]) -> list[Delivery]:
-        """Produce turns, in order, and wait until every one is acknowledged."""
+    @overload
+    async def send_turns(self, turns: Iterable[Turn], *, wait: Literal[False] = False,
+                         timeout: float | None = None) -> list[Delivery]: ...
+
+    @overload
+    async def send_turns(self, turns: Iterable[Turn], *, wait: Literal[True],
+                         timeout: float | None = None) -> list[TurnResult]: ...
+
+    async def send_turns(self, turns: Iterable[Turn], *, wait: bool = False,
+                         timeout: float | None = None) -> list[Delivery] | list[TurnResult]:
+        """Produce turns, in order, and wait until every one is acknowledged (with `wait`: until
+        every one is applied, as `send_turn`)."""
+        if wait:
+            return await self._send_applied(list(turns), timeout)
         producer = await self._started_producer()
         try:
             pending = [await producer.send(CHAT_TURNS, key=turn.user_id.encode(),
@@ -151,6 +198,66 @@ class AsyncMemstreamClient:
         except KafkaError as exc:
             raise ProduceError(f"turn not delivered: {exc!r}") from exc
         return [Delivery(r.topic, r.partition, r.offset) for r in records]
+
+    async def add(self, messages: Iterable[Any], user_id: str, thread_id: str, *,
+                  speaker: str | None = None, assistant: str | None = None,
+                  ts: datetime | None = None, wait: bool = True, timeout: float | None = None,
+                  **fields: Any) -> AddResult:
+        """Send a conversation's messages as turns of `thread_id` (OpenAI `{"role",
+        "content"}` dicts or LangChain message objects: `streams.client.messages`) and, with
+        `wait` (the default), return the memories they made or changed once applied (mem0's
+        `add`). `speaker` is the user's display name ("Dana": memories then say "Dana …"),
+        `ts` the event time (default now), `fields` further turn fields (agent_id, run_id,
+        actor_id, metadata, timezone). Without `wait`, the result's turns have no progress."""
+        turns = turns_of(messages, user_id, thread_id, ts or datetime.now(timezone.utc),
+                         speaker=speaker, assistant=assistant, **fields)
+        if not turns:
+            return AddResult([])
+        if wait:
+            return AddResult(await self._send_applied(turns, timeout))
+        deliveries = await self.send_turns(turns)
+        return AddResult([TurnResult(t, d) for t, d in zip(turns, deliveries)])
+
+    async def _send_applied(self, turns: list[Turn], timeout: float | None) -> list[TurnResult]:
+        """Send `turns` and wait until each is applied (`streams.client.progress`), then read
+        back the memories each made or changed."""
+        follower = await self._started_follower()
+        keys = follower.expect(turns)
+        try:
+            deliveries = await self.send_turns(turns)
+        except BaseException:
+            follower.forget(keys)
+            raise
+        progress = await follower.applied(keys, self.apply_timeout if timeout is None else timeout)
+        results = []
+        for turn, delivery in zip(turns, deliveries):
+            entries = progress[turn_key(turn)]
+            results.append(TurnResult(turn, delivery, entries,
+                                      await self._memories_of(turn.user_id, memory_ids(entries))))
+        return results
+
+    async def _memories_of(self, user_id: str, ids: list[str]) -> list[MemoryView]:
+        """The memories of `ids` the key may see, read through the API (none without one)."""
+        if not self.api_url or not ids:
+            return []
+        found = [await self.get(user_id, memory_id) for memory_id in ids]
+        return [memory for memory in found if memory is not None]
+
+    async def _started_follower(self) -> ProgressFollower:
+        async with self._follower_lock:
+            if self._follower is None:
+                if not self.broker:
+                    raise ConfigurationError("waiting for turns to be applied needs a broker")
+                consumer = kafka_consumer(self.broker, connect_timeout=self.connect_timeout,
+                                          client_id=f"{self.client_id}-progress",
+                                          enable_auto_commit=False, **self.kafka_security)
+                await self._start(consumer, ConsumeError)
+                try:
+                    self._follower = await ProgressFollower(consumer).start()
+                except BaseException:
+                    await consumer.stop()
+                    raise
+            return self._follower
 
     async def flush(self) -> None:
         """Wait until every queued turn is delivered."""
@@ -192,7 +299,7 @@ class AsyncMemstreamClient:
         body = {"agent": agent, "query": query, "return": mode, **fields}
         if top_k is not None:
             body["top_k"] = top_k
-        answer = await self._request("POST", f"{_user_path(user_id)}/query", json=body)
+        answer = await self._request("POST", f"{user_path(user_id)}/query", json=body)
         try:
             return QueryResult.model_validate(answer)
         except ValidationError as exc:
@@ -283,7 +390,7 @@ class AsyncMemstreamClient:
         if last_event_id:
             headers["Last-Event-ID"] = last_event_id
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.timeout, sock_read=STREAM_IDLE_S)
-        url = self._url(f"{_user_path(user_id)}/events")
+        url = self._url(f"{user_path(user_id)}/events")
         try:
             async with self._http().get(url, headers=headers, timeout=timeout) as response:
                 if response.status >= 400:
@@ -339,20 +446,21 @@ class AsyncMemstreamClient:
         return stream
 
 
-def _user_path(user_id: str) -> str:
-    return f"/v1/users/{quote(user_id, safe='')}"
-
-
 async def _error_of(response: aiohttp.ClientResponse) -> ApiError:
     """The named error of an error answer (`{"error": ...}`, or its text)."""
     text = await response.text()
     try:
-        message = json.loads(text).get("error", text)
-    except (ValueError, AttributeError):
-        message = text
+        body = json.loads(text)
+    except ValueError:
+        body = None
+    message = body.get("error", text) if isinstance(body, dict) else text
     retry = response.headers.get("Retry-After")
     try:
         retry_after = float(retry) if retry is not None else None
     except ValueError:
         retry_after = None
+    if response.status == 422 and isinstance(body, dict):  # a registry write the worker refused
+        reasons = [str(c.get("reason") or "") for c in body.get("commands", []) if isinstance(c, dict)]
+        reasons = [r for r in reasons if r]
+        return Rejected(422, "; ".join(reasons)[:500] or str(message)[:500], retry_after, reasons)
     return api_error(response.status, str(message)[:500], retry_after)

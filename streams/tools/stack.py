@@ -25,6 +25,7 @@ from typing import Any
 import aiohttp
 
 from streams.api import auth
+from streams.client.progress import Completion, TurnKey  # noqa: F401  (the tests' and benches' import)
 from streams.settings import get_settings
 from streams.app.topic_admin import create_topics
 from streams.app.topology import ALL_TOPICS
@@ -34,7 +35,6 @@ from streams.tools.cpu_profile import profile_file
 from streams.tools.broker import DiskStorage, EmbeddedBroker, free_port
 from topics.names import CHAT_TURNS
 
-TurnKey = tuple[str, str, str]
 BENCH_APP_ID = "memstream-bench"
 
 
@@ -173,22 +173,6 @@ def start_stack(partitions: int, lifecycle: bool = True, workers: int = 1,
         stack.close()
         raise
     return stack
-
-
-class Completion:
-    """Tracks `memory.progress` until every fact of every turn has an outcome."""
-
-    def __init__(self) -> None:
-        self.facts_seen: dict[TurnKey, set[int]] = {}
-
-    def record(self, p: dict[str, Any]) -> bool:
-        """Account one progress record; True when it completes its turn."""
-        key = (p["user_id"], p["thread_id"], p["turn_id"])
-        if p["stage"] == "ingest":
-            return p["fact_count"] == 0
-        seen = self.facts_seen.setdefault(key, set())
-        seen.add(p["fact_index"])
-        return len(seen) >= p["fact_count"]
 
 
 # --- a worker's health ----------------------------------------------------------------------------
