@@ -70,7 +70,8 @@ from streams.tools.stack import (
     wait_ready,
     worker_status,
 )
-from topics.events import MemoryEvent, events_of
+from topics.events import MemoryEvent
+from topics.events_wire import events_of
 from topics.names import CHAT_TURNS, MEMORY_EVENTS, MEMORY_PROACTIVITY, MEMORY_PROGRESS
 from topics.progress import progress_entries
 from topics.turns import Turn
@@ -539,6 +540,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         TimeElapsedColumn,
     )
 
+    from benchmarks.broker_batches import batch_bytes_per_turn, read_batches
     from benchmarks.bench_scale import (
         MODEL_CPU_METRIC,
         STAGE_CPU_METRIC,
@@ -608,8 +610,9 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         rss_end = asyncio.run(worker_rss(stack))
         console.print("reading the run's records back from the broker ...")
         offsets_end = asyncio.run(settled_end_offsets(stack.broker_url))
-        traffic = asyncio.run(read_written(stack.broker_url,
-                                           written_ranges(offsets_start, offsets_end)))
+        written = written_ranges(offsets_start, offsets_end)
+        traffic = asyncio.run(read_written(stack.broker_url, written))
+        batches = asyncio.run(read_batches(stack.broker_url, written))
         console.print("reading the run's events ...")
         run_events = asyncio.run(read_run_events(stack, {c.user_id for c in conversations}))
         candidate_texts = run_events.candidate_texts
@@ -723,6 +726,7 @@ def run_locomo_bench(files: list[Path], *, broker: str | None, api: str | None, 
         "cpu": cpu,
         **({"cpu_profile": profiles} if profiles is not None else {}),
         **per_turn(traffic, len(turns)),
+        **batch_bytes_per_turn(batches, len(turns)),
         "scale_out": scale_out,
         "worker_rss_bytes_per_memory": rss["per_memory"],
         "query_latency_ms": percentiles(query_ms, (50, 95)),
@@ -929,6 +933,11 @@ def render_report(report: dict[str, Any], console: Console) -> None:
                           f"{report['kafka_written']['topics']} topics written")
             for topic, n in msgs["by_topic"].items():
                 table.add_row(f"  {topic}", f"{n} | {size['by_topic'][topic]:.0f}", "")
+        if at_broker := report.get("kafka_batch_bytes_per_turn"):
+            table.add_row("Kafka bytes per turn at the broker (batches)", f"{at_broker['total']:.0f}",
+                          f"{at_broker['batches_per_turn']} batches")
+            for topic, n in at_broker["by_topic"].items():
+                table.add_row(f"  {topic}", f"{n:.0f}", "/".join(at_broker["compression"][topic]))
         q = report["query_latency_ms"]
         table.add_row("query latency ms p50/p95", f"{q['p50']} / {q['p95']}", "")
     if mem0 := report.get("baseline_mem0"):

@@ -21,7 +21,8 @@ from sinks.base import SinkRecord
 from sinks.runner import DeadLetterSender, RunnerConfig, SinkRunner
 from streams.settings import Settings, SinksSettings
 from topics.deflated import DeflatedRecordError
-from topics.events import EVENT_KINDS, MemoryEvent, events_of
+from topics.events import EVENT_KINDS, MemoryEvent
+from topics.events_wire import events_of
 from topics.schema_errors import location
 
 Tables = Mapping[str, Any]
@@ -142,7 +143,7 @@ async def route(events: Sequence[MemoryEvent], plans: list[SinkPlan], ack: Ack, 
 
 
 def parse_events(raw: bytes | None) -> list[MemoryEvent]:
-    """A `memory.events` record's events (`topics.events.events_of`); raises ValueError with a
+    """A `memory.events` record's events (`topics.events_wire.events_of`); raises ValueError with a
     content-free reason."""
     try:
         return events_of(raw)

@@ -1,10 +1,8 @@
 """`memory.events`: every visible change of a memory (docs/architecture.md#topics).
 
-A record holds one user's events of one stage batch, in order, as a JSON array of
-`MemoryEvent`s (at most `MAX_EVENTS_PER_RECORD`; `events_record`): one record per user per batch
-rather than one per event, deflated when that is shorter (`topics.deflated`). A
-record written before holds the array in clear, or one `MemoryEvent` object; `events_of` reads
-all three.
+`MemoryEvent` is the event; `topics.events_wire` puts it on the topic (one event a record,
+keyed by user, JSON) and reads it back, and `topics/schemas/memory-event.schema.json` is its
+published JSON Schema (`topics.event_schema`).
 
 On the wire the content of an event — `summary` and `meta` — travels sealed for its user
 (`sealed`, see `topics/sealed.py`); the envelope (ids, kind, revision, time, category) stays in
@@ -13,13 +11,12 @@ clear. memstream's own consumers open it; a consumer holding the master key can 
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, Field
 
-from topics.deflated import deflated, inflated
 from topics.sealed import Sealed
 from topics.times import EventTime
 
@@ -84,42 +81,24 @@ EVENT_KINDS: Mapping[EventKind, EventKindSpec] = {
 class MemoryEvent(BaseModel):
     """A memory event. `event_id` is deterministic, so consumers can drop replays."""
 
-    event_id: str
-    kind: EventKind
-    user_id: str
-    thread_id: str
+    event_id: str = Field(description="Deterministic (the memory and its revision): the same "
+                          "change replayed has the same id, so a consumer drops repeats by it.")
+    kind: EventKind = Field(description="What happened to the memory.")
+    user_id: str = Field(description="The user whose memory it is; also the record's key.")
+    thread_id: str = Field(description="The thread whose revision `rev` is.")
     memory_id: str
     rev: int = Field(ge=0, description="Per-thread revision after this change.")
-    ts: EventTime
-    summary: str
+    ts: EventTime = Field(description="Event time: the time of the turn or command that made "
+                          "the change (ISO 8601 with zone), never the worker's clock.")
+    summary: str = Field(description="The memory's summary. Sealed: \"\" on the topic whenever "
+                         "`sealed` is set; it is inside `sealed`.")
     category: str
-    meta: dict[str, Any] = Field(default_factory=dict)
-    sealed: Sealed | None = Field(None, description="summary and meta, sealed for the user.")
-
-
-MAX_EVENTS_PER_RECORD = 64
-"""The most events one `memory.events` record holds (a user's events of a batch go in as few
-records as this allows): a record stays well under Kafka's default 1 MB message limit."""
-
-_EVENT_LIST = TypeAdapter(list[MemoryEvent])
-
-
-def events_record(events: Sequence[bytes]) -> bytes:
-    """One record's value: the JSON array of `events` (each a `MemoryEvent`'s JSON), deflated
-    when that is shorter (`topics.deflated`; a batch's events: about half the bytes)."""
-    return deflated(b"[" + b",".join(events) + b"]")
-
-
-def events_of(value: bytes | str | list[Any] | dict[str, Any] | None) -> list[MemoryEvent]:
-    """The events of one `memory.events` record, raw or JSON-decoded: a JSON array of
-    `MemoryEvent`s, deflated (`events_record`) or not, or one `MemoryEvent` object (a record
-    written before, or by another producer). Raises pydantic's `ValidationError` when it is
-    none of them, `DeflatedRecordError` when it does not inflate."""
-    if isinstance(value, list):
-        return _EVENT_LIST.validate_python(value)
-    if isinstance(value, dict):
-        return [MemoryEvent.model_validate(value)]
-    raw = inflated(value) if isinstance(value, bytes) else value or b""
-    if raw.lstrip()[:1] in (b"[", "["):
-        return _EVENT_LIST.validate_json(raw)
-    return [MemoryEvent.model_validate_json(raw)]
+    meta: dict[str, Any] = Field(default_factory=dict, description="Details of the change (the "
+                                 "memory's type, reason, scores, related ids). Sealed: {} on the "
+                                 "topic whenever `sealed` is set; it is inside `sealed`.")
+    sealed: Sealed | None = Field(None, description="`summary` and `meta`, sealed for the user "
+                                  "(AES-GCM with the user's data key; a purge deletes the key "
+                                  "and every copy stops opening). Opened by memstream's own "
+                                  "consumers, or with the master key (`memstream watch`, "
+                                  "`streams.tools.unseal`); "
+                                  "null for an event with no content (e.g. `purged`).")

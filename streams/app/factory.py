@@ -182,6 +182,9 @@ def create_faust_app(settings: Settings) -> faust.App:
         topic_disable_leader=True,
         producer_max_batch_size=one_record,
         producer_linger_ms=settings.kafka.kafka_producer_linger_ms,
+        # Every record it writes, changelogs too (aiokafka's zstd and lz4 need cramjam).
+        producer_compression_type=(None if settings.kafka.kafka_producer_compression == "none"
+                                   else settings.kafka.kafka_producer_compression),
         # Tansu holds a JoinGroup for about half the session timeout; keep both short so a
         # worker joins in seconds and a killed worker's partitions move on quickly.
         broker_session_timeout=10,

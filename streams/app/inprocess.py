@@ -45,7 +45,8 @@ from streams.read.categories import load_policy
 from streams.read.query import QueryHit, QueryLimits, execute, plan_query
 from streams.read.token_budget import get_counter
 from topics import names
-from topics.events import MemoryEvent, events_of
+from topics.events import MemoryEvent
+from topics.events_wire import events_of
 from topics.progress import parse_progress
 from topics.query import QueryRequest
 from topics.turns import Turn

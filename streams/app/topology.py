@@ -68,11 +68,12 @@ TOPICS: tuple[Topic, ...] = (
           internal=True),
     Topic(names.MEMORY_CANDIDATES_DLQ, "`DeadLetter` ([bad input](#bad-input))",
           read_by="operators"),
-    Topic(names.MEMORY_EVENTS, "an array of `MemoryEvent`, one record per user per batch, "
-          "deflated when that is shorter (`topics.events.events_of`, `topics.deflated`): each a deterministic `event_id`, its kind (candidate, "
-          "created, updated, merged, superseded, linked, soft_deleted, restored, deleted, "
-          "purged, archived, consolidated, promoted, error), the memory and the thread "
-          "revision, event time, sealed content", read_by="any consumer"),
+    Topic(names.MEMORY_EVENTS, "one `MemoryEvent` a record, JSON of the published schema "
+          "(`topics/schemas/memory-event.schema.json`, `topics.events_wire`): a deterministic "
+          "`event_id`, its kind (candidate, created, updated, merged, superseded, linked, "
+          "soft_deleted, restored, deleted, purged, archived, consolidated, promoted, error), "
+          "the memory and the thread revision, event time, sealed content",
+          read_by="any consumer"),
     Topic(names.MEMORY_PROGRESS, "what became of each turn at each stage (no content): an "
           "array of `TurnProgress`, one record per user per batch, deflated when that is "
           "shorter (`topics.progress.progress_entries`)",

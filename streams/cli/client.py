@@ -152,7 +152,7 @@ def watch(
     from streams.client import AsyncMemstreamClient, ClientError, StreamReset
     from streams.tools.client import read_topic
     from streams.tools.unseal import TopicUnsealer
-    from topics.events import events_of
+    from topics.events_wire import events_of
     from topics.names import MEMORY_EVENTS
 
     def show(event: dict) -> None:

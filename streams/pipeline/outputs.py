@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -24,7 +25,8 @@ from streams.privacy.sealed import Sealer
 from topics import names
 from topics.candidates import record_arrays
 from topics.commands import Command
-from topics.events import MAX_EVENTS_PER_RECORD, MemoryEvent, events_record
+from topics.events import MemoryEvent
+from topics.events_wire import event_value
 from topics.proactivity import ProactivityCandidate
 from topics.progress import TurnProgress, progress_record
 
@@ -37,8 +39,8 @@ Sender = Callable[[str, bytes | None, bytes], Awaitable[None]]
 class _Held:
     """What a batch's stage holds until its batch ends (`Outputs.held_per_batch`), by user."""
 
-    events: dict[str, list[bytes]] = field(default_factory=dict)
-    """Each user's events, sealed, as `MemoryEvent` JSON."""
+    events: dict[str, deque[bytes]] = field(default_factory=dict)
+    """Each user's events, sealed, as `MemoryEvent` JSON (`topics.events_wire.event_value`)."""
     progress: dict[str, list[TurnProgress]] = field(default_factory=dict)
 
 
@@ -68,18 +70,20 @@ class Outputs:
     async def event(self, event: MemoryEvent) -> None:
         """Send `event`, its content sealed for its user; inside `held_per_batch`, hold it
         until the batch ends."""
-        value = seal_event(self.sealer, event).model_dump_json().encode()
+        value = event_value(seal_event(self.sealer, event))
         held = _HELD.get()
         if held is not None:
-            held.events.setdefault(event.user_id, []).append(value)
+            held.events.setdefault(event.user_id, deque()).append(value)
             return
-        await self._send_events(event.user_id, [value])
+        await self._send_events(event.user_id, deque([value]))
 
-    async def _send_events(self, user_id: str, events: Sequence[bytes]) -> None:
-        """A user's events, in order, in as few records as `MAX_EVENTS_PER_RECORD` allows."""
-        for start in range(0, len(events), MAX_EVENTS_PER_RECORD):
-            await self.send(names.MEMORY_EVENTS, user_id.encode(),
-                            events_record(events[start:start + MAX_EVENTS_PER_RECORD]))
+    async def _send_events(self, user_id: str, events: deque[bytes]) -> None:
+        """A user's events, in order, one record each (`topics.events_wire`), taken off
+        `events` as each is sent: sent again after a passing fault, they go on from the
+        first one not sent."""
+        while events:
+            await self.send(names.MEMORY_EVENTS, user_id.encode(), events[0])
+            events.popleft()
 
     async def proactivity(self, candidate: ProactivityCandidate) -> None:
         """A proactivity candidate: ids, reason, tone and scores, no content (`topics.proactivity`)."""
@@ -97,11 +101,11 @@ class Outputs:
     @asynccontextmanager
     async def held_per_batch(self, stage: str) -> AsyncIterator[None]:
         """Hold the memory events and progress entries `stage` makes while its batch runs;
-        when it ends, send each user's events in one record (`topics.events`), then each
-        user's progress in one (`topics.progress`). One record per event and per turn would
-        be most of the records a turn costs in Kafka, each produced, stored and consumed on
-        its own. Everything held goes out after what the batch sent directly, the progress
-        last: a caller that counts its turns done finds their events already sent.
+        when it ends, send each user's events, in order, one record each (`topics.events_wire`:
+        what any Kafka consumer reads, the producer's compression batching them), then each
+        user's progress in one record (`topics.progress`). Everything held goes out after what
+        the batch sent directly, the progress last: a caller that counts its turns done finds
+        their events already sent.
 
         A batch that raises sends nothing it held (its records are redelivered, and a
         redelivered item sends its events again: `applied`). A user's events whose send meets

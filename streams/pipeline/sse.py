@@ -14,7 +14,8 @@ from streams.pipeline.records import Record, RecordScope, no_scope
 from streams.pipeline.recent_events import RecentEvents
 from streams.privacy.payloads import open_events
 from streams.privacy.sealed import Sealer
-from topics.events import MemoryEvent, events_of
+from topics.events import MemoryEvent
+from topics.events_wire import events_of
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ class SseStage:
         self.record_scope = record_scope
 
     def opened(self, value: bytes | None) -> list[MemoryEvent]:
-        """The record's events, opened (`topics.events.events_of`); none for a record that is
+        """The record's events, opened (`topics.events_wire.events_of`); none for a record that is
         not a `memory.events` record. Events sealed for a user purged since are left out:
         nothing of them is shown again (`open_events`)."""
         try:

@@ -41,7 +41,7 @@ def open_event(sealer: Sealer, event: MemoryEvent) -> MemoryEvent:
 
 
 def open_events(sealer: Sealer, events: list[MemoryEvent]) -> list[MemoryEvent]:
-    """`events` (of one `memory.events` record, `topics.events.events_of`) opened, leaving out
+    """`events` (of one `memory.events` record, `topics.events_wire.events_of`) opened, leaving out
     those whose content no longer opens: sealed with a key a purge shredded since. The
     content-free events of that purge (`purged`, in clear) are in the same record when the purge
     came in the same batch, and stay: they are what removes the user's documents downstream."""

@@ -119,6 +119,13 @@ class KafkaSettings(Section):
         "in a few requests instead of one each (the embedded broker used a quarter less CPU "
         "per turn at 10 ms); it adds at most this much per topic a turn crosses.",
     )
+    kafka_producer_compression: Literal["zstd", "lz4", "gzip", "snappy", "none"] = Field(
+        "zstd",
+        description="How a worker's producer compresses its record batches. Every Kafka client "
+        "decompresses them by itself, so `memory.events` stays plain JSON to any consumer while "
+        "its repeated field names and ids cost little at the broker; zstd needs Kafka 2.1 or "
+        "later (the embedded broker has it), `none` for an older broker.",
+    )
     kafka_fetch_max_wait_ms: int = Field(
         100, ge=1, le=1500,
         description="Longest a worker's fetch waits for records. The embedded broker answers a "

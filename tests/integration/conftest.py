@@ -22,7 +22,7 @@ from streams.tools.stack import Completion, start_worker, wait_ready
 from streams.privacy.crypto import decode_key, encode_key, new_key
 from streams.tools.unseal import TopicUnsealer
 from topics.dlq import DeadLetter
-from topics.events import events_of
+from topics.events_wire import events_of
 from streams.tools.broker import EmbeddedBroker, free_port
 from streams.app.topic_admin import create_topics
 from streams.tools.client import TurnProducer

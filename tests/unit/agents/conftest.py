@@ -18,7 +18,8 @@ from topics import names
 from topics.candidates import Candidate, ChatCommand, candidate_items
 from topics.commands import Command
 from topics.dlq import DeadLetter
-from topics.events import MemoryEvent, events_of
+from topics.events import MemoryEvent
+from topics.events_wire import events_of
 from topics.progress import parse_progress
 from topics.turns import Turn
 

@@ -9,7 +9,9 @@ from streams.pipeline.recent_events import RecentEvents, head_key
 from streams.privacy.payloads import seal_event
 from streams.privacy.sealed import SealedTable
 from tests.unit.agents.conftest import data_view
-from topics.events import MemoryEvent, events_record
+from tests.legacy_events import batched_record
+from topics.events import MemoryEvent
+from topics.events_wire import event_value
 
 TS = datetime(2024, 5, 1, 10, tzinfo=timezone.utc)
 
@@ -24,8 +26,7 @@ async def put(worker, *events: MemoryEvent) -> None:
     sealer = data_view(worker, "recent_events").sealer  # a test may not write user_keys itself
     async with worker.faust.agents["sse"].test_context() as agent:
         for e in events:
-            record = seal_event(sealer, e).model_dump_json().encode()
-            await agent.put(record, key=e.user_id.encode())
+            await agent.put(event_value(seal_event(sealer, e)), key=e.user_id.encode())
 
 
 def buffered(worker, user: str = "u1") -> list[str]:
@@ -45,13 +46,12 @@ async def test_events_are_buffered_per_user_and_published_once(worker):
     assert "Ana has a dog" not in repr(stored), "sealed"
 
 
-async def test_a_record_of_several_events_buffers_each_in_order(worker):
-    """A record holds a user's events of one batch (`topics.events`); a record of the form
-    written before (one event object, as `put` sends) still reads."""
+async def test_a_record_of_a_batchs_events_written_before_buffers_each_in_order(worker):
+    """A record of the form written before one event a record (a user's events of a batch,
+    deflated: `tests.legacy_events`) still reads, next to the records of one event (`put`)."""
     subscriber = WebState.of(worker.faust).hub.subscribe("u1")
     sealer = data_view(worker, "recent_events").sealer
-    record = events_record([seal_event(sealer, event(f"e{i}")).model_dump_json().encode()
-                            for i in range(3)])
+    record = batched_record([event_value(seal_event(sealer, event(f"e{i}"))) for i in range(3)])
     async with worker.faust.agents["sse"].test_context() as agent:
         await agent.put(record, key=b"u1")
     await put(worker, event("e3"))

@@ -1,6 +1,7 @@
-"""A stage sends the memory events of a batch in one `memory.events` record per user, and its
-progress in one `memory.progress` record per user, after everything else the batch sent;
-readers take records of the forms before too (`topics.events`, `topics.progress`)."""
+"""A stage holds the memory events and progress of a batch until it ends, then sends each event
+as its own `memory.events` record (`topics.events_wire`) and its progress in one
+`memory.progress` record per user, after everything else the batch sent; readers take records
+of the forms before too (`topics.events_wire`, `topics.progress`)."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -17,7 +18,8 @@ from streams.settings import Settings
 from topics import names
 from topics.candidates import candidate_items
 from topics.commands import Command
-from topics.events import MAX_EVENTS_PER_RECORD, MemoryEvent, events_of
+from topics.events import MemoryEvent
+from topics.events_wire import events_of
 from topics.deflated import DEFLATED
 from topics.progress import PROGRESS_RECORD, TurnProgress, parse_progress, progress_entries, progress_record
 from topics.turns import Turn
@@ -83,34 +85,38 @@ def events_by_record(pipeline: InProcessPipeline, start: int = 0) -> list[list[M
             for r in pipeline.topics.sent[names.MEMORY_EVENTS][start:]]
 
 
-async def test_an_ingest_batch_sends_one_event_record_per_user_before_its_progress(pipeline):
+async def test_an_ingest_batch_sends_each_event_in_a_record_keyed_by_its_user_before_its_progress(pipeline):
     await pipeline.ingest_stage.handle_batch(BATCH)
 
     records = pipeline.topics.sent[names.MEMORY_EVENTS]
-    assert [r.key for r in records] == [b"ana", b"bo"]
-    ana, bo = events_by_record(pipeline)
-    assert {e.user_id for e in ana} == {"ana"} and {e.user_id for e in bo} == {"bo"}
-    assert {e.kind for e in ana + bo} == {"candidate"}
+    events = events_by_record(pipeline)
+    assert [len(one) for one in events] == [1] * len(records), "one event a record"
+    assert [r.key for r in records] == [e.user_id.encode() for [e] in events]
+    ana = [e for [e] in events if e.user_id == "ana"]
+    bo = [e for [e] in events if e.user_id == "bo"]
+    assert {e.kind for [e] in events} == {"candidate"}
     turns = [e.meta["source_turn_id"] for e in ana]
-    assert len(turns) >= 2 and turns == sorted(turns), "in turn order"
+    assert len(turns) >= 2 and turns == sorted(turns), "a user's in turn order"
     assert "Luna" in " ".join(e.summary for e in ana) and "nurse" in bo[0].summary
-    assert pipeline.sent_topics[-4:] == [names.MEMORY_EVENTS] * 2 + [names.MEMORY_PROGRESS] * 2
+    n = len(records)
+    assert pipeline.sent_topics[-n - 2:] == [names.MEMORY_EVENTS] * n + [names.MEMORY_PROGRESS] * 2
 
 
-async def test_a_dedup_batch_sends_one_event_record_per_user(pipeline):
+async def test_a_dedup_batch_sends_one_record_per_event(pipeline):
     await pipeline.ingest_stage.handle_batch(BATCH)
     before = len(pipeline.topics.sent[names.MEMORY_EVENTS])
 
     await pipeline.dedup_stage.handle_batch(pipeline.topics.sent[names.MEMORY_CANDIDATES])
 
     records = pipeline.topics.sent[names.MEMORY_EVENTS][before:]
-    assert sorted(r.key for r in records) == [b"ana", b"bo"]
-    events = [e for record in events_by_record(pipeline, before) for e in record]
-    assert {e.kind for e in events} == {"created"}
-    assert len(events) == pipeline.outcomes()["created"] >= 3
+    events = events_by_record(pipeline, before)
+    assert [len(one) for one in events] == [1] * len(records)
+    assert {e.kind for [e] in events} == {"created"}
+    assert len(records) == pipeline.outcomes()["created"] >= 3
+    assert sorted({r.key for r in records}) == [b"ana", b"bo"]
 
 
-async def test_a_command_sends_its_events_in_one_record(pipeline):
+async def test_a_command_sends_each_of_its_events_in_a_record(pipeline):
     await pipeline.ingest_stage.handle_batch(BATCH)
     await pipeline.dedup_stage.handle_batch(pipeline.topics.sent[names.MEMORY_CANDIDATES])
     before = len(pipeline.topics.sent[names.MEMORY_EVENTS])
@@ -119,23 +125,45 @@ async def test_a_command_sends_its_events_in_one_record(pipeline):
 
     assert await pipeline.commands_stage.handle(record) == "applied"
 
-    [sent] = pipeline.topics.sent[names.MEMORY_EVENTS][before:]
-    events = events_of(sent.value)  # not opened: the purge shredded the key they were sealed with
-    assert len(events) >= 2 and {e.kind for e in events} == {"purged"}
+    sent = pipeline.topics.sent[names.MEMORY_EVENTS][before:]
+    # not opened: the purge shredded the key they were sealed with
+    events = [event for record in sent for event in events_of(record.value)]
+    assert len(events) == len(sent) >= 2 and {e.kind for e in events} == {"purged"}
 
 
-async def test_a_users_events_past_the_record_limit_go_in_more_records_in_order(pipeline):
-    events = [MemoryEvent(event_id=f"e{i}", kind="created", user_id="ana", thread_id="t1",
-                          memory_id=f"m{i}", rev=i, ts="2024-05-01T10:00:00+00:00",  # type: ignore[arg-type]
-                          summary=f"fact {i}", category="Personal")
-              for i in range(2 * MAX_EVENTS_PER_RECORD + 1)]
+def created(n: int) -> list[MemoryEvent]:
+    return [MemoryEvent(event_id=f"e{i}", kind="created", user_id="ana", thread_id="t1",
+                        memory_id=f"m{i}", rev=i, ts="2024-05-01T10:00:00+00:00",  # type: ignore[arg-type]
+                        summary=f"fact {i}", category="Personal")
+            for i in range(n)]
+
+
+async def test_a_users_held_events_go_in_order_one_a_record_when_the_batch_ends(pipeline):
+    events = created(70)
     async with pipeline.outputs.held_per_batch("dedup"):
         for event in events:
             await pipeline.outputs.event(event)
         assert not pipeline.topics.sent[names.MEMORY_EVENTS], "held until the batch ends"
-    records = events_by_record(pipeline)
-    assert [len(r) for r in records] == [MAX_EVENTS_PER_RECORD, MAX_EVENTS_PER_RECORD, 1]
-    assert [e for r in records for e in r] == events
+    assert events_by_record(pipeline) == [[event] for event in events]
+
+
+async def test_events_sent_again_after_a_passing_fault_go_on_from_the_first_not_sent(pipeline):
+    real, calls = pipeline.outputs.send, []
+    pipeline.outputs.retry_sleep = no_wait
+
+    async def send(topic: str, key: bytes | None, value: bytes) -> None:
+        calls.append(value)
+        if len(calls) == 3:  # the third event's first try
+            raise KafkaTimeoutError()
+        await real(topic, key, value)
+
+    pipeline.outputs.send = send
+    events = created(5)
+    async with pipeline.outputs.held_per_batch("dedup"):
+        for event in events:
+            await pipeline.outputs.event(event)
+    assert len(calls) == 6, "the third event tried twice, the others once"
+    assert events_by_record(pipeline) == [[event] for event in events], "none sent twice"
 
 
 async def test_events_of_a_batch_that_raises_are_not_sent(pipeline):

@@ -12,9 +12,11 @@ import sinks.routing as routing
 from sinks.base import SinkRecord
 from streams.app.factory import create_app
 from streams.settings import Settings
+from tests.legacy_events import batched_record
 from tests.unit.sinks.fakes import FakeDestination, Recorder, runner
 from topics.deflated import DEFLATED
-from topics.events import MemoryEvent, events_record
+from topics.events import MemoryEvent
+from topics.events_wire import event_value
 
 TS = datetime(2024, 5, 1, 10, tzinfo=timezone.utc)
 
@@ -72,14 +74,14 @@ async def test_a_record_of_several_events_is_acked_once_after_the_records_of_all
     assert ack.count == 1 and list(destination.stored) == ["m1", "m2"]
 
 
-async def test_a_record_whose_user_was_purged_since_still_deletes_the_purged_memories(tmp_path):
-    """A chat "forget everything" after a fact of the same batch: the record holds the fact's
-    event, sealed with the key the purge shredded, then the purge's own events, in clear. The
-    sinks skip the first and route the others: the purged memory leaves the vector store."""
+async def test_events_of_a_user_purged_since_are_skipped_and_the_purge_still_deletes(tmp_path):
+    """A chat "forget everything" after a fact of the same batch: the fact's event, sealed with
+    the key the purge shredded, then the purge's own events, in clear. The sinks skip the first
+    and route the others: the purged memory leaves the vector store. So in one record each, and
+    in one record of both, as a batch's events were written before (`tests.legacy_events`)."""
     from streams.app.inprocess import InProcessPipeline
     from streams.pipeline.sse import SseStage
     from streams.privacy.payloads import seal_event
-    from topics.events import events_record
 
     class NoEmbedder:  # nothing here embeds
         dim = 384
@@ -87,19 +89,23 @@ async def test_a_record_whose_user_was_purged_since_still_deletes_the_purged_mem
     pipeline = InProcessPipeline(Settings(table_store="memory://", data_dir=tmp_path), NoEmbedder())  # type: ignore[arg-type]
     sealer = pipeline.sealed.sealer
     created = event(memory_id="m2")
-    sealed_before = seal_event(sealer, created).model_dump_json().encode()
+    sealed_before = event_value(seal_event(sealer, created))
     pipeline.sealed.keys.shred("ana", TS)
     purged = event("purged", memory_id="m1").model_copy(update={"summary": "", "meta": {}})
-    record = events_record([sealed_before, seal_event(sealer, purged).model_dump_json().encode()])
+    purge = event_value(seal_event(sealer, purged))
 
-    destination = FakeDestination("purge")
-    plan = routing.SinkPlan(runner(destination, Recorder()), routing.memory_records)
-    await plan.runner.start()
-    ack = Acks()
-    assert await sink_stage.handle(_Event(record), [plan], ack, {}, {}, _no_letter, sealer) == 1
-    await plan.runner.stop()
-    assert ack.count == 1 and list(destination.stored) == ["m1"]
-    assert [e.kind for e in SseStage(None, sealer).opened(record)] == ["purged"]  # type: ignore[arg-type]
+    for records in ([sealed_before, purge], [batched_record([sealed_before, purge])]):
+        destination = FakeDestination("purge")
+        plan = routing.SinkPlan(runner(destination, Recorder()), routing.memory_records)
+        await plan.runner.start()
+        ack = Acks()
+        routed = [await sink_stage.handle(_Event(r), [plan], ack, {}, {}, _no_letter, sealer)
+                  for r in records]
+        await plan.runner.stop()
+        assert sum(routed) == 1 and ack.count == len(records), "every record acked"
+        assert list(destination.stored) == ["m1"]
+        opened = [e.kind for r in records for e in SseStage(None, sealer).opened(r)]  # type: ignore[arg-type]
+        assert opened == ["purged"]
 
 
 async def _no_letter(letter) -> None:
@@ -128,20 +134,17 @@ def test_garbage_on_memory_events_gets_a_named_error():
         routing.parse_events(b'[' + event().model_dump_json().encode() + b', {"kind": "created"}]')
 
 
-def test_a_batchs_record_is_deflated_and_reads_back_as_do_records_written_before():
+def test_a_record_is_one_event_and_the_batched_records_written_before_still_read():
     events = [event(memory_id=f"m{i}").model_copy(update={"event_id": f"e{i}"}) for i in range(8)]
-    array = [e.model_dump_json().encode() for e in events]
-    record = events_record(array)
-    assert record[:1] == DEFLATED and len(record) < sum(map(len, array)) / 2
-    assert routing.parse_events(record) == events
-    in_clear = b"[" + b",".join(array) + b"]"  # as written before
-    assert routing.parse_events(in_clear) == events
-    assert routing.parse_events(array[0]) == events[:1], "one event object, as written before that"
-    assert events_record([b"{}"]) == b"[{}]", "kept in clear when deflate does not shorten it"
+    values = [event_value(e) for e in events]
+    assert [routing.parse_events(v) for v in values] == [[e] for e in events]
+    record = batched_record(values)  # a batch's events, as written before
+    assert record[:1] == DEFLATED and routing.parse_events(record) == events
+    assert routing.parse_events(b"[" + b",".join(values) + b"]") == events, "the array in clear"
 
 
 def test_a_deflated_record_that_does_not_inflate_gets_a_named_error():
-    record = events_record([event(memory_id=f"m{i}").model_dump_json().encode() for i in range(8)])
+    record = batched_record([event_value(event(memory_id=f"m{i}")) for i in range(8)])
     for broken in (record[:-6], record[:1] + b"not zlib at all", DEFLATED + zlib.compress(b"[" * 100)):
         with pytest.raises(ValueError, match="^invalid_event"):
             routing.parse_events(broken)
