@@ -308,3 +308,31 @@ def bench_policy(
     from benchmarks.policy_report import policy_report
 
     print(json.dumps(policy_report(corpus, files, get_settings()), indent=2))
+
+
+@bench_app.command("client")
+def bench_client(
+    files: Annotated[list[Path], typer.Argument(help="LoCoMo conversation files: their turns are sent.", exists=True, dir_okay=False)],
+    rate: Annotated[float, typer.Option(min=0.1, help="Turns a second, each a send_turn(wait=True) of its own.")] = 20.0,
+    users: Annotated[int, typer.Option(min=1, help="User ids the turns are spread over (as a backend's users).")] = 20,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="Send only the first N turns.")] = 400,
+    timeout: Annotated[float, typer.Option(min=0.1, help="Seconds a turn may take to be applied before it counts as not applied in time.")] = 60.0,
+    broker: Annotated[Optional[str], typer.Option(help="Use this broker and the worker at --api instead of a fresh embedded stack.")] = None,
+    api: ApiOpt = None,
+    partitions: Annotated[int, typer.Option(help="Partitions of the fresh stack's topics.")] = 4,
+    as_json: JsonOpt = False,
+) -> None:
+    """Read-your-writes: p50/p95/p99 from send_turn(wait=True) to the memories it returns, at a
+    steady rate, against a fresh embedded stack (or a running one)."""
+    require_benches()
+    from benchmarks.bench_client import render, run_client_bench
+
+    api_key = None
+    if broker is not None:
+        from streams.api.auth import client_key
+
+        api_key = client_key(get_settings())
+    report = run_client_bench(files, rate=rate, users=users, limit=limit, timeout=timeout,
+                              broker=broker, api=api, api_key=api_key, partitions=partitions,
+                              console=console)
+    _show(report, as_json, render)
