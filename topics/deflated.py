@@ -1,6 +1,7 @@
-"""Records that are JSON arrays of many similar entries (`memory.events`, `memory.progress`),
-deflated: a stage writes one record per user per batch, whose entries repeat their field names,
-ids and user id, so zlib keeps about half of it or less.
+"""Records that are JSON arrays of many similar entries (`memory.progress`, and `memory.events`
+as written before one event a record: `topics.events_wire`), deflated: a stage writes one record
+per user per batch, whose entries repeat their field names, ids and user id, so zlib keeps about
+half of it or less.
 
 A deflated record is the byte `DEFLATED` (0x02) then the zlib stream of the JSON array; a JSON
 value starts with `[`, `{` or white space, so a reader tells the two apart by the first byte

@@ -13,9 +13,10 @@ The content of an event, `summary` and `meta`, travels sealed for its user in `s
 envelope (ids, kind, revision, time, category) is in clear. memstream's own consumers open it; a
 consumer with the master key can too (`streams/tools/unseal.py`); nobody else can, by design.
 
-Records written before (releases up to issue 50) held one user's events of a stage batch as a
-JSON array, in clear or deflated behind the byte 0x02 (`topics.deflated`); `events_of` still
-reads them, so a topic that holds both forms reads whole after an upgrade.
+Records written before one event a record (issue 50) held one user's events of a stage batch as
+a JSON array, in clear or deflated behind the byte 0x02 (`topics.deflated`); `events_of` still
+reads them, so a topic that holds both forms reads whole after an upgrade
+(docs/decisions.md#one-event-a-record).
 """
 from __future__ import annotations
 

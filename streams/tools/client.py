@@ -102,7 +102,8 @@ async def read_topic(
     security: Mapping[str, Any] | None = None, connect_timeout: float | None = None,
 ) -> AsyncIterator[tuple[bytes | None, Any]]:
     """Yield (key, JSON value) from `topic` forever, a deflated record (`topics.deflated`:
-    `memory.events`, `memory.progress`) inflated; records that are not JSON are skipped."""
+    `memory.progress`, `memory.events` as written before) inflated; records that are not JSON
+    are skipped."""
     consumer = make_consumer(
         bootstrap, topic, security=security, connect_timeout=connect_timeout, group_id=group_id,
         enable_auto_commit=False, auto_offset_reset="earliest" if from_beginning else "latest",
