@@ -56,7 +56,7 @@ def run(
         extra_keys = dev_admin_entries(settings)
         settings = with_kept_master_key(settings, make=True)
         console.print(f"[green]worker[/] web API on http://{settings.api.web_host}:{settings.api.web_port}")
-        run_worker(settings, extra_keys)
+        run_worker(settings, extra_keys, quiet_services=True)  # a console a person reads
     finally:
         if broker is not None:
             broker.stop()

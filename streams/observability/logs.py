@@ -30,8 +30,11 @@ SERVICE_MODULES = ("streams.app.faust_compat", "streams.app.rocksdb_store",
 streams). mode names a service's logger after the module of its class, so these classes' start-up
 notes ("[^--DrainingProducer]: Starting...", "opening partition 2 for gen id 0": 40 of those for
 10 tables on 4 partitions) came out under the project's names, at LOG_LEVEL, and `memstream run`
-printed ~90 lines before `ready`. Their loggers log at the libraries' level, like Faust's own;
-`tests/unit/observability/test_quiet_start.py` finds every such class and checks it is here."""
+printed ~90 lines before `ready`. Under `memstream run` their loggers log at the libraries'
+level, like Faust's own (`quiet_services`); `memstream worker` keeps them, as the restart bench
+times a start by them (benchmarks/bench_restart.py: "[^--DrainingProducer]: Starting",
+"opening partition"). `tests/unit/observability/test_quiet_start.py` finds every such class and
+checks it is here."""
 
 
 def library_level(level: str) -> str:
@@ -39,15 +42,15 @@ def library_level(level: str) -> str:
     return "DEBUG" if level.upper() == "DEBUG" else "WARNING"
 
 
-def worker_logging(level: str) -> dict[str, Any]:
+def worker_logging(level: str, quiet_services: bool = False) -> dict[str, Any]:
     """Faust's `logging_config`, merged into its own: the root (every library) at
-    `library_level`, the project's loggers at `level` but those of `SERVICE_MODULES`. Faust's
-    handler keeps `level`, so the project's records pass it while the libraries' are cut at
-    their loggers."""
+    `library_level`, the project's loggers at `level` (with `quiet_services`, those of
+    `SERVICE_MODULES` at `library_level`). Faust's handler keeps `level`, so the project's
+    records pass it while the libraries' are cut at their loggers."""
+    services = {name: {"level": library_level(level)} for name in SERVICE_MODULES} if quiet_services else {}
     return {"merge": True,
             "root": {"level": library_level(level), "handlers": ["default"]},
-            "loggers": {**{name: {"level": level.upper()} for name in OWN_LOGGERS},
-                        **{name: {"level": library_level(level)} for name in SERVICE_MODULES}}}
+            "loggers": {**{name: {"level": level.upper()} for name in OWN_LOGGERS}, **services}}
 
 
 def configure(level: str) -> None:
@@ -56,5 +59,3 @@ def configure(level: str) -> None:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for name in OWN_LOGGERS:
         logging.getLogger(name).setLevel(level.upper())
-    for name in SERVICE_MODULES:
-        logging.getLogger(name).setLevel(library_level(level))

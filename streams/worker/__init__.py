@@ -48,8 +48,11 @@ def build_worker(settings: Settings, *, extra_keys: Sequence[KeyEntry] = (),
     return app
 
 
-def run_worker(settings: Settings, extra_keys: Sequence[KeyEntry] = ()) -> None:
+def run_worker(settings: Settings, extra_keys: Sequence[KeyEntry] = (), *,
+               quiet_services: bool = False) -> None:
     """Create the topics, then run the worker until it is stopped (SIGINT/SIGTERM).
+    `quiet_services`: Faust's services log their start at the libraries' level
+    (`streams.observability.logs.SERVICE_MODULES`; `memstream run`).
 
     Raises `MasterKeyError` without a master key: every worker must wrap users' data keys with
     the same one, or a partition moving between workers would become unreadable.
@@ -78,7 +81,8 @@ def run_worker(settings: Settings, extra_keys: Sequence[KeyEntry] = ()) -> None:
     app.faust.task(_announce_ready(app))
     settings.kafka.data_dir.mkdir(parents=True, exist_ok=True)
     worker = faust.Worker(app.faust, loglevel=settings.observability.log_level.upper(), quiet=True,
-                          logging_config=worker_logging(settings.observability.log_level))
+                          logging_config=worker_logging(settings.observability.log_level,
+                                                        quiet_services))
     tune_collector()
     worker.execute_from_commandline()
 

@@ -93,7 +93,8 @@ def test_every_faust_service_of_the_project_logs_at_the_libraries_level(restored
     assert modules and modules <= set(SERVICE_MODULES), sorted(modules - set(SERVICE_MODULES))
 
     keep = Keep()
-    setup_logging(loglevel="INFO", logging_config=worker_logging("info"), loghandlers=[keep])
+    setup_logging(loglevel="INFO", logging_config=worker_logging("info", quiet_services=True),
+                  loghandlers=[keep])
     for module in sorted(modules):
         logging.getLogger(module).info("[^--DrainingProducer]: Starting...")
         logging.getLogger(module).warning("a warning passes")
