@@ -339,13 +339,14 @@ async def query_all(api_url: str, conversations: list[LocomoConversation],
                 # record_access=False: LoCoMo questions are independent; a read refreshing
                 # last_accessed would lift its items' recency for every later question.
                 items = await client.query(conv.user_id, question.question, top_k=max(KS),
-                                           record_access=False)
+                                           record_access=False, explain=points is not None)
                 latencies.append((time.perf_counter() - started) * 1000)
                 ranked = [(i["summary"], i["source_turn_ids"]) for i in items]
                 report.add(question.evidence, ranked)
                 if points is not None:
-                    points += [Point(i["similarity"], i["score"],
-                                     answered(question.evidence, i["source_turn_ids"]))
+                    points += [Point(i["explain"]["relevance"], i["score"],
+                                     answered(question.evidence, i["source_turn_ids"]),
+                                     rank=i["explain"]["rank_score"])
                                for i in items]
                 if results is not None:
                     results.add(conv.user_id, question.category, question.evidence, ranked)
@@ -507,7 +508,8 @@ async def _ask_questions(pipeline: Any, conversations: list[LocomoConversation],
                 results.add(conv.user_id, question.category, question.evidence, items)
             if points is not None:
                 points += [Point(h.relevance or h.similarity, h.calibrated,
-                                 answered(question.evidence, h.memory.source_turn_ids))
+                                 answered(question.evidence, h.memory.source_turn_ids),
+                                 rank=h.score)
                            for h in hits]
     return report
 

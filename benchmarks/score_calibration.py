@@ -35,6 +35,8 @@ class Point:
     answered: bool
     group: int = 0
     """Which half of the files it came from (for the cross-check)."""
+    rank: float = 0.0
+    """Its ranking score as served (a marginal one under diversity)."""
 
 
 def answered(evidence: Sequence[str], refs: Sequence[str]) -> bool:
@@ -64,17 +66,23 @@ def reliability(points: Sequence[Point], buckets: int = BUCKETS) -> dict[str, An
 
 
 def fit(points: Sequence[Point]) -> ScoreCurve:
-    """The logistic curve of `answered` on `relevance` (scikit-learn, barely regularised)."""
+    """The logistic curve of `answered` on `relevance` and the ranking score (scikit-learn,
+    barely regularised). Both: relevance alone says how well an item matches but not whether
+    it is the best of the user's memories (a 0.4 is the answer in a store of ten and noise in
+    one of a thousand); the ranking score says where it stands among the candidates and what
+    importance, recency and pinning add."""
     from sklearn.linear_model import LogisticRegression
 
-    x = np.array([[p.relevance] for p in points])
+    x = np.array([[p.relevance, p.rank] for p in points])
     y = np.array([p.answered for p in points])
     model = LogisticRegression(C=100.0).fit(x, y)
-    return ScoreCurve(round(float(model.coef_[0][0]), 2), round(float(model.intercept_[0]), 2))
+    return ScoreCurve(round(float(model.coef_[0][0]), 2), round(float(model.intercept_[0]), 2),
+                      round(float(model.coef_[0][1]), 2))
 
 
 def rescored(points: Sequence[Point], curve: ScoreCurve) -> list[Point]:
-    return [Point(p.relevance, curve.score(p.relevance), p.answered, p.group) for p in points]
+    return [Point(p.relevance, curve.score(p.relevance, p.rank), p.answered, p.group, p.rank)
+            for p in points]
 
 
 def plot(report: dict[str, Any], path: Path, title: str) -> Path:
@@ -125,7 +133,7 @@ async def _points(files: Sequence[Path]) -> tuple[list[Point], str, str]:
                 points.append(Point(hit.relevance if hit.relevance is not None else hit.similarity,
                                     hit.calibrated,
                                     answered(question.evidence, hit.memory.source_turn_ids),
-                                    int(n >= half)))
+                                    int(n >= half), hit.score))
     return points, embedder.profile.name, settings.read.retrieval_mode
 
 

@@ -107,9 +107,13 @@ class QueryRequest(BaseModel):
                               description="Default: MEMORY_K; at most QUERY_MAX_TOP_K.")
     threshold: float | None = Field(
         None, ge=0.0, le=1.0, description="Drop items whose score is lower. An item's score is "
-        "the probability that it answers the query, calibrated on LoCoMo (the same for every "
-        "user, query and store size); categories with context `all` are exempt. Default: "
-        "QUERY_THRESHOLD (0.02) for bullets, none for full answers.")
+        "the probability that it answers the query, calibrated on LoCoMo from its relevance and "
+        "its ranking score; the answer lists its items by it, so a threshold drops only the "
+        "tail. Categories with context `all` are exempt. Default: QUERY_THRESHOLD for bullets, "
+        "none for full answers.")
+    explain: bool = Field(
+        False, description="Give each item the figures behind its score (`explain`: similarity, "
+        "relevance, rank_score); without it an item carries its score alone.")
     return_: ReturnMode = Field("bullets", alias="return")
     budget_tokens: int | None = Field(None, ge=1, le=BUDGET_TOKENS_MAX,
                                       description="Token budget of the whole answer; at most "
@@ -168,6 +172,18 @@ def validation_message(exc: ValidationError) -> str:
     return explain(exc, unknown=_unknown_field)
 
 
+class Explain(BaseModel):
+    """The figures behind an item's score (a request with `explain`): for understanding an
+    answer, not for thresholds — none of them is comparable across queries as `score` is."""
+
+    similarity: float = Field(description="The cosine of the query and the memory.")
+    relevance: float = Field(description="What the candidates were drawn by: the cosine fused "
+                             "with BM25 (hybrid retrieval) and the time-window boost.")
+    rank_score: float = Field(description="The ranking formula's score "
+                              "(docs/architecture.md#read-path), which chose the answer's items; "
+                              "scaled over one query's candidates.")
+
+
 class BulletItem(BaseModel):
     """`return: bullets` — what an agent injects into its context."""
 
@@ -178,18 +194,17 @@ class BulletItem(BaseModel):
     tokens: int
     archived: bool = Field(False, description="From the archive (the cold tier).")
     score: float = Field(description="The probability that the item answers the query "
-                                     "(calibrated; what `threshold` compares with).")
+                                     "(calibrated; what `threshold` compares with, and what the "
+                                     "answer's items are listed by).")
+    explain: Explain | None = Field(None, description="With `explain` only.")
 
 
 class FullItem(BulletItem):
-    """`return: full` — the memory document (no vector) with its scores and related bullets."""
+    """`return: full` — the memory document (no vector) with its score and related bullets."""
 
     model_config = ConfigDict(extra="allow")
 
     summary: str
-    rank_score: float = Field(description="The ranking formula's score (docs/architecture.md#read-path), which orders "
-                                          "one answer; not comparable across queries.")
-    similarity: float
     source_turn_ids: list[str]
     related: list[dict[str, Any]] = Field(default_factory=list)
 

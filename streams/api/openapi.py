@@ -185,6 +185,8 @@ OPERATIONS: tuple[Operation, ...] = (
                       Param("budget_tokens", type="integer", schema=_int(1, BUDGET_TOKENS_MAX)),
                       Param("reference_time", description="An ISO 8601 time with its zone."),
                       Param("include_archived", type="boolean"),
+                      Param("explain", type="boolean",
+                            description="Each item with the figures behind its score."),
                       Param("categories", description="Comma-separated.")), tag="query"),
     Operation("post", USER + "/query", "memory.query (docs/architecture.md#read-path): filters, categories (the agent's "
               "allowlist applies), ranking, budget, delta header.", {200: QueryAnswer},

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 _GET_PARAMS = {"q": "query", "agent": "agent", "top_k": "top_k", "threshold": "threshold",
                "return": "return", "budget_tokens": "budget_tokens", "since_rev": "since_rev",
                "thread_id": "thread_id", "reference_time": "reference_time",
-               "include_archived": "include_archived"}
+               "include_archived": "include_archived", "explain": "explain"}
 
 
 def _principal_field(principal: Any, name: str) -> Any:
@@ -66,7 +66,7 @@ def parse_body(raw: bytes) -> QueryRequest:
 
 def parse_params(params: Mapping[str, str], principal: Any) -> QueryRequest:
     """The GET form: q, agent (default: the API key's agent), top_k, threshold, return,
-    budget_tokens, since_rev, thread_id, reference_time, include_archived, categories
+    budget_tokens, since_rev, thread_id, reference_time, include_archived, explain, categories
     (comma-separated)."""
     allowed = {*_GET_PARAMS, "categories"}
     if not set(params) <= allowed:  # not named: a parameter's name is input too

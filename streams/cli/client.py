@@ -207,15 +207,16 @@ def query(
     thread: Annotated[Optional[str], typer.Option(help="Thread of --since-rev.")] = None,
     since_rev: Annotated[Optional[int], typer.Option(help="Delta header: changes of --thread since this revision.")] = None,
     filters: Annotated[Optional[str], typer.Option(help='Filters as JSON, e.g. \'{"pinned": true, "importance_min": 3}\'.')] = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Show the figures behind each score (similarity, relevance, rank_score).")] = False,
     api: ApiOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Query a user's memories (memory.query, docs/architecture.md#read-path, through memstream's client): ranked,
-    filtered, with provenance."""
+    filtered, with provenance; best score first."""
     from streams.client import AsyncMemstreamClient, ClientError, QueryResult
 
     optional = {"categories": category or None, "threshold": threshold, "budget_tokens": budget_tokens,
-                "thread_id": thread, "since_rev": since_rev}
+                "thread_id": thread, "since_rev": since_rev, "explain": explain or None}
     fields: dict = {k: v for k, v in optional.items() if v is not None}
     if filters:
         try:
@@ -234,17 +235,20 @@ def query(
         fail("query failed", exc)
     items = [item.model_dump(mode="json") for item in answer.items]
     if as_json:
-        keys = ("id", "summary", "type", "category", "state", "score", "similarity",
-                "importance", "source_turn_ids", "created_at", "updated_at", "text", "tokens")
+        keys = ("id", "summary", "type", "category", "state", "score", "importance",
+                "source_turn_ids", "created_at", "updated_at", "text", "tokens", *(("explain",) if explain else ()))
         print(json.dumps([{k: item.get(k) for k in keys} for item in items], indent=2))
         return
     if answer.delta and answer.delta.header:
         console.print(answer.delta.header)
     if not items:
         console.print("no memories")
-    for item in items:
+    for item in items:  # in the answer's order: best score first
+        why = ""
+        if explain and item.get("explain"):
+            why = " [dim]" + " ".join(f"{k}={v:.3f}" for k, v in item["explain"].items()) + "[/]"
         console.print(
             f"{item['score']:.3f} [{item['category']}] {item['summary']}  "
-            f"[dim]({', '.join(item['source_turn_ids'])})[/]"
+            f"[dim]({', '.join(item['source_turn_ids'])})[/]{why}"
         )
     console.print(f"[dim]{answer.tokens} tokens[/]")

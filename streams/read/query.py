@@ -11,7 +11,7 @@ latency benchmark call the same code.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Sequence
 
@@ -19,7 +19,7 @@ import numpy as np
 
 from streams.read import cold_tier, ranking
 from streams.settings import ReadSettings
-from streams.read.calibration import FALLBACK, ScoreCurve
+from streams.read.calibration import FALLBACK, ScoreCurve, in_order
 from streams.read.consolidated import lift, originals_mask
 from streams.read.diversity import diversify
 from streams.read.fusion import COSINE_ONLY, Retrieval, relevance
@@ -45,6 +45,8 @@ from topics.query import (
 
 PROCEDURAL = PROCEDURAL_CATEGORY.casefold()
 EPISODE_TYPES = ("episodic", "consolidated")
+SCORE_DIGITS = 6
+"""Decimals of an item's `score` in an answer."""
 """Types that fill the episodic slots of an answer."""
 
 
@@ -64,13 +66,17 @@ class QueryHit:
     calibrated: float = 0.0
 
     def as_item(self) -> dict[str, Any]:
-        """The JSON item of a query answer: the memory (no vector) with its scores."""
+        """The JSON item of a query answer: the memory (no vector) with its score."""
         item = self.memory.model_dump(mode="json", exclude={"embedding_b64", "context_b64"})
-        item["score"] = round(self.calibrated, 6)
-        item["rank_score"] = round(self.score, 6)
-        item["similarity"] = round(self.similarity, 6)
+        item["score"] = round(self.calibrated, SCORE_DIGITS)
         item["archived"] = self.memory.is_archived
         return item
+
+    def explained(self) -> dict[str, float]:
+        """The figures behind the score, for a request with `explain` (`topics.query.Explain`)."""
+        relevance = self.relevance if self.relevance is not None else self.similarity
+        return {"similarity": round(self.similarity, 6), "relevance": round(relevance, 6),
+                "rank_score": round(self.score, 6)}
 
 
 def related_bullets(index: UserIndex, memory: Memory, limit: int = 2) -> list[dict[str, Any]]:
@@ -112,7 +118,9 @@ def linked_strength(index: UserIndex, memory: Memory,
 def _scored(pool: Sequence[tuple[Memory, float]], cosines: np.ndarray, index: UserIndex,
             now: datetime, weights: ranking.RankWeights,
             curve: ScoreCurve = FALLBACK, categories: frozenset[str] | None = None) -> list[QueryHit]:
-    """Hits of a pool of (memory, relevance), best score first; `cosines` are every row's.
+    """Hits of a pool of (memory, relevance), best ranking score first, each with its
+    calibrated score (`curve`: of its relevance and its ranking score, then non-increasing
+    along that order: `calibration.in_order`); `cosines` are every row's.
     The similarity term is the relevance scaled over the pool when `weights.relevance_norm`
     says so (`ranking.pool_relevance`); with `weights.diversity`, the order is the maximal
     marginal relevance one and each score the marginal one (`streams.read.diversity`); the
@@ -127,12 +135,15 @@ def _scored(pool: Sequence[tuple[Memory, float]], cosines: np.ndarray, index: Us
     for (m, rel), term, row in zip(pool, terms, rows):
         sim = float(cosines[row]) if row is not None else rel
         hits.append(QueryHit(m, sim, ranking.score(m, term, now, weights,
-                                                   linked_strength(index, m, categories)), rel,
-                             curve.score(rel)))
+                                                   linked_strength(index, m, categories)), rel))
     if weights.diversity > 0:
-        return diversify(hits, index.vectors(rows), weights.diversity)
-    hits.sort(key=lambda h: h.score, reverse=True)
-    return hits
+        hits = diversify(hits, index.vectors(rows), weights.diversity)
+    else:
+        hits.sort(key=lambda h: h.score, reverse=True)
+    # each item's score once its ranking score is final (a marginal one under diversity), then
+    # non-increasing along the ranking's order (`calibration.in_order`)
+    raw = [curve.score(h.relevance if h.relevance is not None else h.similarity, h.score) for h in hits]
+    return [replace(h, calibrated=score) for h, score in zip(hits, in_order(raw))]
 
 
 def rank(
@@ -205,6 +216,8 @@ class QueryPlan:
     include_archived: bool | None = None
     """The request's `include_archived` (None: the archive is searched when `cold_tier` says)."""
     cold_tier_similarity: float = 0.6
+    explain: bool = False
+    """Whether each item carries the figures behind its score (`QueryHit.explained`)."""
 
 
 def plan_query(request: QueryRequest, user_id: str, policy: CategoryPolicy, limits: QueryLimits,
@@ -237,7 +250,7 @@ def plan_query(request: QueryRequest, user_id: str, policy: CategoryPolicy, limi
         mode=request.return_, budget_tokens=request.budget_tokens, reference=reference,
         recall=recall, window=window, episodic_reserve=reserve, episodic_cap=cap,
         candidates=max(limits.candidates, top_k), include_archived=request.include_archived,
-        cold_tier_similarity=limits.cold_tier_similarity,
+        cold_tier_similarity=limits.cold_tier_similarity, explain=request.explain,
     )
 
 
@@ -257,7 +270,9 @@ def _eligible(hits: list[QueryHit], plan: QueryPlan, policy: CategoryPolicy) -> 
     out = []
     for hit in hits:
         spec = policy.spec(hit.memory.category)
-        if hit.calibrated >= plan.threshold or (spec is not None and spec.context == "all"):
+        # the score as the answer shows it (rounded): a threshold of a score an answer showed
+        # keeps that item
+        if round(hit.calibrated, SCORE_DIGITS) >= plan.threshold or (spec is not None and spec.context == "all"):
             out.append(hit)
     return out
 
@@ -274,9 +289,12 @@ def is_conversation_episode(memory: Memory) -> bool:
 
 def select(semantic: list[QueryHit], episodic: list[QueryHit], plan: QueryPlan,
            policy: CategoryPolicy) -> list[QueryHit]:
-    """The answer's items, best score first, within the episodic slots: `episodic_reserve` of
-    them kept for episodic items when there are any (1 by default), at most `episodic_cap`
-    (3 by default) so the rest goes to semantic ones; at most `rag_length` of one category."""
+    """The answer's items within the episodic slots: `episodic_reserve` of them kept for
+    episodic items when there are any (1 by default), at most `episodic_cap` (3 by default) so
+    the rest goes to semantic ones; at most `rag_length` of one category. Best ranking score
+    first, which is best `calibrated` (the score an item shows) first too: `_scored` made the
+    scores fall along the ranking's order, so a threshold never drops an item above one it
+    keeps."""
     per_category: Counter[str] = Counter()
 
     def fits(hit: QueryHit) -> bool:
@@ -377,7 +395,8 @@ def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: Categ
     costs = counter.count_many(lines)
     fitted = fit(costs, plan.budget_tokens, reserved=header_tokens)
     hits = [hits[i] for i in fitted.kept]
-    items = [_item(index, hits[n], costs[i], plan.mode) for n, i in enumerate(fitted.kept)]
+    items = [_item(index, hits[n], costs[i], plan.mode, plan.explain)
+             for n, i in enumerate(fitted.kept)]
     context = "\n".join(([header] if header else []) + [lines[i] for i in fitted.kept])
     response = QueryResponse(
         user_id=plan.user_id, agent=plan.agent, **{"return": plan.mode},
@@ -392,11 +411,16 @@ def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: Categ
     return response, hits
 
 
-def _item(index: UserIndex, hit: QueryHit, tokens: int, mode: ReturnMode) -> dict[str, Any]:
+def _item(index: UserIndex, hit: QueryHit, tokens: int, mode: ReturnMode,
+          explain: bool = False) -> dict[str, Any]:
     memory = hit.memory
     if mode == "bullets":
-        return {"id": memory.id, "category": memory.category, "type": memory.type,
+        item = {"id": memory.id, "category": memory.category, "type": memory.type,
                 "text": bullet(memory), "tokens": tokens, "archived": memory.is_archived,
-                "score": round(hit.calibrated, 6)}
-    return {**hit.as_item(), "text": bullet(memory), "tokens": tokens,
-            "related": related_bullets(index, memory)}
+                "score": round(hit.calibrated, SCORE_DIGITS)}
+    else:
+        item = {**hit.as_item(), "text": bullet(memory), "tokens": tokens,
+                "related": related_bullets(index, memory)}
+    if explain:
+        item["explain"] = hit.explained()
+    return item

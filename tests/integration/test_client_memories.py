@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import os
 from datetime import datetime, timezone
 
@@ -142,3 +143,30 @@ def test_memories_commands_list_get_edit_history_delete_export(worker, tmp_path)
     missing = memstream("memories", "get", "nope", "--user", user, *api, env=env)
     assert missing.returncode == 1 and "no such memory" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_query_lists_items_by_the_score_it_shows(worker):
+    """The issue's CLI listing (0.311, 0.139, 0.170 …: ordered by the ranking formula, showing
+    another number): the text output is in score order, and `--json` carries the score alone
+    unless `--explain` asks for the figures behind it."""
+    user = unique_user("order")
+    said = ["I'm training for the Boston marathon in April.", "I run 40 km a week before work.",
+            "My dog Rex is a beagle.", "My running shoes are Brooks Ghost 15.",
+            "I work as a nurse at the city hospital."]
+    with MemstreamClient(worker.broker_url, worker.api_url, ADMIN_KEY, apply_timeout=GUARD_S) as client:
+        results = client.send_turns([make_turn(user, str(n), text) for n, text in enumerate(said)], wait=True)
+        rex = next(m for r in results for m in r.memories if "Rex" in m.summary)
+        client.pin(user, rex.id)  # the ranking lifts a pinned memory; its score says how well it answers
+    env = dict(os.environ, KAFKA_BROKER_URL=worker.broker_url, MEMSTREAM_API_KEY=ADMIN_KEY)
+    ask = ("query", "--user", user, "--api", worker.api_url, "--top-k", "5", "What is Ana training for?")
+
+    shown = memstream(*ask, env=env)
+    assert shown.returncode == 0, shown.stderr
+    scores = [float(m.group(1)) for m in re.finditer(r"^(\d\.\d{3}) \[", shown.stderr, re.M)]
+    assert len(scores) >= 3 and scores == sorted(scores, reverse=True), shown.stderr
+
+    plain = json.loads(memstream(*ask, "--json", env=env).stdout)
+    assert all("explain" not in item and "similarity" not in item for item in plain)
+    explained = json.loads(memstream(*ask, "--json", "--explain", env=env).stdout)
+    assert [i["id"] for i in explained] == [i["id"] for i in plain]
+    assert all(set(i["explain"]) == {"similarity", "relevance", "rank_score"} for i in explained)

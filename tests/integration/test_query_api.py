@@ -55,7 +55,8 @@ def test_full_answer_with_provenance_and_allowlists_failing_closed(worker, user)
     assert status == 200, body
     summaries = [i["summary"] for i in body["items"]]
     assert len(summaries) == 6 and all(i["source_turn_ids"] for i in body["items"])
-    assert {"score", "similarity", "related", "text", "tokens", "state"} <= set(body["items"][0])
+    assert {"score", "related", "text", "tokens", "state"} <= set(body["items"][0])
+    assert not {"similarity", "rank_score"} & set(body["items"][0]), "one number unless explain"
 
     status, planner = ask(worker, user, PLANNER_KEY, agent="planner", query="money", top_k=10)
     assert status == 200 and planner["items"]

@@ -104,12 +104,13 @@ async def test_a_hidden_link_adds_nothing_to_the_score_of_a_visible_memory(regis
     of the goal is the one it has with its Personal links cut."""
     app = registry.app.memstream
     request = QueryRequest.model_validate_json(json.dumps(
-        {"agent": "planner", "query": "saxophone", "return": "full", "record_access": False}))
-    linked = (await answer(app, request, "ana", PLANNER))["items"][0]["rank_score"]  # type: ignore[arg-type]
+        {"agent": "planner", "query": "saxophone", "return": "full", "record_access": False,
+         "explain": True}))
+    linked = (await answer(app, request, "ana", PLANNER))["items"][0]["explain"]["rank_score"]  # type: ignore[arg-type]
     state = registry.pipeline.store.state()
     for memory_id in (GOAL, HABIT):
         cut = state.memory(memory_id).model_copy(update={"relations": {}, "related_ids": []})  # type: ignore[union-attr]
         state.store(cut)
     registry.pipeline.store.tables.flush()
-    alone = (await answer(app, request, "ana", PLANNER))["items"][0]["rank_score"]  # type: ignore[arg-type]
+    alone = (await answer(app, request, "ana", PLANNER))["items"][0]["explain"]["rank_score"]  # type: ignore[arg-type]
     assert linked == alone

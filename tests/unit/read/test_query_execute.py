@@ -120,7 +120,7 @@ def test_top_k_and_return_modes():
         {"id", "category", "type", "text", "tokens", "archived", "score"}] * 2
     assert bullets.items[0]["text"] == "[Personal] Ana fact 0."
     full = ask(index, top_k=2, **{"return": "full"})[0]
-    assert {"summary", "score", "similarity", "source_turn_ids", "related", "importance"} <= set(full.items[0])
+    assert {"summary", "score", "source_turn_ids", "related", "importance"} <= set(full.items[0])
     assert "embedding_b64" not in full.items[0]
 
 

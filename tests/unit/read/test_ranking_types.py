@@ -35,8 +35,8 @@ def test_a_consolidated_memory_is_found_by_what_its_archived_originals_said():
                        consolidated_from=["o"])
     other = mem("x")
     index = index_of((original, 0.95), (consolidated, 0.3), (other, 0.6))
-    [first, second] = ask(index, top_k=2, **{"return": "full"})[0].items
-    assert first["id"] == "c" and first["similarity"] > 0.9, "lifted to its original's cosine"
+    [first, second] = ask(index, top_k=2, explain=True, **{"return": "full"})[0].items
+    assert first["id"] == "c" and first["explain"]["similarity"] > 0.9, "lifted to its original's cosine"
     assert "o" not in ids(ask(index, top_k=5)), "the archived original itself is never returned"
     index.upsert(mem("c2", type="consolidated", category="Conversation_Summary",
                      consolidated_from=["o"]), vector(0.2, 9))
