@@ -19,10 +19,11 @@ import pytest
 from langgraph.store.base import PutOp
 
 from streams.client import AsyncMemstreamClient, ProduceError
+from streams.client import ClientError
 from streams.kafka.security import BrokerConnectionError
 from streams.settings import get_settings
 from streams.tools.client import TurnProducer
-from streams.tools.memstream_store import MemstreamStore
+from streams.client.langgraph_store import MemstreamStore
 from tests.integration.conftest import make_turn, unique_user
 from tests.unit.tools.test_tools_connect_check import empty_worker
 
@@ -89,5 +90,7 @@ def test_the_tools_and_the_store_over_tls_to_a_plaintext_broker_fail_named(broke
                                       {"text": "Ana runs a marathon in May."})])
 
     for scenario in (replay, put):
-        with pytest.raises(BrokerConnectionError, match=f"{broker.url}.*KAFKA_SECURITY_PROTOCOL=SSL"):
+        with pytest.raises((BrokerConnectionError, ClientError),  # the store's: the client's error
+                           match=f"{broker.url}.*KAFKA_SECURITY_PROTOCOL=SSL") as failed:
             asyncio.run(asyncio.wait_for(scenario(), GUARD_S))
+        assert isinstance(failed.value, BrokerConnectionError) or isinstance(failed.value.__cause__, BrokerConnectionError)

@@ -1,26 +1,30 @@
-"""`MemstreamStore` (LangGraph's `BaseStore` over the HTTP API) against a running worker.
+"""`MemstreamStore` (LangGraph's `BaseStore` over memstream's client) against a running worker.
 
-LangGraph ships no store conformance suite, so these are its expectations written out: a batch
-of mixed ops answers in op order, sync and async agree, search honours limit/offset/filter, a
-put is seen by the next get and search, a delete removes the item, and the agent's allowlist is
-never widened.
+LangGraph ships no store conformance suite; these are the expectations of its own store tests
+(langgraph libs/checkpoint/tests/test_store.py, checkpoint-sqlite's test_store.py) where
+memstream can keep them: the key put is the key got, a batch of mixed ops answers in op order,
+sync and async agree, search honours limit/offset/filter and namespace prefixes,
+list_namespaces answers the namespaces that hold items (prefix, suffix, wildcards, max_depth,
+limit/offset), a delete removes the item, an expired item is gone; and memstream's own: the
+agent's allowlist is never widened, a re-put keeps memstream's words.
 """
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from langgraph.store.base import GetOp, Item, ListNamespacesOp, PutOp, SearchItem, SearchOp
 
-from streams.tools.memstream_store import (
+from streams.client.langgraph_store import (
     MemstreamStore,
     NotStoredError,
     OutOfScopeError,
     StoreApiError,
     StoreError,
-    UnsupportedFilterError,
     UnsupportedNamespaceError,
 )
+from streams.client.langgraph_mapping import UnsupportedFilterError
 from tests.integration.conftest import (
     own_stack,
     ADMIN_KEY,
@@ -49,6 +53,22 @@ def store_for(worker, broker, key: str = ADMIN_KEY, agent: str = "supervisor", *
                           **options)
 
 
+@pytest.fixture(autouse=True)
+def _closed_stores(monkeypatch):
+    """Every store a test makes is closed after it (its client's producer and thread)."""
+    made: list[MemstreamStore] = []
+    init = MemstreamStore.__init__
+
+    def tracked(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(MemstreamStore, "__init__", tracked)
+    yield
+    for store in made:
+        store.close()
+
+
 @pytest.fixture(scope="module")
 def three(worker, broker):
     """A user with three memories put through the store: (user, {put key: memory id})."""
@@ -58,6 +78,7 @@ def three(worker, broker):
     for key, text in (("goal", GOAL), ("budget", BUDGET), ("pet", PET)):
         store.put(("memories", user), key, {"text": text})
         ids[key] = store.get(("memories", user), key).key
+    store.close()
     return user, ids
 
 
@@ -69,33 +90,88 @@ def test_put_get_search_edit_delete(worker, broker):
 
     store.put(ns, "goal", {"text": GOAL})
     item = store.get(ns, "goal")  # read-your-writes: the put waited for the turn to be stored
-    assert isinstance(item, Item) and item.namespace == ns
+    assert isinstance(item, Item) and item.namespace == ns and item.key == "goal"
     assert "marathon" in item.value["summary"] and item.value["category"] == "Goals"
-    assert item.value["state"] == "active" and item.value["thread_id"].startswith("langgraph-")
-    assert store.get(ns, item.key) == item  # the memory id names it too
+    assert item.value["summary"].startswith("The user"), "memstream's words, not the raw text"
+    assert item.value["state"] == "active"
+    assert store_for(worker, broker).get(ns, "goal") == item  # any store finds the key
 
     found = store.search(ns, query="What is the user training for?")
-    assert [i.key for i in found] == [item.key]
+    assert [i.key for i in found] == ["goal"] and found[0].namespace == ns
     assert isinstance(found[0], SearchItem) and 0 < found[0].score <= 1
     assert found[0].value["summary"] == item.value["summary"]
 
-    store.put(ns, "goal", {"text": "The user wants to run a half marathon in November."})
+    store.put(ns, "goal", {"text": GOAL})  # the same value again: memstream's words stay
+    assert store.get(ns, "goal").value["summary"] == item.value["summary"]
+    store.put(ns, "goal", item.value)  # what get showed, put back: nothing to change
+    assert store.get(ns, "goal").value["summary"] == item.value["summary"]
+
+    store.put(ns, "goal", {"text": "I want to run a half marathon in November."})
     edited = store.get(ns, "goal")
-    assert edited.key == item.key and "half marathon in November" in edited.value["summary"]
+    assert edited.key == "goal" and "half marathon in November" in edited.value["summary"]
+    assert edited.value["summary"].startswith("The user")
+    assert [i.key for i in store.search(ns)] == ["goal"], "the key's value was replaced"
     assert store.search(ns, query="marathon")[0].value["summary"] == edited.value["summary"]
 
-    store.put(ns, item.key, {"text": edited.value["summary"], "pinned": True})
-    assert store.get(ns, item.key).value["pinned"] is True
+    store.put(ns, "goal", {"text": edited.value["summary"], "pinned": True})
+    assert store.get(ns, "goal").value["pinned"] is True
 
     store.delete(ns, "goal")
-    assert store.get(ns, "goal") is None and store.get(ns, item.key) is None
+    assert store.get(ns, "goal") is None
     assert store.search(ns, query="marathon") == []
     assert store.search(ns) == []
     store.delete(ns, "goal")  # absent: nothing to do
 
-    store.put(ns, "goal", {"text": "The user wants to run an ultramarathon."})  # restored, edited
+    store.put(ns, "goal", {"text": edited.value["summary"]})  # put back: restored
     back = store.get(ns, "goal")
-    assert back.key == item.key and "ultramarathon" in back.value["summary"]
+    assert back.key == "goal" and back.value["id"] == edited.value["id"]
+
+
+def test_a_value_without_prose_is_stored_as_a_fact_of_the_user(worker, broker):
+    ns = ("memories", unique_user("store"))
+    store = store_for(worker, broker)
+    store.put(ns, "theme", {"theme": "dark"})
+    item = store.get(ns, "theme")
+    assert item is not None and item.key == "theme" and "dark" in item.value["summary"]
+    assert [i.key for i in store.search(ns, query="Which theme does the user like?")] == ["theme"]
+
+
+def test_namespaces_below_the_user_and_list_namespaces_from_the_data(worker, broker):
+    user, empty = unique_user("store"), unique_user("store")
+    store = store_for(worker, broker, users=[empty])
+    top, prefs = ("memories", user), ("memories", user, "prefs")
+    store.put(top, "goal", {"text": GOAL})
+    store.put(prefs, "goal", {"text": BUDGET})  # the same key in another namespace
+    assert "marathon" in store.get(top, "goal").value["summary"]
+    assert "grocery" in store.get(prefs, "goal").value["summary"]
+    assert [(i.namespace, i.key) for i in store.search(prefs)] == [(prefs, "goal")]
+    assert {(i.namespace, i.key) for i in store.search(top)} == {(top, "goal"), (prefs, "goal")}
+    assert [i.namespace for i in store.search(prefs, query="How much does the user spend?")] == [prefs]
+
+    assert store.list_namespaces() == [top, prefs]  # the user written to; `empty` holds nothing
+    assert store.list_namespaces(prefix=("memories", user, "prefs")) == [prefs]
+    assert store.list_namespaces(suffix=("prefs",)) == [prefs]
+    assert store.list_namespaces(prefix=("memories", "*", "prefs")) == [prefs]
+    assert store.list_namespaces(max_depth=2) == [top]
+    assert store.list_namespaces(limit=1, offset=1) == [prefs]
+    fresh = store_for(worker, broker)  # another store: the namespaces are the data's
+    assert fresh.list_namespaces(prefix=top) == [top, prefs]
+    store.delete(prefs, "goal")
+    assert fresh.list_namespaces(prefix=top) == [top]
+
+
+def test_an_item_expires_after_its_ttl(worker, broker):
+    ns = ("memories", unique_user("store"))
+    store = store_for(worker, broker, ttl={"default_ttl": 60})
+    store.put(ns, "goal", {"text": GOAL})
+    store.put(ns, "budget", {"text": BUDGET}, ttl=None)  # never expires
+    assert store.get(ns, "goal") is not None
+    later = datetime.now(timezone.utc) + timedelta(minutes=61)
+    future = store_for(worker, broker, clock=lambda: later)
+    assert future.get(ns, "goal") is None
+    assert [i.key for i in future.search(ns)] == ["budget"]
+    assert store.get(ns, "goal") is None, "the expired item was deleted when a read met it"
+    assert future.sweep_ttl([ns[1]]) == 0
 
 
 def test_a_put_memstream_keeps_nothing_of_says_so(worker, broker):
@@ -116,7 +192,8 @@ def test_a_key_follows_its_memory_when_a_later_fact_supersedes_it(worker, broker
     store.put(ns, "colour-now", {"text": "My favourite colour is green now."})
     green = store.get(ns, "colour-now")
     assert green.key != blue and "green" in green.value["summary"]
-    assert store.get(ns, "colour") == green == store.get(ns, blue)  # the memory that replaced it
+    followed = store.get(ns, "colour")  # the memory that replaced it, under the key asked for
+    assert (followed.key, followed.value) == ("colour", green.value)
     assert [i.key for i in store.search(ns)] == [green.key]
 
 
@@ -224,13 +301,16 @@ def test_a_put_the_key_may_not_see_raises_and_never_passes_for_done(worker, brok
     assert mine is not None and "marathon" in mine.value["summary"]
     planner.delete(ns, "pet")
     assert planner.get(ns, "pet") is None
-    status, doc = asyncio.run(call(worker.api_url, "GET", f"/v1/users/{ns[1]}/memories/{mine.key}"))
+    status, doc = asyncio.run(call(worker.api_url, "GET", f"/v1/users/{ns[1]}/memories/{mine.value['id']}"))
     assert status == 200 and doc["state"] == "soft_deleted", "the delete was confirmed"
 
 
 def test_list_namespaces_answers_the_users_the_key_may_read(worker, broker):
     other = unique_user("store")
-    scoped = store_for(worker, broker, SCOPED_KEY, users=[SCOPED_USER, other])
+    store_for(worker, broker).put(("memories", other), "goal", {"text": GOAL})
+    scoped = store_for(worker, broker, SCOPED_KEY, users=[other, SCOPED_USER])
+    assert scoped.list_namespaces() == [], "no data for the scoped user; the other is not its"
+    scoped.put(("memories", SCOPED_USER), "goal", {"text": GOAL})
     assert scoped.list_namespaces() == [("memories", SCOPED_USER)]
     assert scoped.list_namespaces(prefix=("memories", "*"), max_depth=1) == [("memories",)]
     assert scoped.list_namespaces(suffix=(other,)) == []

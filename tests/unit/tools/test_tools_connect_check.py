@@ -17,10 +17,11 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from langgraph.store.base import PutOp
 
+from streams.client import ClientError
 from streams.kafka.security import BrokerConnectionError
 from streams.settings import get_settings
 from streams.tools.client import TurnProducer, make_consumer, make_producer, read_topic
-from streams.tools.memstream_store import MemstreamStore
+from streams.client.langgraph_store import MemstreamStore
 
 GUARD_S = 120
 """A guard against a hang (aiokafka's own retries wait 40 s and more), never a measure."""
@@ -50,7 +51,7 @@ async def empty_worker() -> AsyncIterator[str]:
     """The URL of a worker's API that holds no memory (a list is empty, a memory is not found):
     a put of a key there sends a turn to Kafka."""
     async def listing(request: web.Request) -> web.Response:
-        return web.json_response({"items": [], "total": 0})
+        return web.json_response({"user_id": request.match_info["user"], "items": [], "total": 0})
 
     async def not_found(request: web.Request) -> web.Response:
         return web.json_response({"error": "not found"}, status=404)
@@ -114,5 +115,7 @@ async def test_the_langgraph_stores_put_fails_within_the_settings_timeout(silent
     async with empty_worker() as api:
         store = MemstreamStore(api, "key", "planner", broker=silent, timeout_s=GUARD_S)
         put = PutOp(("memories", "ana"), "goal", {"text": "Ana runs a marathon in May."})
-        with pytest.raises(BrokerConnectionError, match=no_answer(silent)):
+        with pytest.raises(ClientError, match=no_answer(silent)) as failed:  # the client's, named
             await asyncio.wait_for(store.abatch([put]), GUARD_S)
+        assert isinstance(failed.value.__cause__, BrokerConnectionError)
+        store.close()
