@@ -7,6 +7,7 @@
 - `streams.cli.bench`: bench … (the benches, from a source checkout; imported when one runs)
 - `streams.cli.keys`: keys … (API keys, the master key)
 - `streams.cli.dlq`: dlq list, dlq replay (the dead letters)
+- `streams.cli.mcp`: mcp (memstream as an MCP server, stdio or streamable HTTP)
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from streams.cli.bench import bench_app
 from streams.cli.client import client_app
 from streams.cli.dlq import dlq_app
 from streams.cli.keys import keys_app
+from streams.cli.mcp import mcp_app
 from streams.cli.memories import memories_app
 from streams.cli.service import service_app
 from streams.cli.settings import settings_app
@@ -35,6 +37,7 @@ app.add_typer(memories_app, name="memories")
 app.add_typer(bench_app, name="bench")
 app.add_typer(keys_app, name="keys")
 app.add_typer(dlq_app, name="dlq")
+app.add_typer(mcp_app)
 
 
 def main() -> None:
