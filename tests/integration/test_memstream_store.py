@@ -317,3 +317,31 @@ def test_list_namespaces_answers_the_users_the_key_may_read(worker, broker):
     admin = store_for(worker, broker, users=[other, SCOPED_USER])
     assert admin.list_namespaces() == sorted([("memories", other), ("memories", SCOPED_USER)])
     assert admin.list_namespaces(limit=1, offset=1) == [max(("memories", other), ("memories", SCOPED_USER))]
+
+
+def test_a_graphs_messages_feed_chat_turns_and_come_back_through_the_store(worker, broker):
+    """`memory_node` in a real LangGraph graph: the run's exchange becomes chat turns of the
+    user the config names, and what memstream learnt from them is an item of the store."""
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    from streams.client.langgraph_turns import MissingRunIdentity, memory_node
+
+    user = unique_user("graph")
+    store = store_for(worker, broker)
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", lambda state: {"messages": [AIMessage("Miso is a lovely name.")]})
+    graph.add_node("remember", memory_node(store.client, wait=True))
+    graph.add_edge(START, "agent")
+    graph.add_edge("agent", "remember")
+    graph.add_edge("remember", END)
+    app = graph.compile()
+    said = HumanMessage("I adopted a cat named Miso last week.")
+    app.invoke({"messages": [said]}, {"configurable": {"user_id": user, "thread_id": "chat-1"}})
+
+    found = store.search(("memories", user), query="What pet does the user have?")
+    assert found and "Miso" in found[0].value["summary"]
+    assert found[0].namespace == ("memories", user) and found[0].key == found[0].value["id"]
+    assert found[0].value["thread_id"] == "chat-1"
+    with pytest.raises(MissingRunIdentity):
+        app.invoke({"messages": [said]}, {"configurable": {"thread_id": "chat-1"}})
