@@ -1,5 +1,8 @@
 """`GuardedLLM`: the three LLM questions of the pipeline, each always answered.
 
+In the default `LLM_MODE=hybrid` the trigger's and the classifier's answers add to the rules'
+(`streams.guarded.hybrid`); the same-fact check is the model's alone when it answers.
+
 Every call runs under a hard time budget; a timeout, an error (429, 5xx, connection) or an answer
 that fails its schema falls back to the rules (`rules_trigger`, `RulesExtractor`,
 `same_fact_heuristic`), counted in `memstream_llm_fallbacks_total{provider,task,reason}`. With no
@@ -18,6 +21,7 @@ from typing import TypeAlias, TypeVar
 
 from pydantic import BaseModel
 
+from streams.guarded.hybrid import merged_facts, merged_trigger
 from streams.memory.dedup import same_fact_heuristic
 from streams.language.captions import split_image_caption
 from streams.language.dates import resolve_dates
@@ -102,13 +106,20 @@ class GuardedLLM:
         """The facade over `create_provider(settings)`."""
         return cls(create_provider(settings), settings)
 
+    @property
+    def hybrid(self) -> bool:
+        """Whether the model's answers add to the rules' (`LLM_MODE=hybrid`) or replace them."""
+        return self.settings.llm.llm_mode == "hybrid"
+
     async def trigger(self, turn: Turn, context_turns: Sequence[Turn] = ()) -> TriggerDecision:
         """Should `turn` become a memory candidate? (hot path: 250 ms budget, no retries)."""
         if self.provider is None or rules_only(turn):
             return rules_trigger(turn)
         decision = await self._ask(Task.trigger, trigger_input(turn, context_turns),
                                    TriggerOutput, _decision)
-        return rules_trigger(turn) if decision is None else decision
+        if decision is None:
+            return rules_trigger(turn)
+        return merged_trigger(rules_trigger(turn), decision) if self.hybrid else decision
 
     async def extract(self, turn: Turn, context_turns: Sequence[Turn] = ()) -> list[Fact]:
         """Up to `max_facts_per_turn` facts of `turn` (empty: skip). The safety policy is the
@@ -117,7 +128,9 @@ class GuardedLLM:
             return self.extractor.extract(turn)
         facts = await self._ask(Task.extract, extract_input(turn, context_turns),
                                 ExtractionOutput, lambda out: self._facts(out, turn))
-        return self.extractor.extract(turn) if facts is None else facts
+        if facts is None:
+            return self.extractor.extract(turn)
+        return merged_facts(self.extractor.extract(turn), facts) if self.hybrid else facts
 
     async def same_fact(self, a: str, b: str, *, a_entities: Sequence[str] = (),
                         b_entities: Sequence[str] = ()) -> bool:

@@ -20,11 +20,30 @@ class LlmSettings(Section):
     memory_tiny_llm_model_id: str | None = Field(
         None, description="Overrides the LLM provider's model id (seed 002 name); unset: provider default."
     )
-    llm_provider: Literal["auto", "anthropic", "bedrock", "none"] = Field(
+    llm_provider: Literal["auto", "anthropic", "bedrock", "openai", "none"] = Field(
         "auto",
-        description="auto: Anthropic when ANTHROPIC_API_KEY is set, else rules; anthropic, bedrock "
-        "or none (rules) to choose explicitly.",
+        description="auto: Anthropic when ANTHROPIC_API_KEY is set, else rules (never openai: a "
+        "stray OPENAI_API_KEY must not send turns anywhere); anthropic, bedrock, openai (any "
+        "OpenAI-compatible server: OpenAI, Ollama, vLLM, llama.cpp, LM Studio) or none (rules) to "
+        "choose explicitly ([llm.md](llm.md)).",
     )
+    llm_mode: Literal["hybrid", "replace"] = Field(
+        "hybrid",
+        description="hybrid: the rules always run and the model adds to them (trigger: either may "
+        "say yes; extraction: both fact sets, deduplicated); replace: the model's answer stands "
+        "alone, the rules answer only when it fails.",
+    )
+    llm_model: str | None = Field(
+        None, description="The model of every LLM task, for any provider (wins over "
+        "MEMORY_TINY_LLM_MODEL_ID); unset: the provider's default.",
+    )
+    llm_model_trigger: str | None = Field(None, description="openai: the trigger's model (unset: LLM_MODEL).")
+    llm_model_extract: str | None = Field(
+        None, description="openai: the classifier's model (unset: LLM_MODEL).")
+    llm_model_same_fact: str | None = Field(
+        None, description="openai: the same-fact check's model (unset: LLM_MODEL).")
+    llm_model_lifecycle: str | None = Field(
+        None, description="openai: the model of consolidation and insights (unset: LLM_MODEL).")
     anthropic_api_key: SecretStr | None = Field(None, description="Anthropic API key; never logged.")
     anthropic_base_url: str | None = Field(None, description="Anthropic API base URL (proxies, tests).")
     anthropic_model: str = Field(
@@ -32,6 +51,22 @@ class LlmSettings(Section):
         description="Anthropic model. Not claude-3-5-haiku-latest: it reached end-of-life on 19 Feb 2026.",
     )
     bedrock_model_id: str = Field("amazon.nova-micro-v1:0", description="Bedrock Converse model id.")
+    openai_base_url: str | None = Field(
+        None, description="Base URL of the OpenAI-compatible API, up to /v1 (e.g. "
+        "http://localhost:11434/v1 for Ollama); unset: api.openai.com.",
+    )
+    openai_api_key: SecretStr | None = Field(
+        None, description="API key of the OpenAI-compatible server; never logged. Local servers "
+        "need none.",
+    )
+    openai_model: str = Field("gpt-4o-mini", description="openai: the model when LLM_MODEL is unset.")
+    openai_response_format: Literal["auto", "json_schema", "json_object", "none"] = Field(
+        "auto",
+        description="How the answer's JSON is asked for: json_schema (structured output), "
+        "json_object (JSON mode, the schema passed along for servers that constrain with it), "
+        "none (the prompt alone); auto: json_schema, and json_object from the first refusal on. "
+        "Every answer is validated either way.",
+    )
     llm_extract_budget_ms: int = Field(2000, ge=1, description="Time budget of an LLM classifier call.")
     llm_same_fact_budget_ms: int = Field(1500, ge=1, description="Time budget of an LLM same-fact call.")
     llm_lifecycle_budget_ms: int = Field(

@@ -7,15 +7,7 @@ import anthropic
 from anthropic import AsyncAnthropic
 
 from streams.providers.llm.base import MAX_TOKENS, Task
-from streams.providers.llm.errors import (
-    LLMError,
-    LLMInvalidOutput,
-    LLMRateLimited,
-    LLMRequestError,
-    LLMServerError,
-    LLMTimeout,
-    LLMUnavailable,
-)
+from streams.providers.llm.errors import LLMError, LLMInvalidOutput, sdk_error
 
 # Spans carry metadata only, whatever ANTHROPIC_OPEN_TELEMETRY_* says: prompts hold user text,
 # and secrets and PII never reach traces (docs/architecture.md#bad-input).
@@ -24,22 +16,7 @@ _TELEMETRY: Any = {"traces": {"enabled": True, "content_mode": "metadata_only"}}
 
 def _mapped(exc: anthropic.AnthropicError) -> LLMError:
     """The named memstream error of an SDK error (its `reason` labels the fallback)."""
-    if isinstance(exc, anthropic.APITimeoutError):
-        return LLMTimeout("anthropic request timed out")
-    if isinstance(exc, anthropic.APIConnectionError):
-        return LLMUnavailable("anthropic unreachable")
-    if isinstance(exc, anthropic.APIResponseValidationError):
-        return LLMInvalidOutput("anthropic response did not match the Messages schema")
-    if isinstance(exc, anthropic.APIStatusError):
-        status = exc.status_code
-        if status == 429:
-            return LLMRateLimited("anthropic 429")
-        if status in (408, 504):
-            return LLMTimeout(f"anthropic {status}")
-        if status >= 500:
-            return LLMServerError(f"anthropic {status}")
-        return LLMRequestError(f"anthropic {status}")
-    return LLMError(type(exc).__name__)
+    return sdk_error("anthropic", anthropic, exc)
 
 
 class AnthropicProvider:

@@ -1,6 +1,8 @@
 """Named errors of the LLM providers. Each carries `reason`, the label of the fallback counter."""
 from __future__ import annotations
 
+from types import ModuleType
+
 from streams.errors import MemstreamError
 
 
@@ -48,3 +50,29 @@ class LLMInvalidOutput(LLMError):
 
 class LLMConfigError(MemstreamError):
     """The LLM settings ask for a provider that cannot be built (e.g. anthropic without a key)."""
+
+
+def status_error(label: str, status: int) -> LLMError:
+    """The named error of an HTTP error answer from provider `label`."""
+    if status == 429:
+        return LLMRateLimited(f"{label} 429")
+    if status in (408, 504):
+        return LLMTimeout(f"{label} {status}")
+    if status >= 500:
+        return LLMServerError(f"{label} {status}")
+    return LLMRequestError(f"{label} {status}")
+
+
+def sdk_error(label: str, sdk: ModuleType, exc: Exception) -> LLMError:
+    """The named error of an exception of a Stainless-generated SDK (`anthropic`, `openai`:
+    both name their errors alike). Its `reason` labels the fallback; no message is kept, as
+    the SDK's may quote the request."""
+    if isinstance(exc, sdk.APITimeoutError):
+        return LLMTimeout(f"{label} request timed out")
+    if isinstance(exc, sdk.APIConnectionError):
+        return LLMUnavailable(f"{label} unreachable")
+    if isinstance(exc, sdk.APIResponseValidationError):
+        return LLMInvalidOutput(f"{label} response did not match the API's schema")
+    if isinstance(exc, sdk.APIStatusError):
+        return status_error(label, exc.status_code)
+    return LLMError(type(exc).__name__)

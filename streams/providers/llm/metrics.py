@@ -20,3 +20,8 @@ LLM_SECONDS = Histogram(
     buckets=(0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5),
     registry=REGISTRY,
 )
+LLM_TOKENS = Counter(
+    "memstream_llm_tokens_total", "Tokens of LLM calls as the server counted them (usage), by "
+    "direction (in: prompt, out: completion).",
+    ["provider", "task", "direction"], registry=REGISTRY,
+)

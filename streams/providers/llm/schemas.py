@@ -37,6 +37,12 @@ def _first(limit: int) -> BeforeValidator:
     return BeforeValidator(lambda value: value[:limit] if isinstance(value, list) else value)
 
 
+def _most(limit: int) -> dict[str, Any]:
+    """`maxItems` in the JSON schema a server may constrain with (`structured.py`): a small model
+    under a grammar otherwise lists until max_tokens cuts it. Validation trims instead."""
+    return {"maxItems": limit}
+
+
 class _Output(BaseModel):
     """Unknown extra keys (a "reason" the model adds) are ignored, wrong types are not."""
 
@@ -46,16 +52,17 @@ class _Output(BaseModel):
 class TriggerOutput(_Output):
     should_create: bool
     type_hint: Kind | None = None
-    tags_hint: Annotated[list[Tag], _first(MAX_TRIGGER_TAGS)] = Field(default_factory=list)
+    tags_hint: Annotated[list[Tag], _first(MAX_TRIGGER_TAGS)] = Field(default_factory=list, json_schema_extra=_most(MAX_TRIGGER_TAGS))
     confidence: float = Field(ge=0.0, le=1.0)
 
 
 class FactOutput(_Output):
     type: Kind | None = None
-    summary: str
+    summary: str = Field(json_schema_extra={"maxLength": SUMMARY_MAX_CHARS})
     category: Category
-    tags: Annotated[list[Tag], _first(MAX_TAGS)] = Field(default_factory=list)
-    entities: Annotated[list[Entity], _first(MAX_ENTITIES)] = Field(default_factory=list)
+    tags: Annotated[list[Tag], _first(MAX_TAGS)] = Field(default_factory=list, json_schema_extra=_most(MAX_TAGS))
+    entities: Annotated[list[Entity], _first(MAX_ENTITIES)] = Field(
+        default_factory=list, json_schema_extra=_most(MAX_ENTITIES))
     importance: int = Field(ge=1, le=5)
     entity_key: str | None = None
 
@@ -90,7 +97,7 @@ class FactOutput(_Output):
 
 class ExtractionOutput(_Output):
     decision: Literal["skip", "semantic", "episodic", "procedural"]
-    facts: Annotated[list[FactOutput], _first(MAX_FACTS)] = Field(default_factory=list)
+    facts: Annotated[list[FactOutput], _first(MAX_FACTS)] = Field(default_factory=list, json_schema_extra=_most(MAX_FACTS))
 
     @model_validator(mode="after")
     def _facts_unless_skip(self) -> ExtractionOutput:
@@ -150,4 +157,4 @@ class InsightItem(_Output):
 class InsightOutput(_Output):
     """Theory-of-mind insights (seed 001 §3): 0–3 of them (empty: nothing worth noting)."""
 
-    insights: Annotated[list[InsightItem], _first(3)] = Field(default_factory=list)
+    insights: Annotated[list[InsightItem], _first(3)] = Field(default_factory=list, json_schema_extra=_most(3))

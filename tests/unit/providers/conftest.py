@@ -114,7 +114,8 @@ async def fake_api() -> AsyncIterator[FakeMessagesAPI]:
 def _no_real_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     """Never reach a real endpoint: no real keys, fake AWS credentials."""
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "LLM_PROVIDER", "MEMORY_TINY_LLM_MODEL_ID",
-                 "AWS_PROFILE", "AWS_SESSION_TOKEN"):
+                 "AWS_PROFILE", "AWS_SESSION_TOKEN", "OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_MODEL",
+                 "LLM_MODE", "OPENAI_RESPONSE_FORMAT"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")

@@ -56,12 +56,13 @@ BUDGETS_MS = {"trigger": 300_000, "extract": 400_000, "same_fact": 500_000}
 
 @pytest.fixture
 async def make_llm(fake_api: FakeMessagesAPI) -> AsyncIterator[Callable[..., GuardedLLM]]:
-    """Builds a GuardedLLM over the fake (`AMPLE_BUDGETS` unless overridden); closes them all."""
+    """Builds a GuardedLLM over the fake (`AMPLE_BUDGETS` unless overridden); closes them all.
+    `LLM_MODE=replace`: these tests check the model's own answer (test_hybrid.py the merge)."""
     built: list[GuardedLLM] = []
 
     def make(*, deadline: Deadline = asyncio.wait_for, **overrides: Any) -> GuardedLLM:
         s = settings(anthropic_api_key="test-key", anthropic_base_url=fake_api.base_url,
-                     llm_max_retries=2, **{**AMPLE_BUDGETS, **overrides})
+                     llm_max_retries=2, **{"llm_mode": "replace", **AMPLE_BUDGETS, **overrides})
         provider = AnthropicProvider.build(api_key="test-key", model=s.llm.anthropic_model,
                                            base_url=fake_api.base_url, max_retries=s.llm.llm_max_retries)
         built.append(GuardedLLM(provider, s, deadline=deadline))

@@ -54,8 +54,10 @@ def stubber(client: Any) -> Iterator[Stubber]:
 
 @pytest.fixture
 async def llm(client: Any, stubber: Stubber) -> AsyncIterator[GuardedLLM]:
-    """Real budgets, ample enough that only the stubbed answer decides (see `AMPLE_BUDGETS`)."""
-    guarded = GuardedLLM(BedrockProvider(MODEL, client), settings(llm_provider="bedrock", **AMPLE_BUDGETS))
+    """Real budgets, ample enough that only the stubbed answer decides (see `AMPLE_BUDGETS`);
+    `LLM_MODE=replace`, so what is checked is the model's answer alone (test_hybrid.py: the merge)."""
+    guarded = GuardedLLM(BedrockProvider(MODEL, client),
+                         settings(llm_provider="bedrock", llm_mode="replace", **AMPLE_BUDGETS))
     yield guarded
     await guarded.aclose()
 

@@ -91,3 +91,24 @@ async def test_without_a_provider_the_rules_answer_and_nothing_is_counted() -> N
 async def test_same_fact_without_heuristics_keeps_both() -> None:
     llm = GuardedLLM(None, settings(memory_enable_entity_heuristics=False))
     assert await llm.same_fact("Caroline has a dog named Luna.", "Caroline has a dog named Luna.") is False
+
+
+async def test_llm_provider_openai_for_a_local_server_needs_no_key() -> None:
+    from streams.providers.llm import OpenAIProvider
+    from streams.providers.llm.openai_provider import ResponseFormat
+
+    provider = create_provider(settings(llm_provider="openai", openai_base_url="http://127.0.0.1:8080/v1",
+                                        llm_model="smollm2", openai_response_format="json_object"))
+    assert isinstance(provider, OpenAIProvider)
+    assert (provider.model, provider.form, provider.models) == ("smollm2", ResponseFormat.json_object, {})
+    await provider.aclose()
+
+
+def test_llm_provider_openai_without_key_or_base_url_is_a_config_error() -> None:
+    with pytest.raises(LLMConfigError, match="OPENAI_API_KEY"):
+        create_provider(settings(llm_provider="openai"))
+
+
+def test_auto_never_picks_openai_for_a_stray_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-stray")
+    assert create_provider(Settings()) is None

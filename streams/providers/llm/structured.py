@@ -1,0 +1,34 @@
+"""The JSON schema each task's answer must satisfy, for servers that constrain output with one.
+
+The schemas are made from the pydantic models the answers are validated against
+(`streams.providers.llm.schemas`), so what a server is told and what we accept cannot drift
+apart. A constrained answer is still validated: servers honour schemas loosely (lengths,
+enums) or not at all, and the summary rules (third person, two sentences) are no JSON schema.
+"""
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel
+
+from streams.providers.llm.base import Task
+from streams.providers.llm.schemas import (
+    ConsolidationOutput,
+    ExtractionOutput,
+    InsightOutput,
+    SameFactOutput,
+    TriggerOutput,
+)
+
+OUTPUTS: dict[Task, type[BaseModel]] = {
+    Task.trigger: TriggerOutput, Task.extract: ExtractionOutput, Task.same_fact: SameFactOutput,
+    Task.consolidate: ConsolidationOutput, Task.insight: InsightOutput,
+}
+"""The output model of each task."""
+
+
+@cache
+def json_schema(task: Task) -> dict[str, Any]:
+    """The JSON schema of `task`'s answer (the model's validation schema)."""
+    return OUTPUTS[task].model_json_schema()
