@@ -195,14 +195,14 @@ class MemstreamStore(BaseStore):
             return (self.prefix, user), doc["id"]
         return (self.prefix, user, *named[0]), named[1]
 
-    def _item(self, user: str, doc: dict[str, Any], score: float | None = None,
-              searched: bool = False) -> Item:
+    def _item(self, user: str, doc: dict[str, Any]) -> Item:
         namespace, key = self.name_of(user, doc)
-        value = {k: v for k, v in doc.items() if k != "score"}  # `id`: the memory's, for the client
-        if searched:
-            return SearchItem(namespace, key, value, doc["created_at"], doc["updated_at"], score)
-        return Item(namespace=namespace, key=key, value=value, created_at=doc["created_at"],
+        return Item(namespace=namespace, key=key, value=_value_of(doc), created_at=doc["created_at"],
                     updated_at=doc["updated_at"])
+
+    def _search_item(self, user: str, doc: dict[str, Any], score: float | None) -> SearchItem:
+        namespace, key = self.name_of(user, doc)
+        return SearchItem(namespace, key, _value_of(doc), doc["created_at"], doc["updated_at"], score)
 
     # --- ops ------------------------------------------------------------------------------
 
@@ -233,16 +233,16 @@ class MemstreamStore(BaseStore):
             listed = await self._listed(user, state="active", wanted=None if tail else wanted,
                                         offset=0, **list_params(op.filter))
             docs = [(doc, None) for doc in listed]
-        items = []
+        items: list[SearchItem] = []
         for doc, score in docs:
             if self.name_of(user, doc)[0][:len(op.namespace_prefix)] == op.namespace_prefix \
                     and await self._alive(user, doc):
-                items.append(self._item(user, doc, score, searched=True))
+                items.append(self._search_item(user, doc, score))
         page = items[op.offset:wanted]
         if not op.query and self._refresh(op.refresh_ttl, self.record_access):
             # memory.query records its reads; the registry's list does not: the store does
             await self._touch(user, [i.value["id"] for i in page if self._ttl(i.value) is not None])
-        return page  # type: ignore[return-value]
+        return page
 
     async def _put(self, op: PutOp) -> None:
         """Remember (or replace) the key's value, or delete it (a value of None); confirmed by
@@ -465,8 +465,9 @@ class MemstreamStore(BaseStore):
         if not stored:
             raise NotStoredError(key, (facts or result.progress)[0].outcome if result.progress else "none")
         self._written[user] = None
-        self._remembered[(user, thread)] = stored[0].memory_id  # type: ignore[assignment]
-        return await self._readable(user, key, stored[0].memory_id or "", stored[0].outcome)
+        memory_id = stored[0].memory_id or ""
+        self._remembered[(user, thread)] = memory_id
+        return await self._readable(user, key, memory_id, stored[0].outcome)
 
     async def _readable(self, user: str, key: str, memory_id: str, outcome: str) -> dict[str, Any]:
         """The memory a put wrote, read back through the store's key."""
@@ -486,6 +487,12 @@ class MemstreamStore(BaseStore):
             raise WriteNotAppliedError(str(exc)) from exc
         except ConfigurationError as exc:
             raise StoreError(str(exc)) from exc
+
+
+def _value_of(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """An item's value: the memory document but its score (the item's own); `id` stays, the
+    memory's, for the client's calls."""
+    return {k: v for k, v in doc.items() if k != "score"}
 
 
 def _client_of(broker: str | None, api_url: str | None, api_key: str | None,
