@@ -68,6 +68,9 @@ def bench_locomo(
     scaling: Annotated[bool, typer.Option("--scaling", help="Measure the one-worker figure too: after the run, a fresh stack with one worker drains the same turns, and scaling_efficiency compares with it.")] = False,
     broker_storage: Annotated[str, typer.Option(help="Where the fresh stack's embedded broker keeps its topics: disk (the default of `memstream run`, in the run's work directory) or memory (Tansu's own, the opt-out).")] = "disk",
     profile_cpu: Annotated[Optional[Path], typer.Option("--profile-cpu", help="Profile each worker's event loop by its CPU clock while the turns drain (cProfile; the profiler about triples the loop's CPU, so read shares), write worker.prof (worker-i.prof) into this directory, and report the largest functions as cpu_profile.", file_okay=False)] = None,
+    llm: Annotated[bool, typer.Option("--llm", help="In process, run the turns twice: rules alone and with the configured LLM (LLM_PROVIDER; docs/llm.md), and report recall, facts per turn, stored quality, the share of LLM calls that fell back, LLM tokens and seconds per turn side by side.")] = False,
+    local_llm: Annotated[bool, typer.Option("--local-llm", help="With --llm: start a local llama.cpp server with SmolLM2-135M (`./dev local-llm` builds it once) and use it as the LLM.")] = False,
+    max_turns: Annotated[Optional[int], typer.Option(min=1, help="With --llm: only each conversation's first turns, and the questions answerable from them (a CPU model takes seconds a call).")] = None,
 ) -> None:
     """Replay LoCoMo conversations through the pipeline and report throughput, latency and recall.
 
@@ -80,6 +83,12 @@ def bench_locomo(
     """
     require_benches()
     from benchmarks.bench import render_report, run_locomo_bench, run_offline_bench
+
+    if llm or local_llm:
+        from benchmarks.bench_llm import render_llm_report, run_llm_bench
+
+        _show(run_llm_bench(files, console, local=local_llm, max_turns=max_turns), as_json, render_llm_report)
+        return
 
     python = _mem0_ready(mem0_python) if baseline is not None else None
     if baseline not in (None, "mem0"):
@@ -320,6 +329,7 @@ def bench_client(
     broker: Annotated[Optional[str], typer.Option(help="Use this broker and the worker at --api instead of a fresh embedded stack.")] = None,
     api: ApiOpt = None,
     partitions: Annotated[int, typer.Option(help="Partitions of the fresh stack's topics.")] = 4,
+    read_back: Annotated[bool, typer.Option("--read-back/--no-read-back", help="Read back the memories each turn made (through the API); without, the wait on memory.progress alone.")] = True,
     as_json: JsonOpt = False,
 ) -> None:
     """Read-your-writes: p50/p95/p99 from send_turn(wait=True) to the memories it returns, at a
@@ -334,5 +344,5 @@ def bench_client(
         api_key = client_key(get_settings())
     report = run_client_bench(files, rate=rate, users=users, limit=limit, timeout=timeout,
                               broker=broker, api=api, api_key=api_key, partitions=partitions,
-                              console=console)
+                              read_back=read_back, console=console)
     _show(report, as_json, render)
