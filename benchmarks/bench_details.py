@@ -159,7 +159,7 @@ def splitter_report(items: Sequence[Labelled], locomo: Sequence[Path] = ()) -> d
     try:
         from streams.language.splitting import split_sentences
     except ImportError:  # a commit from before the library (its regular expressions)
-        from streams.language.sentences import split_sentences  # type: ignore[attr-defined,no-redef]
+        from streams.language.sentences import split_sentences  # type: ignore[attr-defined,no-redef]  # the module of the commits before the library
 
     turns = joined_turns(items)
     right = sum([" ".join(s.split()) for s in split_sentences(" ".join(t))] == t for t in turns)

@@ -25,7 +25,7 @@ from typing import Any
 import aiohttp
 
 from streams.api import auth
-from streams.client.progress import Completion, TurnKey  # noqa: F401  (the tests' and benches' import)
+from streams.client.progress import Completion, TurnKey  # noqa: F401 - re-exported: the tests and benches import them from here
 from streams.settings import get_settings
 from streams.app.topic_admin import create_topics
 from streams.app.topology import ALL_TOPICS
