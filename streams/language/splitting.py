@@ -31,6 +31,7 @@ its characters (never seen; a guard, not a rule) is kept whole, so no text is ev
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from syntok import segmenter
 
@@ -59,9 +60,16 @@ def _opening_dash(sentence: str) -> str:
 
 def split_sentences(text: str) -> list[str]:
     """The sentences of chat text, in order, stripped; none empty."""
+    return list(_split(text))
+
+
+@lru_cache(maxsize=1024)
+def _split(text: str) -> tuple[str, ...]:
+    """`split_sentences`, remembered: a turn's text is split by the trigger, the statements,
+    the extraction and the episode capture in turn, and syntok costs ~0.4 ms a turn."""
     out: list[str] = []
     for line in _LINE_BREAK.split(text.strip()):
         if line:
             for sentence in _segmented(line):  # one call a line: each call costs more than a break
                 out.extend(p for p in map(_opening_dash, _EXCLAIMED.split(sentence)) if p)
-    return out
+    return tuple(out)
