@@ -329,6 +329,7 @@ def bench_client(
     broker: Annotated[Optional[str], typer.Option(help="Use this broker and the worker at --api instead of a fresh embedded stack.")] = None,
     api: ApiOpt = None,
     partitions: Annotated[int, typer.Option(help="Partitions of the fresh stack's topics.")] = 4,
+    read_back: Annotated[bool, typer.Option("--read-back/--no-read-back", help="Read back the memories each turn made (through the API); without, the wait on memory.progress alone.")] = True,
     as_json: JsonOpt = False,
 ) -> None:
     """Read-your-writes: p50/p95/p99 from send_turn(wait=True) to the memories it returns, at a
@@ -343,5 +344,5 @@ def bench_client(
         api_key = client_key(get_settings())
     report = run_client_bench(files, rate=rate, users=users, limit=limit, timeout=timeout,
                               broker=broker, api=api, api_key=api_key, partitions=partitions,
-                              console=console)
+                              read_back=read_back, console=console)
     _show(report, as_json, render)
