@@ -14,7 +14,7 @@ from rich.console import Console
 from benchmarks.bench_llm import cut, run_llm_bench
 from streams.settings import get_settings
 from streams.tools.locomo import load_conversation
-from tests.unit.providers.conftest import Reply
+from tests.unit.providers.conftest import Reply, serve_route
 from tests.unit.providers.openai_fake import USAGE, FakeChatAPI
 
 CONV = Path(__file__).resolve().parents[3] / ".." / "shared" / "datasets" / "locomo" / "conv-30.json"
@@ -32,12 +32,9 @@ def fake_server() -> Iterator[FakeChatAPI]:
     runner: list[web.AppRunner] = []
 
     async def start() -> None:
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", fake.handle)
-        runner.append(web.AppRunner(app))
-        await runner[0].setup()
-        await web.TCPSite(runner[0], "127.0.0.1", 0).start()
-        fake.base_url = "http://127.0.0.1:%d/v1" % runner[0].addresses[0][1]
+        served, url = await serve_route("/v1/chat/completions", fake.handle)
+        runner.append(served)
+        fake.base_url = f"{url}/v1"
         started.set()
 
     thread = threading.Thread(target=lambda: (loop.run_until_complete(start()), loop.run_forever()))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -94,17 +94,23 @@ class FakeMessagesAPI:
         })
 
 
-@pytest.fixture
-async def fake_api() -> AsyncIterator[FakeMessagesAPI]:
-    fake = FakeMessagesAPI()
+async def serve_route(path: str, handler: Callable[[web.Request], Awaitable[web.Response]]
+                      ) -> tuple[web.AppRunner, str]:
+    """`handler` answering `POST path` on a free local port: the runner and `http://host:port`."""
     app = web.Application()
-    app.router.add_post("/v1/messages", fake.handle)
+    app.router.add_post(path, handler)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     host, port = runner.addresses[0][:2]
-    fake.base_url = f"http://{host}:{port}"
+    return runner, f"http://{host}:{port}"
+
+
+@pytest.fixture
+async def fake_api() -> AsyncIterator[FakeMessagesAPI]:
+    fake = FakeMessagesAPI()
+    runner, fake.base_url = await serve_route("/v1/messages", fake.handle)
     yield fake
     fake.release.set()
     await runner.cleanup()

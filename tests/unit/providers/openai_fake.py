@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.unit.providers.conftest import Reply
+from tests.unit.providers.conftest import Reply, serve_route
 
 USAGE = {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}
 
@@ -76,14 +76,8 @@ class FakeChatAPI:
 @pytest.fixture
 async def fake_chat() -> AsyncIterator[FakeChatAPI]:
     fake = FakeChatAPI()
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", fake.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    host, port = runner.addresses[0][:2]
-    fake.base_url = f"http://{host}:{port}/v1"
+    runner, url = await serve_route("/v1/chat/completions", fake.handle)
+    fake.base_url = f"{url}/v1"
     yield fake
     fake.release.set()
     await runner.cleanup()

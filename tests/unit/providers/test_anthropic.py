@@ -12,7 +12,7 @@ import pytest
 from streams.memory.dedup import same_fact_heuristic
 from streams.write.extraction import RulesExtractor
 from streams.guarded.llm import GuardedLLM
-from streams.providers.llm import AnthropicProvider, Task
+from streams.providers.llm import AnthropicProvider, OpenAIProvider, Task
 from streams.providers.llm.prompts import system_prompt
 from streams.write.trigger import TriggerDecision, rules_trigger
 from streams.guarded.llm import Deadline
@@ -280,16 +280,19 @@ async def test_commands_and_secrets_never_reach_the_model(
     assert fake_api.requests == []
 
 
-async def test_unreachable_api_falls_back() -> None:
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
+async def test_unreachable_api_falls_back(name: str) -> None:
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    provider = AnthropicProvider.build(api_key="test-key", model="claude-haiku-4-5",
-                                       base_url=f"http://127.0.0.1:{port}", max_retries=0)
+    provider = (AnthropicProvider.build(api_key="test-key", model="claude-haiku-4-5",
+                                        base_url=f"http://127.0.0.1:{port}", max_retries=0)
+                if name == "anthropic" else
+                OpenAIProvider.build(model="m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0))
     llm = GuardedLLM(provider, settings(**AMPLE_BUDGETS))  # refused, however long it takes
-    before = fallbacks("anthropic", "trigger", "unavailable")
+    before = fallbacks(name, "trigger", "unavailable")
     try:
         assert await asyncio.wait_for(llm.trigger(turn(TEXT)), HANG_GUARD_S) == rules_trigger(turn(TEXT))
     finally:
         await llm.aclose()
-    assert fallbacks("anthropic", "trigger", "unavailable") == before + 1
+    assert fallbacks(name, "trigger", "unavailable") == before + 1

@@ -5,21 +5,18 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import socket
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
 
 from streams.guarded.llm import Deadline, GuardedLLM
-from streams.memory.dedup import same_fact_heuristic
 from streams.providers.llm import LLMTimeout, OpenAIProvider, Task
 from streams.providers.llm.factory import create_provider
 from streams.providers.llm.prompts import system_prompt
 from streams.providers.llm.structured import json_schema
-from streams.write.extraction import RulesExtractor
 from streams.write.facts import FactPipeline
-from streams.write.trigger import TriggerDecision, rules_trigger
+from streams.write.trigger import TriggerDecision
 from tests.unit.providers.conftest import (
     AMPLE_BUDGETS,
     HANG_GUARD_S,
@@ -31,7 +28,7 @@ from tests.unit.providers.conftest import (
     turn,
 )
 from tests.unit.providers.openai_fake import USAGE, FakeChatAPI, fake_chat  # noqa: F401 - fixture
-from tests.unit.providers.test_anthropic import BAD_REPLIES, EXTRACT_OK, TEXT, TRIGGER_OK, A, B
+from tests.unit.providers.test_anthropic import BAD_REPLIES, EXTRACT_OK, TEXT, TRIGGER_OK, _rules, _run
 
 KEY = "sk-test-openai-0123456789"
 
@@ -52,27 +49,6 @@ async def make_llm(fake_chat: FakeChatAPI) -> AsyncIterator[Callable[..., Guarde
     yield make
     for guarded in built:
         await guarded.aclose()
-
-
-def _call(llm: GuardedLLM, task: str) -> Awaitable[Any]:
-    return {
-        "trigger": lambda: llm.trigger(turn(TEXT)),
-        "extract": lambda: llm.extract(turn(TEXT)),
-        "same_fact": lambda: llm.same_fact(A, B),
-    }[task]()
-
-
-async def _run(llm: GuardedLLM, task: str) -> Any:
-    """One call, bounded so that a hang fails the test instead of stalling the suite."""
-    return await asyncio.wait_for(_call(llm, task), HANG_GUARD_S)
-
-
-def _rules(task: str) -> Any:
-    return {
-        "trigger": lambda: rules_trigger(turn(TEXT)),
-        "extract": lambda: RulesExtractor().extract(turn(TEXT)),
-        "same_fact": lambda: same_fact_heuristic(A, (), B, ()),
-    }[task]()
 
 
 async def test_structured_output_is_asked_with_the_tasks_schema(
@@ -223,20 +199,6 @@ async def test_the_sdk_timeout_is_the_tasks_budget(fake_chat: FakeChatAPI) -> No
             await asyncio.wait_for(provider.complete(Task.trigger, "s", "u", timeout_s=0.05), HANG_GUARD_S)
     finally:
         await provider.aclose()
-
-
-async def test_unreachable_server_falls_back() -> None:
-    with socket.socket() as sock:  # a port nobody listens on
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    provider = OpenAIProvider.build(model="m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)
-    llm = GuardedLLM(provider, settings(**AMPLE_BUDGETS))
-    before = fallbacks("openai", "trigger", "unavailable")
-    try:
-        assert await asyncio.wait_for(llm.trigger(turn(TEXT)), HANG_GUARD_S) == rules_trigger(turn(TEXT))
-    finally:
-        await llm.aclose()
-    assert fallbacks("openai", "trigger", "unavailable") == before + 1
 
 
 async def test_the_policy_refuses_a_secret_the_model_wrote(
