@@ -59,9 +59,11 @@ def test_one_number_unless_explain_is_asked():
 
 
 async def test_what_is_dana_training_for_scores_as_the_answer_it_is(tmp_path: Path, minilm_embedder):
-    """The issue's example: the right memory scored 0.0013 (it ranked first, but a score of its
-    relevance alone, calibrated on stores of ~600 memories, could not say it was the best of
-    Dana's), so any threshold dropped it. An off-topic question still scores low."""
+    """The issue's question: the memory that answers it comes first and scores as an answer
+    (0.33 here; the issue's 0.0013 was a memory the LangGraph store wrote as "The user wants to
+    run a marathon …", whose cosine to a question naming Dana is 0.10: the store's turns name no
+    speaker, issue 50 item 3), the rest in falling order; an off-topic question scores under the
+    default threshold."""
     pipeline = InProcessPipeline(Settings(table_store="memory://", data_dir=tmp_path),  # type: ignore[call-arg]
                                  minilm_embedder)
     said = ["I'm training for the Boston marathon in April.", "My dog Rex is a beagle.",
