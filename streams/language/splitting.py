@@ -45,9 +45,20 @@ sentence ("… loved it! - see you") goes with the break."""
 
 def _segmented(line: str) -> list[str]:
     """`line`'s sentences by syntok, each cut from `line` by its tokens' offsets; the line
-    whole when they would not hold all of its characters."""
-    parts = [line[s[0].offset:s[-1].offset + len(s[-1].value)].strip()
-             for paragraph in segmenter.analyze(line) for s in paragraph if s]
+    whole when they would not hold all of its characters. syntok ends a sentence at a semicolon
+    before a capital ("… in July 2023; On 14 July …"); a semicolon joins clauses of one
+    sentence, so such a part is joined to the next."""
+    spans: list[tuple[int, int]] = []
+    for paragraph in segmenter.analyze(line):
+        for sentence in paragraph:
+            if not sentence:
+                continue
+            start, end = sentence[0].offset, sentence[-1].offset + len(sentence[-1].value)
+            if spans and line[spans[-1][0]:spans[-1][1]].rstrip().endswith(";"):
+                spans[-1] = (spans[-1][0], end)
+            else:
+                spans.append((start, end))
+    parts = [line[start:end].strip() for start, end in spans]
     if "".join("".join(parts).split()) != "".join(line.split()):
         return [line.strip()]
     return [p for p in parts if p]

@@ -40,6 +40,12 @@ def test_chat_breaks_lines_and_exclamations() -> None:
     assert split_sentences("  ") == []
 
 
+def test_a_semicolon_joins_clauses_of_one_sentence() -> None:
+    # syntok ends a sentence at "; On": a consolidated summary counted three sentences
+    assert split_sentences("Ana signed up on 2 July; On 14 July Ana went; Ana made a bowl. Then home.") == [
+        "Ana signed up on 2 July; On 14 July Ana went; Ana made a bowl.", "Then home."]
+
+
 def test_no_text_is_lost_when_the_library_cannot_read_it() -> None:
     text = "I was at St. Mary's.\x00 Then home. And ana.b@example.com. wrote."
     assert "".join("".join(split_sentences(text)).split()) == "".join(text.split())
