@@ -29,7 +29,7 @@ from streams.observability.metrics import REGISTRY
 from streams.settings import Settings, get_settings
 from streams.tools.locomo import LocomoConversation, load_conversation
 
-TASKS = ("trigger", "extract")
+TASKS = ("trigger", "extract", "same_fact")
 
 
 def cut(conversation: LocomoConversation, max_turns: int | None) -> LocomoConversation:

@@ -80,4 +80,4 @@ def test_the_llm_side_beside_the_rules(fake_server: FakeChatAPI, monkeypatch: py
     assert trigger["fallback_share"] == 0.0 and 0 < trigger["calls"] <= TURNS
     assert trigger["tokens_in_per_turn"] == round(trigger["calls"] * USAGE["prompt_tokens"] / TURNS, 1)
     assert "llm" not in rules, "the rules side asks no model"
-    assert len(fake_server.requests) == trigger["calls"] + llm["llm"]["extract"]["calls"]
+    assert len(fake_server.requests) == sum(llm["llm"][task]["calls"] for task in ("trigger", "extract", "same_fact"))
