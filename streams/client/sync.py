@@ -112,13 +112,13 @@ class MemstreamClient:
                   timeout: float | None = None) -> Delivery | TurnResult:
         """Produce one turn; returns once it is acknowledged (with `wait`: once it is applied,
         with the memories it made or changed; see `AsyncMemstreamClient.send_turn`)."""
-        return self._loop.run(self._client.send_turn(turn, wait=wait, timeout=timeout))  # type: ignore[call-overload]
+        return self._loop.run(self._client.send_turn(turn, wait=wait, timeout=timeout))  # type: ignore[call-overload]  # wait is any bool here; the overloads name its literals
 
     def send_turns(self, turns: Iterable[Turn], *, wait: bool = False,
                    timeout: float | None = None) -> list[Delivery] | list[TurnResult]:
         """Produce turns in order (batched); returns once every one is acknowledged (with
         `wait`: applied)."""
-        return self._loop.run(self._client.send_turns(list(turns), wait=wait, timeout=timeout))  # type: ignore[call-overload]
+        return self._loop.run(self._client.send_turns(list(turns), wait=wait, timeout=timeout))  # type: ignore[call-overload]  # wait is any bool here; the overloads name its literals
 
     def add(self, messages: Iterable[Any], user_id: str, thread_id: str, *,
             speaker: str | None = None, assistant: str | None = None, ts: datetime | None = None,

@@ -25,6 +25,7 @@ from mcp_types import ToolAnnotations
 
 from streams.client.aio import AsyncMemstreamClient
 from streams.client.errors import ClientError
+from streams.errors import MemstreamError
 from topics.turns import Role, Turn
 
 Transport = Literal["stdio", "streamable-http"]
@@ -39,8 +40,9 @@ REMOVE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHin
                          openWorldHint=False)
 
 
-class UserNotNamed(ToolError):
-    """A tool was called without `user_id`, and the server has no default user (`--user`)."""
+class UserNotNamed(ToolError, MemstreamError):
+    """A tool was called without `user_id`, and the server has no default user (`--user`); a
+    `ToolError`, so the MCP client is told so as the tool's answer."""
 
 
 @dataclass(frozen=True)
