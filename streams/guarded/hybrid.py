@@ -1,33 +1,19 @@
 """Hybrid by design (docs/llm.md#hybrid): the rules are the floor and the model adds to them.
 
-`LLM_MODE=hybrid` (the default) runs the rules on every turn the model sees and merges both
-answers; `LLM_MODE=replace` lets the model's answer stand alone. Either way a failed call is
-answered by the rules alone (`GuardedLLM`).
+`LLM_MODE=hybrid` (the default): the trigger asks the model only about the turns the rules would
+not keep (its "yes" adds a candidate; a "no" could not undo the rules' "yes", so it is not asked,
+which saves a call on most turns), and extraction merges both fact sets (`merged_facts`).
+`LLM_MODE=replace` lets the model's answers stand alone. Either way a failed call is answered by
+the rules alone (`GuardedLLM`).
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 
-from streams.write.trigger import TriggerDecision
 from topics.candidates import Fact
 
 _NOT_WORD = re.compile(r"[\W_]+")
-
-
-def merged_trigger(rules: TriggerDecision, model: TriggerDecision) -> TriggerDecision:
-    """Yes when either says yes: what the rules would store is never lost to a model's "no".
-
-    Both yes: the model's type hint (the rules' when it gives none), both sets of tags, the
-    higher confidence.
-    """
-    if not model.should_create:
-        return rules
-    if not rules.should_create:
-        return model
-    return TriggerDecision(True, model.type_hint or rules.type_hint,
-                           tuple(dict.fromkeys((*rules.tags_hint, *model.tags_hint))),
-                           max(rules.confidence, model.confidence), rules.command)
 
 
 def _key(summary: str) -> str:

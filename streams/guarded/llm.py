@@ -1,7 +1,8 @@
 """`GuardedLLM`: the three LLM questions of the pipeline, each always answered.
 
-In the default `LLM_MODE=hybrid` the trigger's and the classifier's answers add to the rules'
-(`streams.guarded.hybrid`); the same-fact check is the model's alone when it answers.
+In the default `LLM_MODE=hybrid` the model adds to the rules: the trigger asks it only about turns
+the rules would not keep, and the classifier's facts join the rules' (`streams.guarded.hybrid`);
+the same-fact check is the model's alone when it answers.
 
 Every call runs under a hard time budget; a timeout, an error (429, 5xx, connection) or an answer
 that fails its schema falls back to the rules (`rules_trigger`, `RulesExtractor`,
@@ -21,7 +22,7 @@ from typing import TypeAlias, TypeVar
 
 from pydantic import BaseModel
 
-from streams.guarded.hybrid import merged_facts, merged_trigger
+from streams.guarded.hybrid import merged_facts
 from streams.memory.dedup import same_fact_heuristic
 from streams.language.captions import split_image_caption
 from streams.language.dates import resolve_dates
@@ -113,13 +114,12 @@ class GuardedLLM:
 
     async def trigger(self, turn: Turn, context_turns: Sequence[Turn] = ()) -> TriggerDecision:
         """Should `turn` become a memory candidate? (hot path: 250 ms budget, no retries)."""
-        if self.provider is None or rules_only(turn):
-            return rules_trigger(turn)
+        rules = rules_trigger(turn)
+        if self.provider is None or rules_only(turn) or (self.hybrid and rules.should_create):
+            return rules  # hybrid: a model's "no" could not undo the rules' "yes", so it is not asked
         decision = await self._ask(Task.trigger, trigger_input(turn, context_turns),
                                    TriggerOutput, _decision)
-        if decision is None:
-            return rules_trigger(turn)
-        return merged_trigger(rules_trigger(turn), decision) if self.hybrid else decision
+        return rules if decision is None else decision
 
     async def extract(self, turn: Turn, context_turns: Sequence[Turn] = ()) -> list[Fact]:
         """Up to `max_facts_per_turn` facts of `turn` (empty: skip). The safety policy is the

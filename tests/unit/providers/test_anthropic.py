@@ -289,7 +289,7 @@ async def test_unreachable_api_falls_back(name: str) -> None:
                                         base_url=f"http://127.0.0.1:{port}", max_retries=0)
                 if name == "anthropic" else
                 OpenAIProvider.build(model="m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0))
-    llm = GuardedLLM(provider, settings(**AMPLE_BUDGETS))  # refused, however long it takes
+    llm = GuardedLLM(provider, settings(llm_mode="replace", **AMPLE_BUDGETS))  # refused, however long it takes
     before = fallbacks(name, "trigger", "unavailable")
     try:
         assert await asyncio.wait_for(llm.trigger(turn(TEXT)), HANG_GUARD_S) == rules_trigger(turn(TEXT))

@@ -142,7 +142,8 @@ async def test_slow_bedrock_trigger_falls_back_on_the_budget(client: Any) -> Non
         return AWSResponse(None, 200, {}, None), converse('{"should_create": true, "confidence": 0.9}')
 
     client.meta.events.register("before-call.*.*", blocked_answer)  # no Stubber in this test
-    llm = GuardedLLM(BedrockProvider(MODEL, client), settings(llm_provider="bedrock", trigger_budget_ms=50))
+    llm = GuardedLLM(BedrockProvider(MODEL, client), settings(llm_provider="bedrock", llm_mode="replace",
+                                                                trigger_budget_ms=50))
     before = fallbacks("bedrock", "trigger", "timeout")
 
     try:

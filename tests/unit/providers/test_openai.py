@@ -210,12 +210,14 @@ async def test_the_policy_refuses_a_secret_the_model_wrote(
     secret = {"summary": "Caroline says Ana's password is hunter2.", "category": "Personal", "importance": 3}
     job = {"summary": "Caroline's friend Ana works at a bakery.", "category": "Personal", "importance": 2}
     llm = make_llm(llm_mode="hybrid")
-    fake_chat.script(Reply.json(TRIGGER_OK), Reply.json({"decision": "semantic", "facts": [secret, job]}))
+    # One answer fit for both questions: whether the trigger asks the model is the rules' call.
+    fake_chat.script(Reply.json({**TRIGGER_OK, "decision": "semantic", "facts": [secret, job]}))
     pipeline = FactPipeline(llm.settings.write)
 
     result = await asyncio.wait_for(pipeline.afacts(turn(said), (), llm), HANG_GUARD_S)
 
-    assert len(fake_chat.requests) == 2, "the model was asked (trigger, extraction)"
+    assert fake_chat.requests[-1]["body"]["messages"][0]["content"] == system_prompt(Task.extract), \
+        "the model was asked for the facts"
     summaries = [f.summary for f in result.facts]
     assert "Caroline's friend Ana works at a bakery." in summaries
     assert not any("hunter2" in s for s in summaries)

@@ -12,7 +12,8 @@ from tests.unit.providers.test_anthropic import EXTRACT_OK, TEXT, TRIGGER_OK
 async def test_ingest_writes_the_llms_facts_when_one_is_configured(fake_api, local_topics, tmp_path,  # noqa: F811
                                                                   minilm_embedder):
     s = settings(anthropic_api_key="test-key", anthropic_base_url=fake_api.base_url,
-                 table_store="memory://", data_dir=tmp_path, **AMPLE_BUDGETS)  # the answers decide
+                 table_store="memory://", data_dir=tmp_path, llm_mode="replace",  # the model's alone
+                 **AMPLE_BUDGETS)  # the answers decide
     provider = AnthropicProvider.build(api_key="test-key", model=s.llm.anthropic_model,
                                        base_url=fake_api.base_url, max_retries=0)
     worker = build_worker(s, send=local_topics.send, embedder=minilm_embedder,
