@@ -69,6 +69,10 @@ class ThreadCpu:
         self._last: dict[int, tuple[str, float]] = {}
         """Per live Python thread (by `ident`): its role and CPU seconds when last read."""
         self._ended = dict.fromkeys(ROLES, 0.0)
+        self._reported = dict.fromkeys(ROLES, 0.0)
+        """What each role last answered: a counter never goes down, not even by a float sum's
+        rounding (a thread's seconds move from the live sum to `_ended`, added in another order)
+        or by the process clock read a little before the threads' (`native`)."""
 
     def by_role(self) -> dict[str, float]:
         """CPU seconds so far of each role in `ROLES`."""
@@ -87,6 +91,9 @@ class ThreadCpu:
             totals[role] += seconds
         python = sum(totals[role] for role in ROLES if role != "native")
         totals["native"] = max(0.0, process - python)
+        for role in ROLES:
+            totals[role] = max(totals[role], self._reported[role])
+        self._reported = dict(totals)
         return totals
 
 

@@ -80,3 +80,20 @@ def test_the_worker_exports_its_threads_cpu_and_names_the_kafka_consumer_thread(
     exposition = metrics.render().decode()
     for role in ROLES:
         assert f'memstream_thread_cpu_seconds_total{{thread="{role}"}}' in exposition
+
+
+def test_no_role_goes_down_when_a_threads_seconds_move_to_the_ended_sum():
+    """Float sums in another order can come out a hair lower (CI saw 18.808070635 after
+    18.808070635000004): a counter must not, or Prometheus reads a reset."""
+    from types import SimpleNamespace
+    from unittest import mock
+
+    seconds = {1: 0.1, 2: 0.3, 3: 0.7}  # (0.1 + 0.3) + 0.7 > (0.7 + 0.1) + 0.3
+    threads = [SimpleNamespace(ident=ident, name=f"embed_{ident}") for ident in seconds]
+    live = list(threads)
+    cpu = ThreadCpu(threads=lambda: live, process_seconds=lambda: 2.0)
+    with mock.patch.object(thread_cpu, "thread_cpu_seconds", lambda thread: seconds[thread.ident]):
+        running = cpu.by_role()
+        live.remove(threads[2])  # its 0.7 moves to the ended sum, added first
+        ended = cpu.by_role()
+    assert all(ended[role] >= running[role] for role in ROLES)
