@@ -77,28 +77,59 @@ def s3vectors_plan(s: Settings, dead_letter: DeadLetterSender) -> SinkPlan:
     configured (it pulls boto3 and the LangGraph layout)."""
     from sinks.s3vectors import S3VectorsDestination
 
-    target = s.with_values(s3v_bucket=s.sinks.s3vectors_bucket,
-                           s3v_index_memory=s.sinks.s3vectors_index)
+    target = s.with_values(s3v_bucket=s.sinks.s3vectors_bucket or s.sinks.s3v_bucket,
+                           s3v_index_memory=s.sinks.s3vectors_index or s.sinks.s3v_index_memory)
     return SinkPlan(SinkRunner(S3VectorsDestination(target), dead_letter, runner_config(s)),
+                    memory_records)
+
+
+def pgvector_plan(s: Settings, dead_letter: DeadLetterSender) -> SinkPlan:
+    """Factory hook of the pgvector destination (`sinks/pgvector.py`, psycopg)."""
+    from sinks.pgvector import PgVectorDestination
+
+    return SinkPlan(SinkRunner(PgVectorDestination.from_settings(s), dead_letter, runner_config(s)),
+                    memory_records)
+
+
+def chroma_plan(s: Settings, dead_letter: DeadLetterSender) -> SinkPlan:
+    """Factory hook of the Chroma destination (`sinks/chroma.py`, chromadb)."""
+    from sinks.chroma import ChromaDestination
+
+    return SinkPlan(SinkRunner(ChromaDestination.from_settings(s), dead_letter, runner_config(s)),
                     memory_records)
 
 
 @dataclass(frozen=True)
 class Destination:
     """A kind of destination: when the settings turn it on, and how its plan is made (its
-    module is imported only then, so an unused SDK is never loaded)."""
+    module is imported only then, so an unused SDK is never loaded).
+
+    `MEMORY_STORE` names the destinations that are on; `unnamed` is the rule when it is unset
+    (OpenSearch and S3 Vectors ran on their own settings before MEMORY_STORE existed)."""
 
     name: str
-    enabled: Callable[[SinksSettings], bool]
+    unnamed: Callable[[SinksSettings], bool]
     plan: Callable[[Settings, DeadLetterSender], SinkPlan]
+
+    def enabled(self, sinks: SinksSettings) -> bool:
+        if sinks.memory_stores:
+            return self.name in sinks.memory_stores
+        return self.unnamed(sinks)
+
+
+def _never(sinks: SinksSettings) -> bool:
+    return False
 
 
 DESTINATIONS = (
     Destination("opensearch", lambda sinks: bool(sinks.opensearch_url), opensearch_plan),
     Destination("s3vectors", lambda sinks: bool(sinks.s3vectors_bucket and sinks.s3vectors_index),
                 s3vectors_plan),
+    Destination("pgvector", _never, pgvector_plan),
+    Destination("chroma", _never, chroma_plan),
 )
-"""Every destination memstream can copy `memory.events` to; a new one is a row here."""
+"""Every destination memstream can copy `memory.events` to (`MEMORY_STORES` of the settings
+names the same); a new one is a row here."""
 
 
 def configured(s: Settings) -> list[str]:

@@ -30,6 +30,7 @@ from streams.app.topology import ALL_TOPICS
 from topics.names import MEMORY_EVENTS, MEMORY_PROGRESS
 from topics.progress import progress_entries
 from topics.turns import Turn
+from tests.integration.vector_servers import chroma_url, postgres_url  # noqa: F401 - session fixtures
 
 PARTITIONS = 4
 REQUEST_GUARD_S = 120
