@@ -28,16 +28,20 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def _is_transient(exc: BaseException) -> bool:
+def _is_transient(exc: BaseException | None, depth: int = 0) -> bool:
+    """A network error, a timeout, a 429 or 5xx, also as the cause of another error (the HTTP
+    client's constructor turns a refused connection into a ValueError)."""
     import httpx
     from chromadb.errors import ChromaError
 
+    if exc is None or depth > 4:
+        return False
     if isinstance(exc, (httpx.TransportError, ConnectionError, TimeoutError)):
         return True
     if isinstance(exc, ChromaError):
         code = exc.code()
         return code == 429 or code >= 500
-    return False
+    return _is_transient(exc.__cause__ or exc.__context__, depth + 1)
 
 
 def make_client(*, path: str | None = None, url: str | None = None) -> Any:
