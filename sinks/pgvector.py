@@ -83,7 +83,7 @@ class PgVectorDestination:
                    timeout=s.pgvector_timeout_seconds)
 
     def _sql(self, template: str) -> sql.Composed:
-        return sql.SQL(template).format(schema=sql.Identifier(self.schema),  # type: ignore[arg-type]
+        return sql.SQL(template).format(schema=sql.Identifier(self.schema),
                                         dims=sql.Literal(self.dimension))
 
     async def _connection(self) -> psycopg.AsyncConnection[Any]:
