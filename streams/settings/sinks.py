@@ -29,8 +29,8 @@ class SinksSettings(Section):
         '([operations.md](operations.md#sinks)).'
     )
 
-    memory_store: str = Field(
-        "", description="The destinations memories are mirrored to, comma-separated: any of "
+    memory_store: str | None = Field(
+        None, description="The destinations memories are mirrored to, comma-separated: any of "
         "s3vectors, opensearch, pgvector, chroma (e.g. `pgvector,chroma`). An unknown name, or a "
         "named destination without its settings (PGVECTOR_URL; CHROMA_PATH or CHROMA_URL; "
         "OPENSEARCH_URL), is an error at start. Unset: off, but OpenSearch and S3 Vectors still "
@@ -62,7 +62,8 @@ class SinksSettings(Section):
     pgvector_schema: str = Field(
         "memstream", pattern=r"^[a-z_][a-z0-9_]{0,62}$", description="Schema of the pgvector sink's tables: "
         "LangGraph PostgresStore's `store` and `store_vectors` (one row each per memory), so a "
-        "`PostgresStore` whose connection has `search_path` set to it reads memstream's memories.",
+        "`PostgresStore` whose connection's `search_path` is it (and `public`, where the `vector` "
+        "type is) reads memstream's memories.",
     )
     pgvector_timeout_seconds: float = Field(
         10.0, gt=0, description="Timeout of connecting to PostgreSQL and of one statement.",
@@ -98,14 +99,16 @@ class SinksSettings(Section):
 
     @field_validator("memory_store")
     @classmethod
-    def _known_stores(cls, value: str) -> str:
-        """Normalised (lower case, no blanks, no repeats); an unknown name is refused."""
+    def _known_stores(cls, value: str | None) -> str | None:
+        """Normalised (lower case, no blanks, no repeats; empty: unset); an unknown name is refused."""
+        if value is None:
+            return None
         names = list(dict.fromkeys(n.strip().lower() for n in value.split(",") if n.strip()))
         unknown = [n for n in names if n not in MEMORY_STORES]
         if unknown:
             raise MemoryStoreError(f"MEMORY_STORE names {', '.join(unknown)}: the destinations are "
                                    f"{', '.join(MEMORY_STORES)}")
-        return ",".join(names)
+        return ",".join(names) or None
 
     @model_validator(mode="after")
     def _named_stores_have_settings(self) -> "SinksSettings":
@@ -121,4 +124,4 @@ class SinksSettings(Section):
     @property
     def memory_stores(self) -> tuple[str, ...]:
         """The destinations MEMORY_STORE names, in its order."""
-        return tuple(n for n in self.memory_store.split(",") if n)
+        return tuple(n for n in (self.memory_store or "").split(",") if n)

@@ -30,6 +30,7 @@ def test_it_names_the_destinations_in_any_case_and_spacing() -> None:
     settings = Settings(memory_store=" PGvector , chroma,pgvector ", pgvector_url="postgresql://db/x",
                         chroma_path="/tmp/c")
     assert settings.sinks.memory_store == "pgvector,chroma"
+    assert Settings(memory_store=" , ").sinks.memory_store is None, "blank: unset"
     assert routing.configured(settings) == ["pgvector", "chroma"]
 
 
@@ -37,7 +38,7 @@ def test_named_destinations_are_the_only_ones_on() -> None:
     settings = Settings(memory_store="pgvector", pgvector_url="postgresql://db/x",
                         opensearch_url="http://os:9200", s3vectors_bucket="b", s3vectors_index="i")
     assert routing.configured(settings) == ["pgvector"], "named: only what it names"
-    unnamed = settings.with_values(memory_store="")
+    unnamed = settings.with_values(memory_store=None)
     assert routing.configured(unnamed) == ["opensearch", "s3vectors"], "unset: as before it existed"
 
 
