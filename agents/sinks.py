@@ -1,4 +1,5 @@
-"""Stage — sinks: `memory.events` to every configured destination (OpenSearch, S3 Vectors).
+"""Stage — sinks: `memory.events` to every configured destination (MEMORY_STORE: OpenSearch,
+S3 Vectors, pgvector, Chroma).
 
 Input `memory.events`, keyed by user_id like the tables, so the worker that reads an event's
 partition also holds the user's `memories` and `audit` tables: the records are built from local
@@ -6,7 +7,8 @@ state (`sinks.routing`). Output: the destinations, and `memory.sinks.dlq` for re
 destination gave up on. Offsets never run ahead of the writes: an event is acked only once its
 records are safe (see `sinks/routing.py`).
 
-With no destination configured (`OPENSEARCH_URL`, `S3VECTORS_BUCKET` + `S3VECTORS_INDEX` unset)
+With no destination configured (MEMORY_STORE unset, and `OPENSEARCH_URL`, `S3VECTORS_BUCKET` +
+`S3VECTORS_INDEX` unset)
 no agent is registered (the stage's `enabled` in `streams.app.topology.STAGES`): the worker does not even subscribe to `memory.events` for it.
 """
 from __future__ import annotations

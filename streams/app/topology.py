@@ -189,7 +189,8 @@ STAGES: tuple[Stage, ...] = (
                             "SSE_BATCH_SIZE"),
           also="the `recent_events` table; this worker's open event streams"),
     Stage("sinks", reads=names.MEMORY_EVENTS, writes=(), dead_letters=names.MEMORY_SINKS_DLQ,
-          build=_built_by_the_agent, letter=SinkDeadLetter, also="OpenSearch, S3 Vectors",
+          build=_built_by_the_agent, letter=SinkDeadLetter,
+          also="the destinations MEMORY_STORE names: OpenSearch, S3 Vectors, pgvector, Chroma",
           when="only when a sink is configured",
           enabled=lambda settings: bool(sinks_configured(settings))),
 )
