@@ -71,6 +71,7 @@ def bench_locomo(
     llm: Annotated[bool, typer.Option("--llm", help="In process, run the turns twice: rules alone and with the configured LLM (LLM_PROVIDER; docs/llm.md), and report recall, facts per turn, stored quality, the share of LLM calls that fell back, LLM tokens and seconds per turn side by side.")] = False,
     local_llm: Annotated[bool, typer.Option("--local-llm", help="With --llm: start a local llama.cpp server with SmolLM2-135M (`./dev local-llm` builds it once) and use it as the LLM.")] = False,
     max_turns: Annotated[Optional[int], typer.Option(min=1, help="With --llm: only each conversation's first turns, and the questions answerable from them (a CPU model takes seconds a call).")] = None,
+    ingest_batch: Annotated[int, typer.Option(min=1, help="With --llm: hand ingest this many turns at a time, as a worker takes a backlog, so the LLM is asked about a thread's turns together (LLM_BATCH_TURNS a call); 1 (default): a turn at a time, as in a live chat.")] = 1,
 ) -> None:
     """Replay LoCoMo conversations through the pipeline and report throughput, latency and recall.
 
@@ -87,7 +88,8 @@ def bench_locomo(
     if llm or local_llm:
         from benchmarks.bench_llm import render_llm_report, run_llm_bench
 
-        _show(run_llm_bench(files, console, local=local_llm, max_turns=max_turns), as_json, render_llm_report)
+        _show(run_llm_bench(files, console, local=local_llm, max_turns=max_turns,
+                            ingest_batch=ingest_batch), as_json, render_llm_report)
         return
 
     python = _mem0_ready(mem0_python) if baseline is not None else None
