@@ -8,7 +8,13 @@ observations: the extraction fidelity figures), and for the LLM side the share o
 back to the rules, LLM tokens in and out per turn, and the LLM's seconds per turn.
 
 `max_turns` cuts each conversation to its first turns (a CPU model takes seconds a call), and
-only the questions whose evidence lies in them are asked.
+only the questions whose evidence lies in them are asked. `ingest_batch` hands ingest that many
+turns at a time, as a worker takes them from a backlog (a conversation imported, a worker behind):
+the LLM is then asked about a thread's turns together (`LLM_BATCH_TURNS` a call); by default
+each turn is ingested alone, as in a live chat, a call a turn.
+
+Tokens per turn are every LLM call's prompt and completion tokens as the server counted them
+(`memstream_llm_tokens_total`, every task), divided by the turns replayed.
 """
 from __future__ import annotations
 
@@ -23,13 +29,19 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.bench import _offline_recall, stored_quality
+from benchmarks.bench import _ask_questions, _offline_recall, stored_quality
 from benchmarks.recall import KS, dia_id_of
 from streams.observability.metrics import REGISTRY
+from streams.providers.llm.base import Task
 from streams.settings import Settings, get_settings
 from streams.tools.locomo import LocomoConversation, load_conversation
+from topics import names
+from topics.turns import Turn
 
-TASKS = ("trigger", "extract", "same_fact")
+TASKS = tuple(task.value for task in Task)
+"""Every task's calls are counted (with the lifecycle off, only the write path's make any)."""
+BATCHED = ("trigger", "extract")
+"""The tasks asked about several turns a call: their fallback share is per turn asked."""
 
 
 def cut(conversation: LocomoConversation, max_turns: int | None) -> LocomoConversation:
@@ -58,6 +70,8 @@ def llm_counters() -> dict[str, float]:
     for task in TASKS:
         for outcome in ("ok", "fallback"):
             out[f"{task}.{outcome}"] = _sum("memstream_llm_calls_total", task=task, outcome=outcome)
+            out[f"{task}.turns_{outcome}"] = _sum("memstream_llm_turns_total", task=task, outcome=outcome)
+        out[f"{task}.fallbacks"] = _sum("memstream_llm_fallbacks_total", task=task)
         for direction in ("in", "out"):
             out[f"{task}.tokens_{direction}"] = _sum("memstream_llm_tokens_total", task=task,
                                                      direction=direction)
@@ -66,14 +80,18 @@ def llm_counters() -> dict[str, float]:
 
 
 def llm_figures(before: dict[str, float], after: dict[str, float], turns: int) -> dict[str, Any]:
-    """Per task: calls, the share that fell back, tokens in and out per turn, LLM seconds per turn."""
+    """Per task: calls, turns asked (trigger and extraction), the share of answers that fell back
+    to the rules (per turn asked for those two, per call for the others), tokens in and out per
+    turn, LLM seconds per turn."""
     delta = {k: after[k] - before.get(k, 0.0) for k in after}
     figures: dict[str, Any] = {}
     for task in TASKS:
         calls = delta[f"{task}.ok"] + delta[f"{task}.fallback"]
+        asked = delta[f"{task}.turns_ok"] + delta[f"{task}.turns_fallback"] if task in BATCHED else calls
         figures[task] = {
             "calls": int(calls),
-            "fallback_share": round(delta[f"{task}.fallback"] / calls, 4) if calls else None,
+            **({"turns_asked": int(asked)} if task in BATCHED else {}),
+            "fallback_share": round(delta[f"{task}.fallbacks"] / asked, 4) if asked else None,
             "tokens_in_per_turn": round(delta[f"{task}.tokens_in"] / max(turns, 1), 1),
             "tokens_out_per_turn": round(delta[f"{task}.tokens_out"] / max(turns, 1), 1),
             "llm_seconds_per_turn": round(delta[f"{task}.seconds"] / max(turns, 1), 3),
@@ -83,9 +101,23 @@ def llm_figures(before: dict[str, float], after: dict[str, float], turns: int) -
     return figures
 
 
+async def ingest_in_batches(pipeline: Any, turns: list[Turn], size: int) -> None:
+    """`turns` through the in-process stages `size` at a time, as ingest takes a backlog
+    (`IngestStage.handle_batch`), what each batch produces delivered before the next."""
+    queue = pipeline.topics.queues[names.CHAT_TURNS]
+    for at in range(0, len(turns), size):
+        for turn in turns[at:at + size]:
+            await pipeline.send_turn(turn)
+        batch = [queue.popleft() for _ in range(len(queue))]
+        await pipeline.ingest_stage.handle_batch(batch)
+        await pipeline.deliver(flush=False)
+    await pipeline.deliver()
+
+
 def one_side(settings: Settings, conversations: list[LocomoConversation], files: list[Path],
-             embedder: Any) -> dict[str, Any]:
-    """Recall and what was stored, for one setting of the LLM, on a fresh in-process pipeline."""
+             embedder: Any, ingest_batch: int = 1) -> dict[str, Any]:
+    """Recall and what was stored, for one setting of the LLM, on a fresh in-process pipeline
+    (turns ingested `ingest_batch` at a time)."""
     from streams.app.inprocess import InProcessPipeline
 
     pipeline = InProcessPipeline(settings, embedder)
@@ -94,7 +126,10 @@ def one_side(settings: Settings, conversations: list[LocomoConversation], files:
 
     async def run() -> Any:
         try:
-            return (await _offline_recall(pipeline, conversations, turns))[0]
+            if ingest_batch <= 1:
+                return (await _offline_recall(pipeline, conversations, turns))[0]
+            await ingest_in_batches(pipeline, turns, ingest_batch)
+            return await _ask_questions(pipeline, conversations)
         finally:
             await pipeline.services.llm.aclose()
 
@@ -129,7 +164,7 @@ def local_server() -> Iterator[dict[str, Any]]:
 
 
 def run_llm_bench(files: list[Path], console: Console, *, local: bool = False,
-                  max_turns: int | None = None) -> dict[str, Any]:
+                  max_turns: int | None = None, ingest_batch: int = 1) -> dict[str, Any]:
     """Rules alone and the LLM path on the same turns, in one run (see the module doc)."""
     from streams.app.services import settings_embedder
 
@@ -142,10 +177,12 @@ def run_llm_bench(files: list[Path], console: Console, *, local: bool = False,
             raise SystemExit("--llm needs LLM_PROVIDER set to anthropic, bedrock or openai "
                              "(docs/llm.md), or --local-llm")
         console.print(f"rules: {sum(len(c.turns) for c in conversations)} turns ...")
-        rules = one_side(base.with_values(llm_provider="none"), conversations, files, embedder)
+        rules = one_side(base.with_values(llm_provider="none"), conversations, files, embedder,
+                         ingest_batch)
         console.print(f"LLM ({llm.llm.llm_provider}, {llm.llm.llm_mode}) ...")
-        with_llm = one_side(llm, conversations, files, embedder)
+        with_llm = one_side(llm, conversations, files, embedder, ingest_batch)
     return {"mode": "offline-llm", "files": [str(p) for p in files], "max_turns": max_turns,
+            "ingest_batch": ingest_batch, "llm_batch_turns": llm.llm.llm_batch_turns,
             "turns": sum(len(c.turns) for c in conversations),
             "questions": sum(len(c.scored_questions) for c in conversations),
             "llm_provider": llm.llm.llm_provider, "llm_mode": llm.llm.llm_mode,
@@ -156,7 +193,8 @@ def run_llm_bench(files: list[Path], console: Console, *, local: bool = False,
 def render_llm_report(report: dict[str, Any], console: Console) -> None:
     """The LLM-vs-rules table."""
     table = Table(title=f"LLM vs rules — {report['turns']} turns, {report['questions']} questions "
-                        f"({report['llm_provider']}, {report['llm_mode']})")
+                        f"({report['llm_provider']}, {report['llm_mode']}, ingest batch "
+                        f"{report.get('ingest_batch', 1)})")
     table.add_column("figure")
     table.add_column("rules", justify="right")
     table.add_column("LLM", justify="right")

@@ -9,6 +9,13 @@ that fails its schema falls back to the rules (`rules_trigger`, `RulesExtractor`
 `same_fact_heuristic`), counted in `memstream_llm_fallbacks_total{provider,task,reason}`. With no
 provider configured the rules answer directly and nothing is counted.
 
+The trigger and the classifier are asked about several turns at once where the caller has them
+(`trigger_many`, `extract_many`: ingest's batch): the turns of one user and thread go in one call,
+`LLM_BATCH_TURNS` at most, so that the instructions and the context are paid for once per call,
+not once per turn. Each turn keeps its own answer; a turn the answer misses (or answers invalidly)
+is the rules', counted as a fallback of its own, and a failed call counts one fallback per turn.
+A call never mixes two users' turns.
+
 The budget is kept by a `Deadline`, `asyncio.wait_for` unless another is given: tests pass one
 whose budget runs out when they say so, never because the machine is slow.
 """
@@ -18,6 +25,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import TypeAlias, TypeVar
 
 from pydantic import BaseModel
@@ -31,16 +39,19 @@ from streams.write.policy import find_secrets
 from streams.providers.llm.base import LLMProvider, Task
 from streams.providers.llm.errors import LLMError, LLMInvalidOutput, LLMTimeout
 from streams.providers.llm.factory import create_provider
-from streams.providers.llm.inputs import (
-    extract_input,
-    same_fact_input,
-    trigger_input,
-    turn_day,
-)
-from streams.providers.llm.metrics import LLM_CALLS, LLM_FALLBACKS, LLM_SECONDS
-from streams.providers.llm.parsing import parse_output
+from streams.providers.llm.base import max_tokens
+from streams.providers.llm.inputs import same_fact_input, turn_day, turns_input
+from streams.providers.llm.metrics import LLM_CALLS, LLM_FALLBACKS, LLM_SECONDS, LLM_TURNS
+from streams.providers.llm.parsing import parse_items, parse_output
 from streams.providers.llm.prompts import system_prompt
-from streams.providers.llm.schemas import ExtractionOutput, SameFactOutput, TriggerOutput
+from streams.providers.llm.schemas import (
+    MAX_BATCH_TURNS,
+    ExtractionItem,
+    ExtractionOutput,
+    SameFactOutput,
+    TriggerItem,
+    TriggerOutput,
+)
 from streams.settings import Settings
 from streams.write.trigger import TriggerDecision, parse_command, rules_trigger
 from topics.candidates import Fact
@@ -49,7 +60,12 @@ from topics.turns import Role, Turn
 log = logging.getLogger(__name__)
 
 M = TypeVar("M", bound=BaseModel)
+A = TypeVar("A", bound=BaseModel)
 R = TypeVar("R")
+
+Asked: TypeAlias = tuple[Turn, Sequence[Turn]]
+"""A turn the trigger or the classifier is asked about, with its thread's recent buffer
+(oldest first; the turn itself may be in it)."""
 
 Deadline: TypeAlias = Callable[[Awaitable[str], float], Awaitable[str]]
 """`deadline(call, budget_s)`: the answer of the provider call `call`, or `TimeoutError` once
@@ -68,6 +84,13 @@ def rules_only(turn: Turn) -> bool:
     if turn.role == Role.user and parse_command(split_image_caption(turn.text)[0]):
         return True
     return bool(find_secrets(turn.text))
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """A call that gave no usable answer, and why (the fallback counter's reason)."""
+
+    reason: str
 
 
 def _decision(out: TriggerOutput) -> TriggerDecision:
@@ -114,23 +137,43 @@ class GuardedLLM:
 
     async def trigger(self, turn: Turn, context_turns: Sequence[Turn] = ()) -> TriggerDecision:
         """Should `turn` become a memory candidate? (hot path: 250 ms budget, no retries)."""
-        rules = rules_trigger(turn)
-        if self.provider is None or rules_only(turn) or (self.hybrid and rules.should_create):
-            return rules  # hybrid: a model's "no" could not undo the rules' "yes", so it is not asked
-        decision = await self._ask(Task.trigger, trigger_input(turn, context_turns),
-                                   TriggerOutput, _decision)
-        return rules if decision is None else decision
+        return (await self.trigger_many([(turn, context_turns)]))[0]
+
+    async def trigger_many(self, items: Sequence[Asked]) -> list[TriggerDecision]:
+        """`trigger` for each `(turn, context)` of `items`, in order: the turns of one thread
+        are asked in one call, `LLM_BATCH_TURNS` at most (`_ask_turns`)."""
+        decisions = [rules_trigger(turn) for turn, _ in items]
+        if self.provider is None:
+            return decisions
+        # hybrid: a model's "no" could not undo the rules' "yes", so it is not asked
+        asked = [i for i, (turn, _) in enumerate(items)
+                 if not rules_only(turn) and not (self.hybrid and decisions[i].should_create)]
+        answers = await self._ask_turns(Task.trigger, items, asked, TriggerItem,
+                                        lambda out, _turn: _decision(out))
+        for i, decision in answers.items():
+            decisions[i] = decision
+        return decisions
 
     async def extract(self, turn: Turn, context_turns: Sequence[Turn] = ()) -> list[Fact]:
         """Up to `max_facts_per_turn` facts of `turn` (empty: skip). The safety policy is the
         caller's, as for the rules extractor."""
-        if self.provider is None or rules_only(turn):
-            return self.extractor.extract(turn)
-        facts = await self._ask(Task.extract, extract_input(turn, context_turns),
-                                ExtractionOutput, lambda out: self._facts(out, turn))
-        if facts is None:
-            return self.extractor.extract(turn)
-        return merged_facts(self.extractor.extract(turn), facts) if self.hybrid else facts
+        return (await self.extract_many([(turn, context_turns)]))[0]
+
+    async def extract_many(self, items: Sequence[Asked]) -> list[list[Fact]]:
+        """`extract` for each `(turn, context)` of `items`, in order, the turns of one thread in
+        one call (see `trigger_many`); a turn the call did not answer is the rules'."""
+        asked = [] if self.provider is None else [
+            i for i, (turn, _) in enumerate(items) if not rules_only(turn)]
+        answers = await self._ask_turns(Task.extract, items, asked, ExtractionItem, self._facts)
+        out: list[list[Fact]] = []
+        for i, (turn, _) in enumerate(items):
+            if i not in answers:
+                out.append(self.extractor.extract(turn))
+            elif self.hybrid:
+                out.append(merged_facts(self.extractor.extract(turn), answers[i]))
+            else:
+                out.append(answers[i])
+        return out
 
     async def same_fact(self, a: str, b: str, *, a_entities: Sequence[str] = (),
                         b_entities: Sequence[str] = ()) -> bool:
@@ -186,9 +229,69 @@ class GuardedLLM:
             ))
         return facts
 
+    def _prompt(self, task: Task) -> str:
+        """`task`'s system prompt, without the answer's shape where the request carries the
+        schema (`streams.providers.llm.prompts`)."""
+        return system_prompt(task, shape=not getattr(self.provider, "sends_schema", False))
+
     async def _ask(self, task: Task, user: str, schema: type[M], convert: Callable[[M], R]) -> R | None:
         """The provider's answer to `task`, validated and converted; None means "use the rules"
         (and the fallback is counted with its reason)."""
+        answer = await self._call(task, user, lambda text: convert(parse_output(text, schema)), 1)
+        return None if isinstance(answer, _Failed) else answer
+
+    async def _ask_turns(self, task: Task, items: Sequence[Asked], asked: Sequence[int],
+                         item: type[A], convert: Callable[[A, Turn], R]) -> dict[int, R]:
+        """The model's answers about the turns `items[i]` for `i` in `asked`, by `i`: the turns
+        of one user and thread go in one call, `LLM_BATCH_TURNS` at most, the calls of several
+        threads at once, each under its task's budget. A turn missing from an answer, or whose
+        item fails validation, is left out (the caller answers it by the rules) and counted as a
+        fallback of its own; a call that fails leaves out all its turns, each counted."""
+        answers = await asyncio.gather(*(self._ask_group(task, items, group, item, convert)
+                                         for group in self._groups(items, asked)))
+        return {i: result for answered in answers for i, result in answered.items()}
+
+    def _groups(self, items: Sequence[Asked], asked: Sequence[int]) -> list[list[int]]:
+        """`asked` in calls: by user and thread in the order asked, `LLM_BATCH_TURNS` each."""
+        size = min(self.settings.llm.llm_batch_turns, MAX_BATCH_TURNS)
+        threads: dict[tuple[str, str], list[int]] = {}
+        for i in asked:
+            turn = items[i][0]
+            threads.setdefault((turn.user_id, turn.thread_id), []).append(i)
+        return [group[at:at + size] for group in threads.values() for at in range(0, len(group), size)]
+
+    async def _ask_group(self, task: Task, items: Sequence[Asked], group: list[int],
+                         item: type[A], convert: Callable[[A, Turn], R]) -> dict[int, R]:
+        """One call about the turns `group` of `items` (see `_ask_turns`)."""
+        provider = self.provider
+        assert provider is not None
+        batch = [items[i] for i in group]
+        answer = await self._call(task, turns_input(task, batch),
+                                  lambda text: parse_items(text, item, len(group)), len(group))
+        if isinstance(answer, _Failed):
+            LLM_TURNS.labels(provider.name, task.value, "fallback").inc(len(group))
+            return {}
+        results: dict[int, R] = {}
+        for n, i in enumerate(group, 1):
+            out = answer.get(n)
+            if out is None:
+                continue
+            try:
+                results[i] = convert(out, items[i][0])
+            except LLMInvalidOutput:
+                continue
+        if missing := len(group) - len(results):
+            LLM_FALLBACKS.labels(provider.name, task.value, LLMInvalidOutput.reason).inc(missing)
+            LLM_TURNS.labels(provider.name, task.value, "fallback").inc(missing)
+            log.debug("LLM %s %s answered %d of %d turns; rules for the others", provider.name,
+                      task.value, len(results), len(group))
+        LLM_TURNS.labels(provider.name, task.value, "ok").inc(len(results))
+        return results
+
+    async def _call(self, task: Task, user: str, parse: Callable[[str], R], turns: int) -> R | _Failed:
+        """One provider call under `task`'s budget, its answer parsed by `parse` (raising
+        `LLMError` for a bad one); `_Failed` with the reason when it gives none, counted as the
+        fallback of each of the `turns` it was about."""
         provider = self.provider
         assert provider is not None
         budget = self.budgets_s[task]
@@ -196,9 +299,11 @@ class GuardedLLM:
         outcome = "fallback"
         try:
             text = await self.deadline(
-                provider.complete(task, system_prompt(task), user, timeout_s=budget), budget
+                provider.complete(task, self._prompt(task), user, timeout_s=budget,
+                                  max_tokens=max_tokens(task, turns)),
+                budget,
             )
-            result = convert(parse_output(text, schema))
+            result = parse(text)
         except TimeoutError:  # our budget (the deadline)
             reason = LLMTimeout.reason
         except LLMError as exc:
@@ -214,6 +319,6 @@ class GuardedLLM:
         finally:
             LLM_SECONDS.labels(provider.name, task.value, outcome).observe(time.perf_counter() - started)
         LLM_CALLS.labels(provider.name, task.value, "fallback").inc()
-        LLM_FALLBACKS.labels(provider.name, task.value, reason).inc()
+        LLM_FALLBACKS.labels(provider.name, task.value, reason).inc(turns)
         log.debug("LLM %s %s fell back to rules: %s", provider.name, task.value, reason)
-        return None
+        return _Failed(reason)

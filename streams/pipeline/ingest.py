@@ -34,7 +34,7 @@ from streams.guarded.llm import GuardedLLM
 from streams.write import policy
 from streams.write.contextual import FactTexts, TextVectors, context_of, fact_vectors
 from streams.write.episodic import Observed, buffered_turn, observe, rules_from
-from streams.write.facts import FactPipeline, candidates_of, hot_command
+from streams.write.facts import Asked, FactPipeline, TurnFacts, candidates_of, hot_command
 from streams.write.write_policy import BLOCKED_TOPIC, count
 from streams.write.trigger import CommandKind, ExplicitCommand
 from streams.write.validation import parse_turn
@@ -110,6 +110,15 @@ class HeldCandidates:
 
 
 @dataclass(frozen=True)
+class PendingTurn:
+    """A turn prepared (its buffer written), waiting for its facts (`IngestStage.prepare`)."""
+
+    plan: TurnPlan
+    topics: Sequence[str]
+    observed: Observed
+
+
+@dataclass(frozen=True)
 class IngestSettings:
     """The sections of the settings the ingest stage reads."""
 
@@ -170,7 +179,9 @@ class IngestStage:
     async def handle_batch(self, records: Sequence[Record]) -> list[int]:
         """Process records in order; return the facts emitted by each.
 
-        Each turn is decided first (trigger, extraction, policy, its thread's buffer), then the
+        Each turn is decided first (trigger, extraction, policy, its thread's buffer; with an
+        LLM the questions about the batch's turns are asked together, a thread's turns in one
+        call: `_plans_asking_together`), then the
         candidates of the whole batch are embedded in one model call, then each turn is sent,
         in turn order: its candidates are held and go out as the batch ends, in one record per
         user (`HeldCandidates`), then its events, one record per user, and the progress last,
@@ -181,12 +192,15 @@ class IngestStage:
         started = time.perf_counter()
         metrics.STAGE_RECORDS.labels(stage=STAGE).inc(len(records))
         plans: list[TurnPlan | None] = []
-        for record in records:
-            with self.record_scope(record):
-                plans.append(await self._guarded(record, lambda: self._plan(record)))
-            # Deciding a turn is CPU work on the event loop: let dedup apply a candidate (and the
-            # web routes answer) between two turns, rather than after the whole batch.
-            await asyncio.sleep(0)
+        if self.llm.provider is not None and len(records) > 1:
+            plans = await self._plans_asking_together(records)
+        else:
+            for record in records:
+                with self.record_scope(record):
+                    plans.append(await self._guarded(record, lambda: self._plan(record)))
+                # Deciding a turn is CPU work on the event loop: let dedup apply a candidate (and
+                # the web routes answer) between two turns, rather than after the whole batch.
+                await asyncio.sleep(0)
         await self.with_vectors([plan for plan in plans if plan is not None])
         held = HeldCandidates()
         async with self.outputs.held_per_batch(STAGE):
@@ -274,6 +288,19 @@ class IngestStage:
     async def decide(self, turn: Turn, clock: StageClock) -> TurnPlan:
         """What one valid turn gives (trigger, extraction, policy), its thread's buffer
         updated; nothing is sent yet."""
+        prepared = self.prepare(turn, clock)
+        if isinstance(prepared, TurnPlan):
+            return prepared
+        if self.llm.provider is None:
+            result = self.facts.facts(turn, prepared.topics, prepared.observed.context)
+        else:
+            result = await self.facts.afacts(turn, prepared.topics, self.llm, prepared.observed.context)
+        return self.settle(prepared, result)
+
+    def prepare(self, turn: Turn, clock: StageClock) -> TurnPlan | PendingTurn:
+        """`decide` up to the turn's facts: the plan when it is decided without them (memory
+        off, an answer to a consent proposal), else what its facts are to be found with; the
+        thread's buffer is updated either way."""
         plan = TurnPlan(turn, clock)
         if not self.settings.write.memory_enabled:
             plan.outcome = "disabled"
@@ -283,10 +310,12 @@ class IngestStage:
         if (ack := self.consent_ack(turn)) is not None:  # "yes, update it" after a proposal
             plan.outcome, plan.consent = "command", ack
             return plan
-        if self.llm.provider is None:
-            result = self.facts.facts(turn, topics, observed.context)
-        else:
-            result = await self.facts.afacts(turn, topics, self.llm, observed.context)
+        return PendingTurn(plan, topics, observed)
+
+    def settle(self, pending: PendingTurn, result: TurnFacts) -> TurnPlan:
+        """`decide` from the turn's facts on: the policy's counts, a hot command, the episode
+        the turn closes, the candidates."""
+        plan, turn, observed = pending.plan, pending.plan.turn, pending.observed
         for reason in result.blocked:
             metrics.POLICY_BLOCKS.labels(reason=reason).inc()
         if result.command is not None and result.command.kind in HOT_COMMANDS:
@@ -295,7 +324,7 @@ class IngestStage:
         episode = observed.episode if self.settings.write.episodic_enabled else None
         # The episode was made of what the write policy admits of its window (`observe_turn`);
         # its summary passes the policy too (a topic blocked since a replayed turn closed it).
-        if episode is not None and (why := self.facts.policy.refusal(episode.summary, topics)):
+        if episode is not None and (why := self.facts.policy.refusal(episode.summary, pending.topics)):
             count(why)
             metrics.EPISODIC_SKIPS.labels(reason=BLOCKED_TOPIC if why == BLOCKED_TOPIC else "policy").inc()
             episode = None
@@ -303,6 +332,41 @@ class IngestStage:
                                         context_of(turn, observed.entry["turns"]))
         plan.outcome = "candidates" if plan.candidates else "skipped"
         return plan
+
+    async def _plans_asking_together(self, records: Sequence[Record]) -> list[TurnPlan | None]:
+        """The plans of `records` with the LLM's questions about them asked together
+        (`FactPipeline.afacts_many`: a thread's turns in one call), not a call a turn: each
+        record prepared in order (its buffer written before the next is read), then the facts
+        of all, then each settled. A record that fails is retried or dead-lettered alone, as in
+        `_plan`; should the questions asked together fail (a bug), each turn is asked alone."""
+        prepared: list[TurnPlan | PendingTurn | None] = []
+        for record in records:
+            with self.record_scope(record):
+                prepared.append(await self._guarded(record, lambda: self._prepare(record)))
+            await asyncio.sleep(0)  # as in handle_batch: let other stages run between turns
+        pending = [(i, p) for i, p in enumerate(prepared) if isinstance(p, PendingTurn)]
+        try:
+            results: list[TurnFacts | None] = list(await self.facts.afacts_many(
+                [Asked(p.plan.turn, p.topics, p.observed.context) for _, p in pending], self.llm))
+        except Exception as exc:  # noqa: BLE001 - asked alone below, where a failure is the turn's
+            metrics.STAGE_ERRORS.labels(stage=STAGE, error=type(exc).__name__).inc()
+            log.warning("ingest could not ask about %d turns together, asking alone: %s",
+                        len(pending), describe_failure(exc))
+            results = [None] * len(pending)
+        plans: list[TurnPlan | None] = [p if isinstance(p, TurnPlan) else None for p in prepared]
+        for (i, item), result in zip(pending, results):
+            with self.record_scope(records[i]):
+                plans[i] = await self._guarded(records[i], lambda: self._settle(item, result))
+        return plans
+
+    async def _prepare(self, record: Record) -> TurnPlan | PendingTurn:
+        return self.prepare(self.parse(record), StageClock.start(record, STAGE))
+
+    async def _settle(self, pending: PendingTurn, result: TurnFacts | None) -> TurnPlan:
+        if result is None:
+            turn = pending.plan.turn
+            result = await self.facts.afacts(turn, pending.topics, self.llm, pending.observed.context)
+        return self.settle(pending, result)
 
     async def _send_once(self, plan: TurnPlan) -> tuple[int, list[CandidateItem]]:
         """`_send` with the items it holds collected, so that a retried attempt holds each once."""

@@ -67,6 +67,11 @@ class LlmSettings(Section):
         "none (the prompt alone); auto: json_schema, and json_object from the first refusal on. "
         "Every answer is validated either way.",
     )
+    llm_batch_turns: int = Field(
+        8, ge=1, le=16, description="Turns of one thread the trigger or extraction asks about in "
+        "one LLM call at most, when ingest has several at once (a backlog; each keeps its own "
+        "answer, a turn the answer misses is the rules'); 1: a call a turn.",
+    )
     llm_extract_budget_ms: int = Field(2000, ge=1, description="Time budget of an LLM classifier call.")
     llm_same_fact_budget_ms: int = Field(1500, ge=1, description="Time budget of an LLM same-fact call.")
     llm_lifecycle_budget_ms: int = Field(

@@ -22,9 +22,19 @@ class FactsLLM(Protocol):
     when the model does not): `streams.guarded.llm.GuardedLLM`, which sits above the write rules
     it falls back to, and so is not imported here."""
 
-    async def trigger(self, turn: Turn, context_turns: Sequence[Turn] = ()) -> TriggerDecision: ...
+    async def trigger_many(self, items: Sequence[tuple[Turn, Sequence[Turn]]]) -> list[TriggerDecision]: ...
 
-    async def extract(self, turn: Turn, context_turns: Sequence[Turn] = ()) -> list[Fact]: ...
+    async def extract_many(self, items: Sequence[tuple[Turn, Sequence[Turn]]]) -> list[list[Fact]]: ...
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One turn of `FactPipeline.afacts_many`: the user's blocked topics and the thread's recent
+    turns it is checked and understood with."""
+
+    turn: Turn
+    blocked_topics: Sequence[str] = ()
+    context: Sequence[Turn] = ()
 
 
 @dataclass
@@ -38,7 +48,7 @@ class TurnFacts:
     command: ExplicitCommand | None = None
 
 
-__all__ = ["FactPipeline", "TurnFacts", "candidates_of", "hot_command", "mentions_topic"]
+__all__ = ["Asked", "FactPipeline", "TurnFacts", "candidates_of", "hot_command", "mentions_topic"]
 
 
 class FactPipeline:
@@ -71,13 +81,28 @@ class FactPipeline:
     async def afacts(self, turn: Turn, blocked_topics: Sequence[str], llm: FactsLLM,
                      context: Sequence[Turn] = ()) -> TurnFacts:
         """The same, with the LLM trigger and classifier (each falls back to the rules)."""
-        procedure = procedural.procedure_fact(turn, self.write.summary_max_chars)
-        decision = procedural.decision_for(await llm.trigger(turn, context), procedure)
-        early = self._gate(turn, decision)
-        if early is not None:
-            return early
-        facts = [procedure] if procedure is not None else await llm.extract(turn, context)
-        return self._filter(turn, decision, facts, blocked_topics, context)
+        return (await self.afacts_many([Asked(turn, blocked_topics, context)], llm))[0]
+
+    async def afacts_many(self, asked: Sequence[Asked], llm: FactsLLM) -> list[TurnFacts]:
+        """`afacts` for several turns, in order: one trigger question for them all, then one
+        extraction question for those that pass the gate, which the model answers a thread's
+        turns at a time (`GuardedLLM.trigger_many`, `extract_many`)."""
+        procedures = [procedural.procedure_fact(a.turn, self.write.summary_max_chars) for a in asked]
+        triggered = await llm.trigger_many([(a.turn, a.context) for a in asked])
+        decisions = [procedural.decision_for(d, p) for d, p in zip(triggered, procedures)]
+        results: list[TurnFacts | None] = [self._gate(a.turn, d) for a, d in zip(asked, decisions)]
+        extract = [i for i, r in enumerate(results) if r is None and procedures[i] is None]
+        extracted = dict(zip(extract, await llm.extract_many(
+            [(asked[i].turn, asked[i].context) for i in extract]))) if extract else {}
+        out: list[TurnFacts] = []
+        for i, (a, decision) in enumerate(zip(asked, decisions)):
+            result = results[i]
+            if result is None:
+                procedure = procedures[i]
+                facts = [procedure] if procedure is not None else extracted[i]
+                result = self._filter(a.turn, decision, facts, a.blocked_topics, a.context)
+            out.append(result)
+        return out
 
     def _gate(self, turn: Turn, decision: TriggerDecision) -> TurnFacts | None:
         """An early answer: a hot-path command, nothing worth storing, or a secret in the turn."""

@@ -132,7 +132,8 @@ class Replay:
     def __init__(self, answers: dict[Task, str]) -> None:
         self.answers = answers
 
-    async def complete(self, task: Task, system: str, user: str, *, timeout_s: float) -> str:
+    async def complete(self, task: Task, system: str, user: str, *, timeout_s: float,
+                       max_tokens: int | None = None) -> str:
         return self.answers[task]
 
     async def aclose(self) -> None:

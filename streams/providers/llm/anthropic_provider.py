@@ -6,8 +6,9 @@ from typing import Any
 import anthropic
 from anthropic import AsyncAnthropic
 
-from streams.providers.llm.base import MAX_TOKENS, Task
+from streams.providers.llm.base import Task, max_tokens as task_max_tokens
 from streams.providers.llm.errors import LLMError, LLMInvalidOutput, sdk_error
+from streams.providers.llm.metrics import LLM_TOKENS
 
 # Spans carry metadata only, whatever ANTHROPIC_OPEN_TELEMETRY_* says: prompts hold user text,
 # and secrets and PII never reach traces (docs/architecture.md#bad-input).
@@ -28,6 +29,8 @@ class AnthropicProvider:
     """
 
     name = "anthropic"
+    sends_schema = False
+    """The JSON shape is told by the prompt alone (no structured output asked)."""
 
     def __init__(self, client: AsyncAnthropic, model: str, *, max_retries: int = 2) -> None:
         self.model = model
@@ -43,15 +46,19 @@ class AnthropicProvider:
                                 open_telemetry=_TELEMETRY)
         return cls(client, model, max_retries=max_retries)
 
-    async def complete(self, task: Task, system: str, user: str, *, timeout_s: float) -> str:
+    async def complete(self, task: Task, system: str, user: str, *, timeout_s: float,
+                       max_tokens: int | None = None) -> str:
         client = self._hot if task is Task.trigger else self._cold
         try:
             message = await client.messages.create(
-                model=self.model, max_tokens=MAX_TOKENS[task], system=system,
+                model=self.model, max_tokens=max_tokens or task_max_tokens(task), system=system,
                 messages=[{"role": "user", "content": user}], timeout=timeout_s,
             )
         except anthropic.AnthropicError as exc:
             raise _mapped(exc) from exc
+        if (usage := getattr(message, "usage", None)) is not None:
+            LLM_TOKENS.labels(self.name, task.value, "in").inc(usage.input_tokens or 0)
+            LLM_TOKENS.labels(self.name, task.value, "out").inc(usage.output_tokens or 0)
         if message.stop_reason == "max_tokens":
             raise LLMInvalidOutput("anthropic answer cut at max_tokens")
         return "".join(block.text for block in message.content if block.type == "text")

@@ -18,7 +18,17 @@ class Task(str, Enum):
 
 MAX_TOKENS: dict[Task, int] = {Task.trigger: 150, Task.extract: 900, Task.same_fact: 30,
                                Task.consolidate: 200, Task.insight: 220}
-"""Output token caps: small answers keep latency low; extraction needs room for 3 facts."""
+"""Output token caps of a call about one turn: small answers keep latency low; extraction needs
+room for 3 facts."""
+
+EACH_MORE_TURN: dict[Task, int] = {Task.trigger: 60, Task.extract: 450}
+"""Output tokens added to the cap for each more turn a call asks about (a trigger item is ~40
+tokens, an extraction item with its facts up to ~400)."""
+
+
+def max_tokens(task: Task, turns: int = 1) -> int:
+    """The output token cap of a call of `task` about `turns` turns."""
+    return MAX_TOKENS[task] + EACH_MORE_TURN.get(task, 0) * max(turns - 1, 0)
 
 
 @runtime_checkable
@@ -35,8 +45,13 @@ class LLMProvider(Protocol):
     model: str
     """The model (or Bedrock model id) asked."""
 
-    async def complete(self, task: Task, system: str, user: str, *, timeout_s: float) -> str:
-        """The model's text answer to `user` under the instructions `system`."""
+    sends_schema: bool
+    """Whether requests carry the task's JSON schema (then the prompt need not describe it)."""
+
+    async def complete(self, task: Task, system: str, user: str, *, timeout_s: float,
+                       max_tokens: int | None = None) -> str:
+        """The model's text answer to `user` under the instructions `system`, at most
+        `max_tokens` long (None: `MAX_TOKENS[task]`)."""
         ...
 
     async def aclose(self) -> None:

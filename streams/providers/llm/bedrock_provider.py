@@ -21,7 +21,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from streams.providers.llm.base import MAX_TOKENS, Task
+from streams.providers.llm.base import Task, max_tokens as task_max_tokens
 from streams.providers.llm.errors import (
     LLMError,
     LLMInvalidOutput,
@@ -31,6 +31,7 @@ from streams.providers.llm.errors import (
     LLMTimeout,
     LLMUnavailable,
 )
+from streams.providers.llm.metrics import LLM_TOKENS
 
 _THROTTLED = {"ThrottlingException", "TooManyRequestsException", "ServiceQuotaExceededException"}
 _SERVER = {"InternalServerException", "ServiceUnavailableException", "ModelNotReadyException",
@@ -83,6 +84,8 @@ class BedrockProvider:
     """
 
     name = "bedrock"
+    sends_schema = False
+    """The JSON shape is told by the prompt alone."""
 
     def __init__(self, model: str, client: Any, *, cold_client: Any | None = None,
                  threads: int = THREADS) -> None:
@@ -106,19 +109,24 @@ class BedrockProvider:
         return cls(model, client(1, trigger_timeout_s),
                    cold_client=client(max_retries + 1, timeout_s))
 
-    async def complete(self, task: Task, system: str, user: str, *, timeout_s: float) -> str:
+    async def complete(self, task: Task, system: str, user: str, *, timeout_s: float,
+                       max_tokens: int | None = None) -> str:
         """The Converse answer. `timeout_s` is enforced by the caller; the clients' socket
         timeouts (set in `build`) only bound how long an abandoned thread stays busy."""
         client = self._hot if task is Task.trigger else self._cold
         call = functools.partial(
             client.converse, modelId=self.model, system=[{"text": system}],
             messages=[{"role": "user", "content": [{"text": user}]}],
-            inferenceConfig={"maxTokens": MAX_TOKENS[task], "temperature": 0.0},
+            inferenceConfig={"maxTokens": max_tokens or task_max_tokens(task), "temperature": 0.0},
         )
         try:
             response = await asyncio.get_running_loop().run_in_executor(self._pool, call)
         except (ClientError, BotoCoreError) as exc:
             raise _mapped(exc) from exc
+        usage = response.get("usage") if isinstance(response, dict) else None
+        if isinstance(usage, dict):
+            LLM_TOKENS.labels(self.name, task.value, "in").inc(usage.get("inputTokens") or 0)
+            LLM_TOKENS.labels(self.name, task.value, "out").inc(usage.get("outputTokens") or 0)
         return _text(response)
 
     async def aclose(self) -> None:

@@ -11,12 +11,15 @@ from datetime import date
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from streams.providers.llm.base import Task
 from streams.write.policy import redact
 from topics.turns import Role, Turn
 
-TRIGGER_CONTEXT_TURNS = 3  # the trigger is on the hot path: a short prompt is a fast prompt
-EXTRACT_CONTEXT_TURNS = 8  # the per-thread buffer (BUFFER_TURNS)
-CONTEXT_TURN_CHARS = 500
+TRIGGER_CONTEXT_TURNS = 2  # the trigger is on the hot path: a short prompt is a fast prompt
+EXTRACT_CONTEXT_TURNS = 3
+"""Context is there to understand a turn ("yes, that one"), not to take facts from: the turns
+just before it say what it answers. Every context turn is paid for in tokens on every call."""
+CONTEXT_TURN_CHARS = 300
 TURN_CHARS = 4000
 
 
@@ -28,33 +31,46 @@ def turn_day(turn: Turn) -> date:
         return turn.ts.date()
 
 
-def _view(turn: Turn, max_chars: int) -> dict[str, Any]:
-    """A turn as the model sees it; secrets are redacted (the turn itself was checked before)."""
-    return {"speaker": turn.speaker_name, "role": turn.role.value, "text": redact(turn.text[:max_chars])}
+def _view(n: int, turn: Turn) -> dict[str, Any]:
+    """Turn `n` of a call as the model sees it; secrets are redacted (the turn itself was checked
+    before). The role is said only when it is not the user's. No date: the relative dates the
+    model writes are resolved against each turn's own day afterwards (`GuardedLLM`), so a call
+    spanning two days needs none."""
+    view: dict[str, Any] = {"n": n, "speaker": turn.speaker_name}
+    if turn.role is not Role.user:
+        view["role"] = turn.role.value
+    return view | {"text": redact(turn.text[:TURN_CHARS])}
 
 
-def _context(turn: Turn, context: Sequence[Turn], limit: int) -> list[dict[str, Any]]:
-    """The last `limit` user/assistant turns before `turn` (tool traces and the turn itself dropped)."""
-    kept = [t for t in context if t.role in (Role.user, Role.assistant) and t.ref != turn.ref]
-    return [_view(t, CONTEXT_TURN_CHARS) for t in kept[-limit:]]
+def _context(context: Sequence[Turn], limit: int, asked: set[str]) -> list[str]:
+    """The last `limit` user/assistant turns of `context`, as "speaker: text"
+    lines (tool traces and the turns asked about dropped)."""
+    kept = [t for t in context if t.role in (Role.user, Role.assistant) and t.ref not in asked]
+    return [f"{t.speaker_name}: {redact(t.text[:CONTEXT_TURN_CHARS])}" for t in kept[-limit:]]
 
 
 def _dumps(payload: dict[str, Any]) -> str:
-    return json.dumps(payload, ensure_ascii=False)
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+def turns_input(task: Task, turns: Sequence[tuple[Turn, Sequence[Turn]]]) -> str:
+    """User message of a trigger or extraction call about `turns`, numbered from 1: each turn
+    with the thread's recent buffer it was seen with, oldest first. One thread's consecutive
+    turns: the context is the first turn's (the later ones have the earlier ones before them)."""
+    limit = TRIGGER_CONTEXT_TURNS if task is Task.trigger else EXTRACT_CONTEXT_TURNS
+    asked = {turn.ref for turn, _ in turns}
+    return _dumps({"context": _context(turns[0][1], limit, asked),
+                   "turns": [_view(n, turn) for n, (turn, _) in enumerate(turns, 1)]})
 
 
 def trigger_input(turn: Turn, context: Sequence[Turn]) -> str:
-    """User message of the trigger task."""
-    return _dumps({"turn": _view(turn, TURN_CHARS),
-                   "context": _context(turn, context, TRIGGER_CONTEXT_TURNS)})
+    """User message of the trigger task about one turn."""
+    return turns_input(Task.trigger, [(turn, context)])
 
 
 def extract_input(turn: Turn, context: Sequence[Turn]) -> str:
-    """User message of the classifier task, with the date relative dates resolve against."""
-    day = turn_day(turn)
-    view = _view(turn, TURN_CHARS) | {"date": day.isoformat(), "weekday": f"{day:%A}",
-                                      "timezone": turn.timezone or "UTC"}
-    return _dumps({"turn": view, "context": _context(turn, context, EXTRACT_CONTEXT_TURNS)})
+    """User message of the classifier task about one turn."""
+    return turns_input(Task.extract, [(turn, context)])
 
 
 def same_fact_input(a: str, b: str) -> str:

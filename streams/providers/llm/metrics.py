@@ -10,7 +10,9 @@ LLM_CALLS = Counter(
     ["provider", "task", "outcome"], registry=REGISTRY,
 )
 LLM_FALLBACKS = Counter(
-    "memstream_llm_fallbacks_total", "LLM calls answered by the rules instead, by reason.",
+    "memstream_llm_fallbacks_total", "LLM answers given by the rules instead, by reason: one per "
+    "call, or per turn for the trigger and extraction (a call about several turns that fails "
+    "counts each; a turn its answer misses counts invalid_output).",
     ["provider", "task", "reason"], registry=REGISTRY,
 )
 LLM_SECONDS = Histogram(
@@ -24,4 +26,9 @@ LLM_TOKENS = Counter(
     "memstream_llm_tokens_total", "Tokens of LLM calls as the server counted them (usage), by "
     "direction (in: prompt, out: completion).",
     ["provider", "task", "direction"], registry=REGISTRY,
+)
+LLM_TURNS = Counter(
+    "memstream_llm_turns_total", "Turns the trigger and extraction asked the LLM about, by outcome "
+    "(ok: its answer stands; fallback: the rules answered). Several a call when batched.",
+    ["provider", "task", "outcome"], registry=REGISTRY,
 )

@@ -18,7 +18,7 @@ import openai
 from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion
 
-from streams.providers.llm.base import MAX_TOKENS, Task
+from streams.providers.llm.base import Task, max_tokens as task_max_tokens
 from streams.providers.llm.errors import (
     LLMError,
     LLMInvalidOutput,
@@ -87,34 +87,42 @@ class OpenAIProvider:
         client = AsyncOpenAI(api_key=api_key or LOCAL_API_KEY, base_url=base_url, max_retries=0)
         return cls(client, model, models=models, form=form, max_retries=max_retries)
 
+    @property
+    def sends_schema(self) -> bool:
+        """Every form but `none` carries the task's JSON schema (`response_format`)."""
+        return self.form is not ResponseFormat.none
+
     def model_of(self, task: Task) -> str:
         """The model asked for `task`."""
         return self.models.get(task, self.model)
 
-    async def complete(self, task: Task, system: str, user: str, *, timeout_s: float) -> str:
+    async def complete(self, task: Task, system: str, user: str, *, timeout_s: float,
+                       max_tokens: int | None = None) -> str:
+        cap = max_tokens or task_max_tokens(task)
         if self.form is not ResponseFormat.auto:
-            return await self._complete(task, system, user, self.form, timeout_s=timeout_s)
+            return await self._complete(task, system, user, self.form, timeout_s=timeout_s, cap=cap)
         try:  # no retries while the form is in doubt: a refusal is no transient failure
             return await self._complete(task, system, user, ResponseFormat.json_schema,
-                                        timeout_s=timeout_s, retry=False)
+                                        timeout_s=timeout_s, cap=cap, retry=False)
         except LLMError as exc:
             if not _refused_format(exc):
                 raise
-        answer = await self._complete(task, system, user, ResponseFormat.json_object, timeout_s=timeout_s)
+        answer = await self._complete(task, system, user, ResponseFormat.json_object,
+                                      timeout_s=timeout_s, cap=cap)
         if self.form is ResponseFormat.auto:
             self.form = ResponseFormat.json_object
             log.info("LLM server refused json_schema output; asking for json_object from now on")
         return answer
 
     async def _complete(self, task: Task, system: str, user: str, form: ResponseFormat, *,
-                        timeout_s: float, retry: bool = True) -> str:
+                        timeout_s: float, cap: int, retry: bool = True) -> str:
         client = self._cold if retry and task is not Task.trigger else self._hot
         extra: dict[str, Any] = {}
         if (fmt := response_format(form, task)) is not None:
             extra["response_format"] = fmt
         try:
             completion = await client.chat.completions.create(
-                model=self.model_of(task), max_tokens=MAX_TOKENS[task], temperature=0.0,
+                model=self.model_of(task), max_tokens=cap, temperature=0.0,
                 messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
                 timeout=timeout_s, **extra,
             )

@@ -40,5 +40,50 @@ def parse_output(text: str, model: type[M]) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        fields = sorted({".".join(map(str, e["loc"])) or "<root>" for e in exc.errors()})
+        fields = sorted(_failed_fields(exc))
         raise LLMInvalidOutput(f"{model.__name__} failed on {', '.join(fields)}") from None
+
+
+def _failed_fields(exc: ValidationError) -> set[str]:
+    return {".".join(map(str, e["loc"])) or "<root>" for e in exc.errors()}
+
+
+def _numbered(items: list[Any], count: int) -> list[Any]:
+    """Items given an `n` by their place where they have none: for a one-turn call, and where
+    the answer has exactly one item per turn asked (a small model may leave `n` out). Elsewhere
+    an item without `n` cannot be told apart and stays invalid."""
+    if count != 1 and len(items) != count:
+        return items
+    return [{**value, "n": i + 1} if isinstance(value, dict) and "n" not in value else value
+            for i, value in enumerate(items)]
+
+
+def parse_items(text: str, item: type[M], count: int) -> dict[int, M]:
+    """The valid items of an answer about turns 1..`count`, by their `n`.
+
+    The answer is one JSON object `{"turns": [{"n": 1, …}, …]}`; each item is validated on its
+    own, so a bad, missing or extra one costs its turn alone (the caller answers that turn by the
+    rules). For a call about one turn the bare item is that turn's answer too: small models often
+    answer a one-turn question so. Raises `LLMInvalidOutput` when not one turn has a valid item;
+    like `parse_output`, its message names fields, never values.
+    """
+    data = json_object(text)
+    items = data.get("turns")
+    if not isinstance(items, list):
+        if count != 1 or "turns" in data:
+            raise LLMInvalidOutput("answer has no list of turns")
+        items = [data]
+    valid: dict[int, M] = {}
+    failed: set[str] = set()
+    for value in _numbered(items, count):
+        try:
+            out = item.model_validate(value)
+        except ValidationError as exc:
+            failed |= _failed_fields(exc)
+            continue
+        number = getattr(out, "n", 0)
+        if 1 <= number <= count:
+            valid.setdefault(number, out)
+    if not valid:
+        raise LLMInvalidOutput(f"{item.__name__} failed on {', '.join(sorted(failed)) or 'every turn'}")
+    return valid

@@ -24,6 +24,8 @@ Tag = Annotated[str, StringConstraints(strip_whitespace=True, to_lower=True, min
 Entity = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=80)]
 
 MAX_FACTS, MAX_TAGS, MAX_ENTITIES, MAX_TRIGGER_TAGS = 3, 6, 8, 5
+MAX_BATCH_TURNS = 16
+"""The most turns one trigger or extraction call asks about (`LLM_BATCH_TURNS` is capped by it)."""
 SUMMARY_MAX_CHARS = 280
 
 _FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself)\b", re.IGNORECASE)
@@ -104,6 +106,32 @@ class ExtractionOutput(_Output):
         if self.decision != "skip" and not self.facts:
             raise ValueError(f"decision {self.decision!r} without facts")
         return self
+
+
+class TriggerItem(TriggerOutput):
+    """The trigger's answer for turn `n` of a call (numbered from 1 in the order asked)."""
+
+    n: int = Field(ge=1)
+
+
+class ExtractionItem(ExtractionOutput):
+    """The classifier's answer for turn `n` of a call."""
+
+    n: int = Field(ge=1)
+
+
+class TriggerBatch(_Output):
+    """What a trigger call answers: one item per turn asked. Validated item by item
+    (`parsing.parse_items`): a bad item falls back for its turn alone; this model gives the
+    JSON schema a server may constrain with."""
+
+    turns: list[TriggerItem] = Field(json_schema_extra=_most(MAX_BATCH_TURNS))
+
+
+class ExtractionBatch(_Output):
+    """What an extraction call answers: one item per turn asked (see `TriggerBatch`)."""
+
+    turns: list[ExtractionItem] = Field(json_schema_extra=_most(MAX_BATCH_TURNS))
 
 
 class SameFactOutput(_Output):

@@ -15,17 +15,17 @@ from pydantic import BaseModel
 from streams.providers.llm.base import Task
 from streams.providers.llm.schemas import (
     ConsolidationOutput,
-    ExtractionOutput,
+    ExtractionBatch,
     InsightOutput,
     SameFactOutput,
-    TriggerOutput,
+    TriggerBatch,
 )
 
 OUTPUTS: dict[Task, type[BaseModel]] = {
-    Task.trigger: TriggerOutput, Task.extract: ExtractionOutput, Task.same_fact: SameFactOutput,
+    Task.trigger: TriggerBatch, Task.extract: ExtractionBatch, Task.same_fact: SameFactOutput,
     Task.consolidate: ConsolidationOutput, Task.insight: InsightOutput,
 }
-"""The output model of each task."""
+"""The output model of each task's call (the trigger and extraction answer for several turns)."""
 
 
 @cache

@@ -78,6 +78,37 @@ def test_the_llm_side_beside_the_rules(fake_server: FakeChatAPI, monkeypatch: py
     assert llm["recall_any"] == rules["recall_any"] and llm["facts_per_turn"] == rules["facts_per_turn"]
     trigger = llm["llm"]["trigger"]
     assert trigger["fallback_share"] == 0.0 and 0 < trigger["calls"] <= TURNS
+    assert trigger["turns_asked"] == trigger["calls"], "a turn at a time: a call a turn"
     assert trigger["tokens_in_per_turn"] == round(trigger["calls"] * USAGE["prompt_tokens"] / TURNS, 1)
     assert "llm" not in rules, "the rules side asks no model"
-    assert len(fake_server.requests) == sum(llm["llm"][task]["calls"] for task in ("trigger", "extract", "same_fact"))
+    assert len(fake_server.requests) == sum(figures["calls"] for task, figures in llm["llm"].items()
+                                            if task != "tokens_per_turn")
+    calls = len(fake_server.requests)
+    assert llm["llm"]["tokens_per_turn"] == round(
+        calls * (USAGE["prompt_tokens"] + USAGE["completion_tokens"]) / TURNS, 1), \
+        "every call's prompt and completion tokens, over the turns replayed"
+
+
+def test_a_backlog_is_asked_about_a_threads_turns_together(fake_server: FakeChatAPI,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ingest_batch`: ingest takes the turns 6 at a time, and each question is asked about a
+    batch's turns in one call, so there are fewer calls than turns asked."""
+    fake_server.script(Reply.json({"turns": [{"n": n, "should_create": False, "confidence": 0.2,
+                                              "decision": "skip", "facts": []} for n in range(1, 7)]}))
+    for name, value in {"LLM_PROVIDER": "openai", "OPENAI_BASE_URL": fake_server.base_url,
+                        "OPENAI_RESPONSE_FORMAT": "json_object", "TRIGGER_BUDGET_MS": "600000",
+                        "LLM_EXTRACT_BUDGET_MS": "600000"}.items():
+        monkeypatch.setenv(name, value)
+    get_settings.cache_clear()
+    try:
+        report = run_llm_bench([CONV], Console(quiet=True), max_turns=TURNS, ingest_batch=6)
+    finally:
+        monkeypatch.undo()
+        get_settings.cache_clear()
+
+    rules, llm = report["rules"], report["llm"]
+    assert report["ingest_batch"] == 6
+    assert llm["recall_any"] == rules["recall_any"] and llm["facts_per_turn"] == rules["facts_per_turn"]
+    extract = llm["llm"]["extract"]
+    assert extract["fallback_share"] == 0.0
+    assert 0 < extract["calls"] <= TURNS // 6 < extract["turns_asked"]

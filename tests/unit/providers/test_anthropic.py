@@ -116,10 +116,11 @@ async def test_trigger_returns_the_models_decision(llm: GuardedLLM, fake_api: Fa
     assert headers["x-stainless-retry-count"] == "0"
     body = request["body"]
     assert body["model"] == "claude-haiku-4-5"
-    assert body["system"] == system_prompt(Task.trigger)
+    assert body["system"] == system_prompt(Task.trigger), "no schema is sent: the prompt gives the shape"
+    assert '"should_create"' in body["system"]
     data = json.loads(body["messages"][0]["content"])
-    assert data["turn"] == {"speaker": "Caroline", "role": "user", "text": TEXT}
-    assert [c["speaker"] for c in data["context"]] == ["Caroline", "Mel"]
+    assert data["turns"] == [{"n": 1, "speaker": "Caroline", "text": TEXT}]
+    assert data["context"] == ["Caroline: Hey Mel, how are you?", "Mel: Great! What's new with you?"]
 
 
 async def test_extract_returns_the_models_facts(llm: GuardedLLM, fake_api: FakeMessagesAPI) -> None:
@@ -137,7 +138,7 @@ async def test_extract_returns_the_models_facts(llm: GuardedLLM, fake_api: FakeM
     assert (str(facts[0].event_start), str(facts[0].event_end)) == ("2023-05-07", "2023-05-07")
     assert facts[1].valence == "positive" and facts[1].intensity  # "loves the beach"
     data = json.loads(fake_api.requests[0]["body"]["messages"][0]["content"])
-    assert data["turn"]["date"] == "2023-05-08" and data["turn"]["weekday"] == "Monday"
+    assert "date" not in data["turns"][0], "the model's relative dates are resolved against the turn's day"
 
 
 async def test_extract_skip_means_no_facts(llm: GuardedLLM, fake_api: FakeMessagesAPI) -> None:

@@ -27,7 +27,8 @@ class ScriptedProvider:
         self.answers = answers
         self.asked: list[Task] = []
 
-    async def complete(self, task: Task, system: str, user: str, *, timeout_s: float) -> str:
+    async def complete(self, task: Task, system: str, user: str, *, timeout_s: float,
+                       max_tokens: int | None = None) -> str:
         self.asked.append(task)
         answer = self.answers[task]
         if isinstance(answer, Exception):

@@ -66,8 +66,11 @@ async def test_structured_output_is_asked_with_the_tasks_schema(
     assert request["headers"]["x-stainless-retry-count"] == "0"
     body = request["body"]
     assert body["model"] == "qwen2.5:0.5b"
-    assert body["messages"][0] == {"role": "system", "content": system_prompt(Task.trigger)}
-    assert json.loads(body["messages"][1]["content"])["turn"]["text"] == TEXT
+    system = body["messages"][0]
+    assert system == {"role": "system", "content": system_prompt(Task.trigger, shape=False)}
+    assert '"should_create"' in system_prompt(Task.trigger) and '"should_create"' not in system["content"], \
+        "the schema is in response_format, so the prompt leaves the answer's shape out"
+    assert json.loads(body["messages"][1]["content"])["turns"] == [{"n": 1, "speaker": "Caroline", "text": TEXT}]
     assert body["response_format"] == {"type": "json_schema", "json_schema": {
         "name": "memstream_trigger", "schema": json_schema(Task.trigger), "strict": False}}
     assert body["temperature"] == 0.0 and body["max_tokens"] == 150
@@ -216,7 +219,7 @@ async def test_the_policy_refuses_a_secret_the_model_wrote(
 
     result = await asyncio.wait_for(pipeline.afacts(turn(said), (), llm), HANG_GUARD_S)
 
-    assert fake_chat.requests[-1]["body"]["messages"][0]["content"] == system_prompt(Task.extract), \
+    assert fake_chat.requests[-1]["body"]["messages"][0]["content"] == system_prompt(Task.extract, shape=False), \
         "the model was asked for the facts"
     summaries = [f.summary for f in result.facts]
     assert "Caroline's friend Ana works at a bakery." in summaries
