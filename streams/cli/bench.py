@@ -309,6 +309,21 @@ def bench_details(
     _show(run_details_bench(labelled, locomo or ()), as_json, render)
 
 
+@bench_app.command("combining")
+def bench_combining(
+    as_json: JsonOpt = False,
+    labelled: Annotated[Path, typer.Option(help="Folder of chat histories with labelled combining questions (one JSON file per user; tests/data/combining/README.md).", exists=True, file_okay=False)] = Path("tests/data/combining"),
+) -> None:
+    """Questions that need several memories (both, count, before/after, changed): the labelled
+    histories through the worker's stages in process with the defaults, every question asked
+    with top_k 10; recall_any/all@5/10 per kind and the questions whose evidence is not all in
+    the top 10."""
+    require_benches()
+    from benchmarks.combining import render, run_combining
+
+    _show(run_combining(labelled, console), as_json, render)
+
+
 @bench_app.command("policy")
 def bench_policy(
     files: Annotated[list[Path], typer.Argument(help="LoCoMo conversation files: real turns that must pass.", exists=True, dir_okay=False)],
