@@ -118,6 +118,7 @@ class Services:
             s.dedup.semantic_check_low or base.semantic_check_low,
             s.dedup.episodic_auto_update or base.episodic_auto,
             s.dedup.episodic_check_low or base.episodic_check_low,
+            calibrated=base.calibrated,
         )
 
     def dedup_config(self) -> DedupConfig:

@@ -204,6 +204,12 @@ EMBED_CPU_SECONDS = Counter(
     "model's own threads' (ONNX Runtime's intra-op pool), not the rest of the worker "
     "(`streams/providers/embedders/cpu.py`).", ["embedder"], registry=REGISTRY,
 )
+EMBED_REQUESTS = Counter(
+    "memstream_embed_requests_total",
+    "Requests to a remote embedder's server (EMBEDDER=openai), each attempt, by embedder and "
+    "outcome: ok, throttled, unavailable, timeout, request_error, invalid_answer, dimension_changed.",
+    ["embedder", "outcome"], registry=REGISTRY,
+)
 STAGE_CPU_SECONDS = Counter(
     "memstream_stage_cpu_seconds_total",
     "CPU seconds of the event loop's thread in each stage's batches, and in the lifecycle's "

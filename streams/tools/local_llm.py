@@ -79,16 +79,21 @@ def _read_until_ready(stream: Iterator[str], ready: threading.Event, tail: colle
 
 
 @contextmanager
-def serve(python: Path, model: Path, *, n_ctx: int = 2048, threads: int = 1) -> Iterator[LocalServer]:
+def serve(python: Path, model: Path, *, n_ctx: int = 2048, threads: int = 1,
+          embedding: bool = False) -> Iterator[LocalServer]:
     """`python -m llama_cpp.server` on a free local port for the body of the `with`.
 
     One thread each for generation and prompt processing by default: the machines this runs on
-    are small and shared.
+    are small and shared. `embedding`: serve `/v1/embeddings` too (EMBEDDER=openai); SmolLM2 has
+    no pooling layer, so it answers one vector per token (OPENAI_EMBED_POOL_TOKENS), and one
+    text per request (OPENAI_EMBED_BATCH_SIZE=1: docs/llm.md#embeddings).
     """
     port = free_port()
     command = [str(python), "-m", "llama_cpp.server", "--model", str(model), "--model_alias", ALIAS,
                "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
                "--n_threads", str(threads), "--n_threads_batch", str(threads)]
+    if embedding:
+        command += ["--embedding", "true"]
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     ready, tail = threading.Event(), collections.deque[str](maxlen=20)
     assert proc.stderr is not None

@@ -29,6 +29,10 @@ class EmbedderProfile:
     semantic_check_low: float
     episodic_auto: float
     episodic_check_low: float
+    calibrated: bool = True
+    """Whether the bands (`benchmarks.calibration`) and the score curve
+    (`benchmarks.score_calibration`, `streams.read.calibration.CURVES`) were measured for this
+    model; False: defaults, until someone runs them (EMBEDDER=openai with a model not measured)."""
 
 
 Embed = Callable[[Sequence[str]], Awaitable[np.ndarray]]

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from streams.settings import Settings
-from streams.providers.embedders import BEDROCK, Embedder, EmbedderProfile, create_embedder, profile_of
+from streams.providers.embedders import BEDROCK, OPENAI, Embedder, EmbedderProfile, create_embedder, profile_of
 
 if TYPE_CHECKING:  # imported with the bedrock kind only: botocore is slow to import, and large
+    from streams.providers.embedders.openai_embedder import OpenAIEmbedOptions
     from streams.providers.embedders.titan import TitanOptions
 
 
@@ -32,9 +33,31 @@ def titan_options(settings: Settings) -> TitanOptions:
     )
 
 
+def openai_options(settings: Settings) -> OpenAIEmbedOptions:
+    """The OPENAI_EMBED_* settings as the openai embedder's options: its server and key are the
+    LLM's (OPENAI_BASE_URL, OPENAI_API_KEY) unless OPENAI_EMBED_BASE_URL / _API_KEY name others."""
+    from streams.providers.embedders.openai_embedder import OpenAIEmbedOptions
+
+    e, llm = settings.embedding, settings.llm
+    key = e.openai_embed_api_key or llm.openai_api_key
+    return OpenAIEmbedOptions(
+        model=e.openai_embed_model, base_url=e.openai_embed_base_url or llm.openai_base_url,
+        api_key=key.get_secret_value() if key is not None else "", dimensions=e.openai_embed_dimensions,
+        batch_size=e.openai_embed_batch_size, pool_tokens=e.openai_embed_pool_tokens,
+        timeout_s=e.openai_embed_timeout_seconds, attempts=e.openai_embed_attempts,
+    )
+
+
 def embedder_profile(settings: Settings) -> EmbedderProfile:
     """The profile (name, dimension, dedup bands) of the EMBEDDER setting, without loading it;
-    raises `EmbedderError` for an unknown kind."""
+    raises `EmbedderError` for an unknown kind. `openai` without OPENAI_EMBED_DIMENSIONS: the
+    dimension is the server's, asked once per process unless a load already answered it (the
+    worker loads its embedder as it starts)."""
+    if settings.embedding.embedder == OPENAI:
+        from streams.providers.embedders.openai_embedder import known_dimensions, openai_profile
+
+        options = openai_options(settings)
+        return openai_profile(options.model, known_dimensions(options))
     if settings.embedding.embedder == BEDROCK:
         return profile_of(BEDROCK, dimensions=settings.embedding.bedrock_embed_dimensions)
     return profile_of(settings.embedding.embedder)
@@ -44,6 +67,8 @@ def embedder_key(settings: Settings, cache_dir: Path | None) -> Hashable:
     """What identifies one loaded embedder: two settings with the same key share it."""
     if settings.embedding.embedder == BEDROCK:
         return (BEDROCK, titan_options(settings))
+    if settings.embedding.embedder == OPENAI:
+        return (OPENAI, openai_options(settings))
     return (settings.embedding.embedder, settings.embedding.embed_batch_size, cache_dir,
             settings.embedding.embedder_thread_spinning, settings.embedding.embedder_threads)
 
@@ -56,6 +81,11 @@ def build_embedder(settings: Settings, cache_dir: Path | None = None, *,
         from streams.providers.embedders.titan import TitanV2Embedder
 
         return TitanV2Embedder.create(titan_options(settings), client=bedrock_client)
+    if settings.embedding.embedder == OPENAI:
+        from streams.providers.embedders.openai_embedder import OpenAIEmbedder, remember
+
+        options = openai_options(settings)
+        return remember(options, OpenAIEmbedder.create(options))
     return create_embedder(settings.embedding.embedder, settings.embedding.embed_batch_size, cache_dir,
                            spinning=settings.embedding.embedder_thread_spinning,
                            threads=settings.embedding.embedder_threads)

@@ -20,3 +20,13 @@ MINILM_ONNX_PROFILE = EmbedderProfile("all-MiniLM-L6-v2 onnx", 384, 0.94, 0.90, 
 # P=0.900 R=0.900.
 MINILM_INT8_PROFILE = EmbedderProfile("all-MiniLM-L6-v2 onnx-int8", 384, 0.91, 0.89, 0.93, 0.91)
 TITAN_V2_PROFILE = EmbedderProfile("amazon.titan-embed-text-v2:0", 1024, 0.90, 0.80, 0.92, 0.85)
+# EMBEDDER=openai: any model behind an OpenAI-compatible /v1/embeddings, its dimension the
+# server's first answer. No model was measured, so the bands are defaults that err toward two
+# memories over one wrong merge: only near-identical texts merge unchecked (>= 0.95), the
+# same-fact check sees [0.85, 0.95), and a paraphrase the model scores lower stays a second
+# memory (recoverable; a wrong merge loses a fact). Uncalibrated until `benchmarks.calibration`
+# and `benchmarks.score_calibration` are run for the model (docs/llm.md#embeddings).
+OPENAI_PROFILE = EmbedderProfile("openai", 0, 0.95, 0.85, 0.97, 0.87, calibrated=False)
+OPENAI_CALIBRATED: dict[str, EmbedderProfile] = {}
+"""OPENAI_EMBED_MODEL -> its measured bands (`calibrated=True`), as `benchmarks.calibration`
+recommended them; a model not here gets `OPENAI_PROFILE`."""
