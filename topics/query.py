@@ -237,8 +237,9 @@ class QueryResponse(BaseModel):
     budget_tokens: int | None = None
     dropped_for_budget: int = 0
     recall_intent: bool = False
-    cold_tier: Literal["asked", "recall_intent", "weak_active"] | None = Field(
-        None, description="Why the archive was searched too (asked, recall_intent, weak_active); "
+    cold_tier: Literal["asked", "recall_intent", "weak_active", "combining"] | None = Field(
+        None, description="Why the archive was searched too (asked, recall_intent, weak_active, "
+        "combining: a question whose answer takes several memories, streams/read/evidence.py); "
         "null when it was not.")
     time_window: TimeWindow | None = None
     reference_time: datetime | None = None

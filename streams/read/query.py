@@ -22,6 +22,9 @@ from streams.settings import ReadSettings
 from streams.read.calibration import FALLBACK, ScoreCurve, in_order
 from streams.read.consolidated import lift, originals_mask
 from streams.read.diversity import diversify
+from streams.read.evidence import (
+    CombiningKind, combining_kind, gather, part_relevance, parts, replaced_rows,
+)
 from streams.read.fusion import COSINE_ONLY, Retrieval, relevance
 from streams.read.categories import CategoryPolicy
 from streams.memory.consent import pending_note
@@ -136,8 +139,9 @@ def _scored(pool: Sequence[tuple[Memory, float]], cosines: np.ndarray, index: Us
         sim = float(cosines[row]) if row is not None else rel
         hits.append(QueryHit(m, sim, ranking.score(m, term, now, weights,
                                                    linked_strength(index, m, categories)), rel))
-    if weights.diversity > 0:
-        hits = diversify(hits, index.vectors(rows), weights.diversity)
+    if weights.diversity > 0 or weights.said_again > 0:
+        hits = diversify(hits, index.vectors(rows), weights.diversity,
+                         [h.memory.source_turn_ids for h in hits], weights.said_again)
     else:
         hits.sort(key=lambda h: h.score, reverse=True)
     # each item's score once its ranking score is final (a marginal one under diversity), then
@@ -183,6 +187,9 @@ class QueryLimits:
     """Below this cosine an active memory does not count as an answer (`streams.read.cold_tier`)."""
     bullets_threshold: float | None
     """The `threshold` of a bullets answer that sets none (`QUERY_THRESHOLD`)."""
+    gather_evidence: bool = True
+    """Whether a combining question is answered with the evidence of each of its parts
+    (`streams.read.evidence`, QUERY_GATHER_EVIDENCE)."""
 
     @classmethod
     def of(cls, read: ReadSettings) -> "QueryLimits":
@@ -191,7 +198,8 @@ class QueryLimits:
                    candidates=read.memory_context_topk, episodic_max=read.query_episodic_max,
                    recall_episodic=read.query_recall_episodic,
                    cold_tier_similarity=read.cold_tier_similarity,
-                   bullets_threshold=read.query_threshold)
+                   bullets_threshold=read.query_threshold,
+                   gather_evidence=read.query_gather_evidence)
 
 
 @dataclass(frozen=True)
@@ -218,6 +226,12 @@ class QueryPlan:
     cold_tier_similarity: float = 0.6
     explain: bool = False
     """Whether each item carries the figures behind its score (`QueryHit.explained`)."""
+    combining: CombiningKind | None = None
+    """What kind of question whose answer takes several memories this is (None: one memory
+    answers it; `streams.read.evidence`)."""
+    parts: tuple[str, ...] = ()
+    """The clauses of a combining question that each need their own evidence (none when it
+    does not split)."""
 
 
 def plan_query(request: QueryRequest, user_id: str, policy: CategoryPolicy, limits: QueryLimits,
@@ -238,6 +252,8 @@ def plan_query(request: QueryRequest, user_id: str, policy: CategoryPolicy, limi
     reference = request.reference_time or reference
     window = time_window(request.query, reference) if reference is not None else None
     recall = window is not None or has_recall_intent(request.query)
+    combining = combining_kind(request.query) if limits.gather_evidence else None
+    clauses = tuple(parts(request.query)) if combining is not None else ()
     if recall:
         reserve, cap = min(limits.recall_episodic, top_k), top_k
     else:
@@ -251,6 +267,7 @@ def plan_query(request: QueryRequest, user_id: str, policy: CategoryPolicy, limi
         recall=recall, window=window, episodic_reserve=reserve, episodic_cap=cap,
         candidates=max(limits.candidates, top_k), include_archived=request.include_archived,
         cold_tier_similarity=limits.cold_tier_similarity, explain=request.explain,
+        combining=combining, parts=clauses if len(clauses) > 1 else (),
     )
 
 
@@ -288,13 +305,14 @@ def is_conversation_episode(memory: Memory) -> bool:
 
 
 def select(semantic: list[QueryHit], episodic: list[QueryHit], plan: QueryPlan,
-           policy: CategoryPolicy) -> list[QueryHit]:
+           policy: CategoryPolicy, covering: Sequence[str] = ()) -> list[QueryHit]:
     """The answer's items within the episodic slots: `episodic_reserve` of them kept for
     episodic items when there are any (1 by default), at most `episodic_cap` (3 by default) so
     the rest goes to semantic ones; at most `rag_length` of one category. Best ranking score
     first, which is best `calibrated` (the score an item shows) first too: `_scored` made the
     scores fall along the ranking's order, so a threshold never drops an item above one it
-    keeps."""
+    keeps. `covering` names memories the answer holds first when they are among the hits:
+    the best memory of each part of a combining question (`streams.read.evidence.gather`)."""
     per_category: Counter[str] = Counter()
 
     def fits(hit: QueryHit) -> bool:
@@ -308,10 +326,19 @@ def select(semantic: list[QueryHit], episodic: list[QueryHit], plan: QueryPlan,
             per_category[hit.memory.category.casefold()] += 1
             chosen.append(hit)
     n_episodic = len(chosen)
+    by_id = {h.memory.id: h for h in [*semantic, *episodic]}
+    for memory_id in covering:
+        hit = by_id.get(memory_id)
+        if hit is not None and hit not in chosen and len(chosen) < plan.top_k and fits(hit):
+            per_category[hit.memory.category.casefold()] += 1
+            n_episodic += is_conversation_episode(hit.memory)
+            chosen.append(hit)
     rest = sorted([*semantic, *(h for h in episodic if h not in chosen)], key=lambda h: -h.score)
     for hit in rest:
         if len(chosen) >= plan.top_k:
             break
+        if hit in chosen:
+            continue
         is_episode = is_conversation_episode(hit.memory)
         if (is_episode and n_episodic >= plan.episodic_cap) or not fits(hit):
             continue
@@ -324,7 +351,8 @@ def select(semantic: list[QueryHit], episodic: list[QueryHit], plan: QueryPlan,
 def bullet(memory: Memory) -> str:
     """The memory as one line of an agent's context; an archived one says so, and one whose
     change waits for the user's consent says what is pending (never served as settled)."""
-    tier = " (archived)" if memory.is_archived else ""
+    tier = (" (archived)" if memory.is_archived
+            else " (replaced since)" if memory.state == "superseded" else "")
     return f"[{memory.category}]{tier} {memory.summary}{pending_note(memory)}"
 
 
@@ -357,13 +385,16 @@ def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: Categ
     semantic: list[QueryHit] = []
     episodic: list[QueryHit] = []
     cold: cold_tier.ColdReason | None = None
+    covering: list[str] = []
     if len(index):
         cosines = lift(index, index.query_similarities(vector))
         allowed = base_mask(index, plan.categories, plan.filters)
         cold = cold_tier.reason(plan.include_archived, plan.recall, cosines[allowed], plan.top_k,
-                                plan.cold_tier_similarity)
+                                plan.cold_tier_similarity, plan.combining is not None)
         if cold is not None:
             allowed |= base_mask(index, plan.categories, plan.filters, archive_rows(index))
+        if plan.combining == "change":
+            allowed |= base_mask(index, plan.categories, plan.filters, replaced_rows(index))
         scores = relevance(index, cosines, plan.text, allowed, retrieval, plan.window)
         is_episode = episodic_mask(index, plan.window)
         accept = row_predicate(plan.filters)
@@ -374,7 +405,12 @@ def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: Categ
         # doubles the candidates, and importance/recency then lift weakly similar items in
         # (LoCoMo recall_any@10 0.619 -> 0.567 on conv-26/30). Episodic items for the kept
         # slots are fetched beyond the pool only when it has too few.
-        pool = index.best(scores, allowed & (~kinds | is_episode), plan.candidates, accept)
+        searched = allowed & (~kinds | is_episode)
+        pool = index.best(scores, searched, plan.candidates, accept)
+        if plan.combining is not None:
+            pool, covering = gather(
+                index, scores, [part_relevance(index, cosines, part, allowed) for part in plan.parts],
+                searched, plan.combining, pool, plan.candidates, accept)
         in_pool = {m.id for m, _ in pool}
         n_episodic = sum(m.type == "episodic" for m, _ in pool)
         if n_episodic < plan.episodic_reserve:
@@ -386,7 +422,8 @@ def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: Categ
         # consolidated"): it takes an episodic slot as they would have.
         semantic = [h for h in scored if h.memory.type not in EPISODE_TYPES]
         episodic = [h for h in scored if h.memory.type in EPISODE_TYPES]
-    hits = select(_eligible(semantic, plan, policy), _eligible(episodic, plan, policy), plan, policy)
+    hits = select(_eligible(semantic, plan, policy), _eligible(episodic, plan, policy), plan, policy,
+                  covering)
 
     header, header_tokens = "", 0
     if delta is not None:

@@ -55,6 +55,9 @@ class RankWeights:
     diversity: float
     """Maximal marginal relevance penalty: a candidate's score minus this times its highest
     cosine to the items ranked above it (`streams.read.diversity`); 0 ranks by score alone."""
+    said_again: float = 0.0
+    """Penalty of a candidate all of whose source turns the items ranked above it come from
+    (`streams.read.diversity.diversified_order`)."""
 
 
 def pool_relevance(relevances: np.ndarray, min_spread: float) -> np.ndarray:
@@ -115,4 +118,5 @@ def weights_of(read: ReadSettings) -> RankWeights:
         consolidated=read.rank_w_consolidated, insight=read.rank_w_insight,
         archived=read.rank_w_archived, relevance_norm=read.rank_relevance_norm,
         relevance_min_spread=read.rank_relevance_min_spread, diversity=read.rank_diversity,
+        said_again=read.rank_said_again,
     )

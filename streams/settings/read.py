@@ -38,6 +38,19 @@ class ReadSettings(Section):
         "minus this times its highest cosine to the items above it, so paraphrases of one fact do "
         "not fill the answer; 0 ranks by score alone.",
     )
+    rank_said_again: float = Field(
+        0.2, ge=0.0, le=1.0,
+        description="Ranking penalty of a memory all of whose source turns the items above it "
+        "in an answer come from: a second memory of one sentence adds less than a memory of "
+        "another one; 0 turns it off.",
+    )
+    query_gather_evidence: bool = Field(
+        True,
+        description="Questions that combine facts (both, how many, before/after, what "
+        "changed, every item of a kind) are answered with the evidence of each of their parts, "
+        "the archive and, for a change, the replaced values (streams/read/evidence.py); false "
+        "ranks every query's memories one by one.",
+    )
     rank_relevance_min_spread: float = Field(
         0.3, gt=0.0, le=1.0, description="With RANK_RELEVANCE_NORM=pool, the smallest spread of "
         "the candidates' relevance that is stretched to [0, 1] (near-equal candidates stay near-equal).",
