@@ -39,7 +39,6 @@ from streams.write.policy import find_secrets
 from streams.providers.llm.base import LLMProvider, Task
 from streams.providers.llm.errors import LLMError, LLMInvalidOutput, LLMTimeout
 from streams.providers.llm.factory import create_provider
-from streams.providers.llm.base import max_tokens
 from streams.providers.llm.inputs import same_fact_input, turn_day, turns_input
 from streams.providers.llm.metrics import LLM_CALLS, LLM_FALLBACKS, LLM_SECONDS, LLM_TURNS
 from streams.providers.llm.parsing import parse_items, parse_output
@@ -299,8 +298,7 @@ class GuardedLLM:
         outcome = "fallback"
         try:
             text = await self.deadline(
-                provider.complete(task, self._prompt(task), user, timeout_s=budget,
-                                  max_tokens=max_tokens(task, turns)),
+                provider.complete(task, self._prompt(task), user, timeout_s=budget, turns=turns),
                 budget,
             )
             result = parse(text)

@@ -133,7 +133,7 @@ class Replay:
         self.answers = answers
 
     async def complete(self, task: Task, system: str, user: str, *, timeout_s: float,
-                       max_tokens: int | None = None) -> str:
+                       turns: int = 1) -> str:
         return self.answers[task]
 
     async def aclose(self) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 import anthropic
 from anthropic import AsyncAnthropic
 
-from streams.providers.llm.base import Task, max_tokens as task_max_tokens
+from streams.providers.llm.base import Task, max_tokens
 from streams.providers.llm.errors import LLMError, LLMInvalidOutput, sdk_error
 from streams.providers.llm.metrics import LLM_TOKENS
 
@@ -47,11 +47,11 @@ class AnthropicProvider:
         return cls(client, model, max_retries=max_retries)
 
     async def complete(self, task: Task, system: str, user: str, *, timeout_s: float,
-                       max_tokens: int | None = None) -> str:
+                       turns: int = 1) -> str:
         client = self._hot if task is Task.trigger else self._cold
         try:
             message = await client.messages.create(
-                model=self.model, max_tokens=max_tokens or task_max_tokens(task), system=system,
+                model=self.model, max_tokens=max_tokens(task, turns), system=system,
                 messages=[{"role": "user", "content": user}], timeout=timeout_s,
             )
         except anthropic.AnthropicError as exc:

@@ -49,9 +49,10 @@ class LLMProvider(Protocol):
     """Whether requests carry the task's JSON schema (then the prompt need not describe it)."""
 
     async def complete(self, task: Task, system: str, user: str, *, timeout_s: float,
-                       max_tokens: int | None = None) -> str:
-        """The model's text answer to `user` under the instructions `system`, at most
-        `max_tokens` long (None: `MAX_TOKENS[task]`)."""
+                       turns: int = 1) -> str:
+        """The model's text answer to `user` under the instructions `system`; `turns` is how
+        many turns it is about (the trigger and extraction), which sets its token cap
+        (`max_tokens(task, turns)`) and, where a schema is sent, the number of items."""
         ...
 
     async def aclose(self) -> None:

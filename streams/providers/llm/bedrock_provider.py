@@ -21,7 +21,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from streams.providers.llm.base import Task, max_tokens as task_max_tokens
+from streams.providers.llm.base import Task, max_tokens
 from streams.providers.llm.errors import (
     LLMError,
     LLMInvalidOutput,
@@ -110,14 +110,14 @@ class BedrockProvider:
                    cold_client=client(max_retries + 1, timeout_s))
 
     async def complete(self, task: Task, system: str, user: str, *, timeout_s: float,
-                       max_tokens: int | None = None) -> str:
+                       turns: int = 1) -> str:
         """The Converse answer. `timeout_s` is enforced by the caller; the clients' socket
         timeouts (set in `build`) only bound how long an abandoned thread stays busy."""
         client = self._hot if task is Task.trigger else self._cold
         call = functools.partial(
             client.converse, modelId=self.model, system=[{"text": system}],
             messages=[{"role": "user", "content": [{"text": user}]}],
-            inferenceConfig={"maxTokens": max_tokens or task_max_tokens(task), "temperature": 0.0},
+            inferenceConfig={"maxTokens": max_tokens(task, turns), "temperature": 0.0},
         )
         try:
             response = await asyncio.get_running_loop().run_in_executor(self._pool, call)

@@ -18,7 +18,7 @@ import openai
 from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion
 
-from streams.providers.llm.base import Task, max_tokens as task_max_tokens
+from streams.providers.llm.base import Task, max_tokens
 from streams.providers.llm.errors import (
     LLMError,
     LLMInvalidOutput,
@@ -44,15 +44,17 @@ class ResponseFormat(str, Enum):
     none = "none"
 
 
-def response_format(form: ResponseFormat, task: Task) -> dict[str, Any] | None:
-    """The `response_format` of a request for `task` in `form` (None: not sent)."""
+def response_format(form: ResponseFormat, task: Task, turns: int = 1) -> dict[str, Any] | None:
+    """The `response_format` of a request for `task` about `turns` turns in `form` (None: not
+    sent)."""
     if form is ResponseFormat.none:
         return None
+    schema = json_schema(task, turns)
     if form is ResponseFormat.json_object:
         # `schema` is llama.cpp's extension of JSON mode; other servers ignore the extra key.
-        return {"type": "json_object", "schema": json_schema(task)}
+        return {"type": "json_object", "schema": schema}
     return {"type": "json_schema",
-            "json_schema": {"name": f"memstream_{task.value}", "schema": json_schema(task), "strict": False}}
+            "json_schema": {"name": f"memstream_{task.value}", "schema": schema, "strict": False}}
 
 
 def _refused_format(exc: LLMError) -> bool:
@@ -97,32 +99,31 @@ class OpenAIProvider:
         return self.models.get(task, self.model)
 
     async def complete(self, task: Task, system: str, user: str, *, timeout_s: float,
-                       max_tokens: int | None = None) -> str:
-        cap = max_tokens or task_max_tokens(task)
+                       turns: int = 1) -> str:
         if self.form is not ResponseFormat.auto:
-            return await self._complete(task, system, user, self.form, timeout_s=timeout_s, cap=cap)
+            return await self._complete(task, system, user, self.form, timeout_s=timeout_s, turns=turns)
         try:  # no retries while the form is in doubt: a refusal is no transient failure
             return await self._complete(task, system, user, ResponseFormat.json_schema,
-                                        timeout_s=timeout_s, cap=cap, retry=False)
+                                        timeout_s=timeout_s, turns=turns, retry=False)
         except LLMError as exc:
             if not _refused_format(exc):
                 raise
         answer = await self._complete(task, system, user, ResponseFormat.json_object,
-                                      timeout_s=timeout_s, cap=cap)
+                                      timeout_s=timeout_s, turns=turns)
         if self.form is ResponseFormat.auto:
             self.form = ResponseFormat.json_object
             log.info("LLM server refused json_schema output; asking for json_object from now on")
         return answer
 
     async def _complete(self, task: Task, system: str, user: str, form: ResponseFormat, *,
-                        timeout_s: float, cap: int, retry: bool = True) -> str:
+                        timeout_s: float, turns: int = 1, retry: bool = True) -> str:
         client = self._cold if retry and task is not Task.trigger else self._hot
         extra: dict[str, Any] = {}
-        if (fmt := response_format(form, task)) is not None:
+        if (fmt := response_format(form, task, turns)) is not None:
             extra["response_format"] = fmt
         try:
             completion = await client.chat.completions.create(
-                model=self.model_of(task), max_tokens=cap, temperature=0.0,
+                model=self.model_of(task), max_tokens=max_tokens(task, turns), temperature=0.0,
                 messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
                 timeout=timeout_s, **extra,
             )

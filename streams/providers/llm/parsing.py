@@ -49,13 +49,15 @@ def _failed_fields(exc: ValidationError) -> set[str]:
 
 
 def _numbered(items: list[Any], count: int) -> list[Any]:
-    """Items given an `n` by their place where they have none: for a one-turn call, and where
-    the answer has exactly one item per turn asked (a small model may leave `n` out). Elsewhere
-    an item without `n` cannot be told apart and stays invalid."""
-    if count != 1 and len(items) != count:
+    """The items, numbered by their place where their own numbers cannot be trusted: where the
+    answer has exactly one item per turn asked but its `n`s are not 1..`count` each once (left
+    out, repeated, or numbers no turn has: small models miscount). For a one-turn call that
+    makes any single item the turn's answer. An answer with more or fewer items than turns keeps
+    its numbers: an item without a valid one cannot be placed and stays invalid."""
+    numbers = [value.get("n") if isinstance(value, dict) else None for value in items]
+    if len(items) != count or sorted(map(str, numbers)) == sorted(map(str, range(1, count + 1))):
         return items
-    return [{**value, "n": i + 1} if isinstance(value, dict) and "n" not in value else value
-            for i, value in enumerate(items)]
+    return [{**value, "n": i + 1} if isinstance(value, dict) else value for i, value in enumerate(items)]
 
 
 def parse_items(text: str, item: type[M], count: int) -> dict[int, M]:

@@ -101,6 +101,15 @@ class ExtractionOutput(_Output):
     decision: Literal["skip", "semantic", "episodic", "procedural"]
     facts: Annotated[list[FactOutput], _first(MAX_FACTS)] = Field(default_factory=list, json_schema_extra=_most(MAX_FACTS))
 
+    @model_validator(mode="before")
+    @classmethod
+    def _nothing_on_skip(cls, data: Any) -> Any:
+        """A "skip" stores nothing, whatever facts come with it (a small model under a grammar
+        often lists some anyway): they are not validated, so they cannot fail the answer."""
+        if isinstance(data, dict) and data.get("decision") == "skip":
+            return {**data, "facts": []}
+        return data
+
     @model_validator(mode="after")
     def _facts_unless_skip(self) -> ExtractionOutput:
         if self.decision != "skip" and not self.facts:

@@ -28,7 +28,18 @@ OUTPUTS: dict[Task, type[BaseModel]] = {
 """The output model of each task's call (the trigger and extraction answer for several turns)."""
 
 
+BATCHED = (Task.trigger, Task.extract)
+"""The tasks whose answer holds one item per turn asked (`{"turns": [...]}`)."""
+
+
 @cache
-def json_schema(task: Task) -> dict[str, Any]:
-    """The JSON schema of `task`'s answer (the model's validation schema)."""
-    return OUTPUTS[task].model_json_schema()
+def json_schema(task: Task, turns: int = 1) -> dict[str, Any]:
+    """The JSON schema of `task`'s answer (the model's validation schema); for a call about
+    `turns` turns, its list holds exactly that many items, so that a server constraining output
+    with the schema (a grammar) has the model answer every turn, not the first alone."""
+    schema = OUTPUTS[task].model_json_schema()
+    if task in BATCHED:
+        items = dict(schema["properties"]["turns"])
+        schema = {**schema, "properties": {**schema["properties"],
+                                           "turns": {**items, "minItems": turns, "maxItems": turns}}}
+    return schema

@@ -12,6 +12,7 @@ import pytest
 from streams.guarded.llm import GuardedLLM
 from streams.providers.llm import LLMInvalidOutput, LLMServerError, Task
 from streams.providers.llm.base import MAX_TOKENS, max_tokens
+from streams.providers.llm.openai_provider import ResponseFormat, response_format
 from streams.providers.llm.parsing import parse_items
 from streams.providers.llm.prompts import system_prompt
 from streams.providers.llm.schemas import ExtractionItem, TriggerItem
@@ -39,8 +40,8 @@ class Recording:
         self.calls: list[dict[str, Any]] = []
 
     async def complete(self, task: Task, system: str, user: str, *, timeout_s: float,
-                       max_tokens: int | None = None) -> str:
-        self.calls.append({"task": task, "system": system, "user": json.loads(user), "max_tokens": max_tokens})
+                       turns: int = 1) -> str:
+        self.calls.append({"task": task, "system": system, "user": json.loads(user), "turns": turns})
         answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
         if isinstance(answer, Exception):
             raise answer
@@ -95,7 +96,7 @@ async def test_a_call_carries_the_threads_turns_and_each_keeps_its_answer() -> N
     assert [t["text"] for t in call["user"]["turns"]] == SAID
     assert [t["n"] for t in call["user"]["turns"]] == [1, 2, 3]
     assert call["user"]["context"] == ["Mel: Hi Caroline!"], "the context once, the asked turns not in it"
-    assert call["max_tokens"] == max_tokens(Task.extract, 3) > MAX_TOKENS[Task.extract]
+    assert call["turns"] == 3, "the provider is told how many turns (its token cap and the schema's items)"
     assert _delta(before, "extract") == {"ok": 3, "fallback": 0, "invalid": 0, "server": 0}
 
 
@@ -204,11 +205,19 @@ def test_a_one_turn_answer_may_be_the_bare_item() -> None:
         parse_items('{"should_create": true, "confidence": 0.5}', TriggerItem, 2)
 
 
-def test_items_without_n_are_placed_only_when_every_turn_has_one() -> None:
+def test_items_are_placed_by_their_place_only_when_their_numbers_cannot_be_trusted() -> None:
     two = '{"turns": [{"decision": "skip"}, {"decision": "skip"}]}'
     assert sorted(parse_items(two, ExtractionItem, 2)) == [1, 2]
     with pytest.raises(LLMInvalidOutput):
         parse_items(two, ExtractionItem, 3)
+    repeated = parse_items('{"turns": [{"n": 1, "decision": "skip"}, {"n": 1, "decision": "semantic", '
+                           '"facts": [{"summary": "Mel runs.", "category": "Other", "importance": 2}]}]}',
+                           ExtractionItem, 2)
+    assert repeated[2].decision == "semantic", "n repeated: the second item is the second turn's"
+    swapped = parse_items('{"turns": [{"n": 2, "decision": "skip"}, {"n": 1, "decision": "semantic", '
+                          '"facts": [{"summary": "Mel runs.", "category": "Other", "importance": 2}]}]}',
+                          ExtractionItem, 2)
+    assert swapped[1].decision == "semantic", "numbers 1..n each once are the model's to order"
 
 
 def test_nothing_valid_is_invalid_output_naming_fields_not_values() -> None:
@@ -247,3 +256,22 @@ async def test_ingest_asks_about_a_batchs_turns_together(tmp_path, minilm_embedd
     assert emitted[1] == 2 and emitted[0] >= 1 and emitted[2] >= 1, "the rules' facts and the model's"
     summaries = {m.summary for m in pipeline.store.user_memories("u1")}
     assert "Caroline's sister Ana is a painter." in summaries
+
+
+@pytest.mark.parametrize("task", [Task.trigger, Task.extract])
+def test_a_call_about_n_turns_asks_for_n_items_and_has_room_for_them(task: Task) -> None:
+    """A grammar made from the schema has a small model answer every turn, not the first alone."""
+    for form in (ResponseFormat.json_object, ResponseFormat.json_schema):
+        fmt = response_format(form, task, 3)
+        assert fmt is not None
+        schema = fmt["schema"] if form is ResponseFormat.json_object else fmt["json_schema"]["schema"]
+        assert (schema["properties"]["turns"]["minItems"], schema["properties"]["turns"]["maxItems"]) == (3, 3)
+    assert max_tokens(task, 1) == MAX_TOKENS[task] < max_tokens(task, 3)
+
+
+def test_a_skip_stores_nothing_whatever_facts_come_with_it() -> None:
+    """A small model under a grammar lists facts beside its "skip": they are not validated, so
+    they cannot make the answer invalid, and nothing is stored from them."""
+    out = ExtractionItem.model_validate({"n": 1, "decision": "skip", "facts": [
+        {"summary": "I lie.", "category": "Finance", "importance": 280}]})
+    assert out.facts == []

@@ -28,7 +28,7 @@ class ScriptedProvider:
         self.asked: list[Task] = []
 
     async def complete(self, task: Task, system: str, user: str, *, timeout_s: float,
-                       max_tokens: int | None = None) -> str:
+                       turns: int = 1) -> str:
         self.asked.append(task)
         answer = self.answers[task]
         if isinstance(answer, Exception):
