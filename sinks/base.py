@@ -76,3 +76,10 @@ class Destination(Protocol):
 
     async def close(self) -> None:
         """Release clients."""
+
+
+def is_upsert(record: SinkRecord) -> bool:
+    """Whether a vector store writes the record's document, rather than removing the memory: a
+    content-free tombstone (state "purged", left by the lifecycle's purge) is never copied, even
+    when an event after its purge announces it again."""
+    return record.op == "upsert" and (record.document or {}).get("state") != "purged"

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from sinks.base import PermanentSinkError, Rejected, SinkRecord, TransientSinkError
+from sinks.base import PermanentSinkError, Rejected, SinkRecord, TransientSinkError, is_upsert
 from sinks.chroma_layout import ChromaRecord, chroma_record
 from sinks.s3vectors import index_dimension
 from sinks.s3vectors_layout import LayoutError
@@ -128,7 +128,7 @@ class ChromaDestination:
             memory_id = str((record.document or {}).get("id") or record.key)
             try:
                 laid_out = (chroma_record(record.user_id, record.document or {}, self.dimension)
-                            if record.op == "upsert" else None)
+                            if is_upsert(record) else None)
             except LayoutError as exc:
                 rejected.append(Rejected(record, f"chroma layout: {exc}"))
                 continue

@@ -1,7 +1,9 @@
 """The Chroma layout: one collection per deployment, one record per memory, as pure functions.
 
 A record's id is the memory id (a uuid5 of the user and the turn: unique across users), its
-embedding the memory's embedding of its summary, its document the summary, and its metadata
+embedding the memory's embedding of its summary (a memory that is not active and kept no vector
+gets the placeholder `[1, 0, …]`: Chroma stores none without one), its document the summary,
+and its metadata
 what a reader filters on: `user_id`, `type`, `category`, `state`, `importance`, `pinned`,
 `source`, `version`, `created_at`, `updated_at`, `event_start`, `event_end` and `tags` when
 set, and `value_json`, the whole memory document (without its vectors) as JSON. Every state is
@@ -18,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sinks.s3vectors_layout import LayoutError, decode_embedding
+from sinks.s3vectors_layout import LayoutError, decode_embedding, placeholder_vector
 
 FILTERABLE = ("user_id", "type", "category", "state", "importance", "pinned", "source", "version",
               "created_at", "updated_at", "event_start", "event_end", "tags")
@@ -57,7 +59,11 @@ def chroma_record(user_id: str, document: Mapping[str, Any], dimension: int) -> 
     version = document.get("version", 1)
     if not isinstance(version, int) or isinstance(version, bool):
         raise LayoutError("the memory's version is not an integer")
-    embedding = decode_embedding(document.get("embedding_b64"), dimension)
+    active = document.get("state", "active") == "active"
+    if active or document.get("embedding_b64"):
+        embedding = decode_embedding(document.get("embedding_b64"), dimension)
+    else:  # not searchable anyway (a superseded memory whose vector the index let go)
+        embedding = placeholder_vector(dimension)
     value = {k: v for k, v in document.items() if k not in LEFT_OUT}
     metadata = {name: kept for name in FILTERABLE
                 if (kept := _metadata_value(document.get(name))) is not None}

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from sinks.base import PermanentSinkError, Rejected, SinkRecord, TransientSinkError
+from sinks.base import PermanentSinkError, Rejected, SinkRecord, TransientSinkError, is_upsert
 from sinks.pgvector_layout import (
     DELETE,
     DROP_VECTOR,
@@ -122,7 +122,7 @@ class PgVectorDestination:
             document = record.document or {}
             key = str(document.get("id") or record.key)
             try:
-                row = memory_row(record.user_id, document, self.dimension) if record.op == "upsert" else None
+                row = memory_row(record.user_id, document, self.dimension) if is_upsert(record) else None
             except LayoutError as exc:
                 rejected.append(Rejected(record, f"pgvector layout: {exc}"))
                 continue

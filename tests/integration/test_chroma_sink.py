@@ -171,3 +171,17 @@ async def test_a_server_that_cannot_be_reached_is_a_transient_error() -> None:
     assert destination.dimension == 384
     with pytest.raises(TransientSinkError, match="chroma unavailable"):
         await destination.start()
+
+
+async def test_a_memory_without_a_vector_is_kept_unsearchable_and_a_tombstone_removed(
+        client_factory: Factory) -> None:
+    """A superseded memory whose vector the index let go keeps its record (a placeholder vector,
+    its state); the lifecycle's content-free tombstone is never copied."""
+    destination = await started(client_factory)
+    await destination.write([upsert(memory_document(f"m{i}", f"Fact {i}.")) for i in range(2)])
+    superseded = {**memory_document("m0", "Fact 0.", version=2, state="superseded"), "embedding_b64": None}
+    tombstone = {**memory_document("m1", "", version=2, state="purged"), "embedding_b64": None}
+    assert await destination.write([upsert(superseded), upsert(tombstone)]) == []
+    found = stored(client_factory, destination.collection_name)
+    assert set(found) == {"m0"} and found["m0"]["metadata"]["state"] == "superseded"
+    assert found["m0"]["embedding"] == [1.0] + [0.0] * (DIM - 1)

@@ -312,3 +312,14 @@ async def test_an_unmodified_postgres_store_finds_a_memory_memstream_wrote(postg
         only_personal = store.search(("ana", "semantic"), query="tea", filter={"category": "Personal"}, limit=1)
         assert only_personal[0].value["summary"] == "Ana drinks green tea every morning."
         assert store.list_namespaces(prefix=("ana",)) == [("ana", "semantic")]
+
+
+async def test_a_content_free_tombstone_is_never_copied(postgres_url: str) -> None:
+    """The lifecycle's purge leaves a tombstone (state "purged", no summary, no vector) in the
+    tables; an event that announces it after its `purged` one removes the row, never writes it."""
+    destination = await started(postgres_url)
+    await destination.write([upsert(memory_document("m1", "Ana has a dog named Luna."))])
+    tombstone = {**memory_document("m1", "", version=2, state="purged"), "embedding_b64": None}
+    assert await destination.write([upsert(tombstone)]) == []
+    assert rows(postgres_url, destination.schema) == {"store": [], "vectors": []}
+    await destination.close()
