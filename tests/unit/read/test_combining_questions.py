@@ -23,6 +23,8 @@ from benchmarks.combining import (
     TOP_K,
     Answered,
     CombiningConversation,
+    CombiningQuestion,
+    combining_report,
     covered_share,
     default_pipeline,
     ingest_and_ask,
@@ -85,6 +87,29 @@ def test_every_evidence_turn_is_stored(asked: tuple[list[Answered], dict[str, se
     unstored = {a.question.id: [e for e in a.question.evidence if e not in stored[a.user_id]]
                 for a in answered}
     assert {q: ids for q, ids in unstored.items() if ids} == {}
+
+
+def _answered(kind: str, evidence: tuple[str, ...], items: list[tuple[str, list[str]]],
+              episodes: tuple[bool, ...] = ()) -> Answered:
+    question = CombiningQuestion(f"u-{kind}-{len(items)}", kind, "?", "", evidence)
+    return Answered("u", question, items, episodes)
+
+
+def test_coverage_counts_the_facts_among_the_top_k_and_not_episodes() -> None:
+    """Sources are `thread:turn` refs scored by turn id; an episode that names the missing
+    turn among its session's covers nothing, though recall by provenance counts it."""
+    fact = ("Maya plays the violin.", ["session_1:D1:12"])
+    other = ("Maya's brother Tom boulders.", ["session_2:D2:7"])
+    episode = ("On 2024-07-02 we discussed Pepper and Whitby.", ["session_6:D6:5", "session_6:D6:7"])
+    answered = _answered("both", ("D1:12", "D6:7"), [fact, other, episode], (False, False, True))
+    assert answered.found() == {"D1:12"} and answered.missing() == ["D6:7"]
+    assert not answered.covered()
+    assert combining_report([answered])["per_kind"]["both"]["recall_all"][10] == 1.0
+    ukulele = ("Maya has started learning the ukulele.", ["session_6:D6:7"])
+    late = _answered("both", ("D1:12", "D6:7"), [fact, *[other] * 9, ukulele])
+    assert late.covered(11) and not late.covered(10)
+    assert covered_share([answered, late, _answered("both", ("D1:12",), [fact])], "both") == 1 / 3
+    assert covered_share([answered], "count") == 0.0
 
 
 def _misses(answered: list[Answered], kind: str) -> list[str]:
