@@ -103,7 +103,8 @@ async def settled(stack: Stack, timeout: float = 600.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             ends = await true_end_offsets(consumer, tps)
-            if all(((await consumer.committed(tp)) or 0) >= ends[tp] for tp in tps):
+            committed = {tp: (await consumer.committed(tp)) or 0 for tp in tps}
+            if all(committed[tp] >= ends[tp] for tp in tps):
                 return
             await asyncio.sleep(SAMPLE_S)  # the offsets are polled: no event to await
     finally:
