@@ -100,20 +100,23 @@ def gather(index: UserIndex, scores: np.ndarray, parts_scores: Sequence[np.ndarr
     holds the replaced values too (`replaced_rows`), so it is answered with the values before."""
     have = {m.id for m, _ in pool}
     out = list(pool)
+    floor = min((relevance for _, relevance in pool), default=0.0)
 
-    def add(found: list[tuple[Memory, float]]) -> None:
+    def add(found: list[tuple[Memory, float]], at_least: float = -np.inf) -> None:
         for memory, _ in found:
             row = index.row(memory.id)
             if memory.id not in have and row is not None:
                 have.add(memory.id)
-                out.append((memory, float(scores[row])))
+                out.append((memory, max(float(scores[row]), at_least)))
 
     if kind in ("count", "list"):
         add(index.best(scores, mask, WIDER * candidates, accept))
     firsts: list[str] = []
     for part_scores in parts_scores:
         best = index.best(part_scores, mask, candidates, accept)
-        add(best)
+        # at no less than the pool's worst: the pool's spread of relevance, which scales the
+        # ranking's similarity term (`ranking.pool_relevance`), stays the question's
+        add(best, floor)
         if best and best[0][0].id not in firsts:
             firsts.append(best[0][0].id)
     return out, firsts
