@@ -32,11 +32,13 @@ Ask = Callable[[Turn], Awaitable[None]]
 
 def per_conversation(results: QuestionResults, conversations: Sequence[LocomoConversation],
                      files: Sequence[Path]) -> dict[str, dict[str, Any]]:
-    """Recall_any at each k and the question count, per conversation (by file name)."""
+    """Recall_any and recall_all at each k and the question count, per conversation (by file
+    name)."""
     out = {}
     for conv, path in zip(conversations, files):
         report = results.report([conv.user_id]).as_dict()
-        out[path.name] = {"recall_any": report["recall_any"], "questions": report["questions"]}
+        out[path.name] = {"recall_any": report["recall_any"], "recall_all": report["recall_all"],
+                          "questions": report["questions"]}
     return out
 
 

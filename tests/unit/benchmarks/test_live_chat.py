@@ -72,3 +72,6 @@ def test_recall_is_reported_per_conversation():
         results.add(conv.user_id, q.category, q.evidence, [("x", [f"s:{q.evidence[0]}"])])
     [(name, row)] = per_conversation(results, [conv], [TINY]).items()
     assert name == TINY.name and row["recall_any"][10] == 1.0
+    # one evidence turn of each question found: all of them only where a question has one
+    single = sum(len(set(q.evidence)) == 1 for q in conv.scored_questions)
+    assert row["recall_all"][10] == single / len(conv.scored_questions)
