@@ -83,6 +83,9 @@ QUERIES = [
     "When did we talk about the wedding?", "Does Ana play an instrument?",
     "What course is Ana taking?", "Where did Ana travel recently?",
     "What happened two weeks ago?", "What does Ana's manager do?",
+    # questions that combine facts (streams/read/evidence.py: gathered, not ranked one by one)
+    "How many times did Ana travel this year?", "How has Ana's rent changed?",
+    "What did Ana do before she moved to Lisbon?", "What do Ana and Marta both like?",
 ]
 
 
