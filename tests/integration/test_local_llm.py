@@ -110,6 +110,29 @@ async def test_every_call_is_answered_or_counted_as_a_fallback(server: LocalServ
         assert _answered(task) + _fallbacks(task) == before[task] + expected[task], f"{task}: none dropped"
 
 
+def _turns(outcome: str) -> float:
+    return sample("memstream_llm_turns_total", provider="openai", task="extract", outcome=outcome)
+
+
+async def test_a_threads_turns_go_in_one_call_each_answered_or_counted(server: LocalServer) -> None:
+    """Three turns of one thread in one extraction call; the schema asks the grammar for three
+    items, and each turn is the model's or, counted, the rules'."""
+    llm = GuardedLLM.from_settings(_settings(server))
+    asked = [_turn(LUNA), _turn("I moved to Lisbon last year and I work at a bakery.", "2"),
+             _turn("My sister Mia is a nurse.", "3")]
+    calls = _answered("extract") + _fallbacks("extract")
+    turns = _turns("ok") + _turns("fallback")
+    try:
+        facts = await asyncio.wait_for(llm.extract_many([(t, asked[:i]) for i, t in enumerate(asked)]),
+                                       CALL_GUARD_S)
+    finally:
+        await llm.aclose()
+    assert _answered("extract") + _fallbacks("extract") == calls + 1, "one call for the three"
+    assert _turns("ok") + _turns("fallback") == turns + 3, "each turn answered or counted"
+    for turn, found in zip(asked, facts):  # hybrid: the rules' facts whatever the model said
+        assert {f.summary for f in llm.extractor.extract(turn)} <= {f.summary for f in found}
+
+
 async def test_a_turn_becomes_a_memory_through_the_model(server: LocalServer, tmp_path, minilm_embedder) -> None:
     pipeline = InProcessPipeline(_settings(server, data_dir=tmp_path), minilm_embedder)
     calls = _answered("extract") + _fallbacks("extract")

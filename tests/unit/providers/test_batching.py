@@ -275,3 +275,15 @@ def test_a_skip_stores_nothing_whatever_facts_come_with_it() -> None:
     out = ExtractionItem.model_validate({"n": 1, "decision": "skip", "facts": [
         {"summary": "I lie.", "category": "Finance", "importance": 280}]})
     assert out.facts == []
+
+
+def test_the_extraction_schema_sent_has_no_facts_on_skip_and_some_otherwise() -> None:
+    from streams.providers.llm.structured import json_schema
+
+    skip, kind = json_schema(Task.extract)["$defs"]["ExtractionItem"]["anyOf"]
+    assert skip["properties"]["decision"] == {"const": "skip"} and skip["properties"]["facts"]["maxItems"] == 0
+    assert "skip" not in kind["properties"]["decision"]["enum"]
+    assert (kind["properties"]["facts"]["minItems"], kind["properties"]["facts"]["maxItems"]) == (1, 3)
+    for answer in ({"n": 1, "decision": "skip", "facts": []},
+                   {"n": 1, "decision": "semantic", "facts": [_fact("Caroline runs.")]}):
+        ExtractionItem.model_validate(answer)  # each shape sent is one the validation accepts
