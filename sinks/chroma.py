@@ -26,6 +26,8 @@ from streams.settings import Settings
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+CHUNK = 1000
+"""Records per Chroma call at most (its servers take a few thousand; SINK_BATCH_SIZE may be more)."""
 
 
 def _is_transient(exc: BaseException | None, depth: int = 0) -> bool:
@@ -139,19 +141,24 @@ class ChromaDestination:
         collection = await self._ready()
         upserts = [r for r in final.values() if r is not None]
         deletes = [memory_id for memory_id, r in final.items() if r is None]
-        if upserts:
-            stored = await self._call(lambda: collection.get(ids=[r.id for r in upserts],
-                                                             include=["metadatas"]))
-            versions = {i: int((m or {}).get("version", 0))
-                        for i, m in zip(stored["ids"], stored["metadatas"] or [], strict=False)}
-            newer = [r for r in upserts if r.version >= versions.get(r.id, 0)]
-            if newer:
-                await self._call(lambda: collection.upsert(
-                    ids=[r.id for r in newer], embeddings=[r.embedding for r in newer],
-                    documents=[r.document for r in newer], metadatas=[r.metadata for r in newer]))
-        if deletes:
-            await self._call(lambda: collection.delete(ids=deletes))
+        for start in range(0, len(upserts), CHUNK):
+            await self._upsert(collection, upserts[start:start + CHUNK])
+        for start in range(0, len(deletes), CHUNK):
+            chunk = deletes[start:start + CHUNK]
+            await self._call(lambda: collection.delete(ids=chunk))
         return rejected
+
+    async def _upsert(self, collection: Any, records: list[ChromaRecord]) -> None:
+        """Upsert what is not older than what is stored (by the memory's version)."""
+        stored = await self._call(lambda: collection.get(ids=[r.id for r in records],
+                                                         include=["metadatas"]))
+        versions = {i: int((m or {}).get("version", 0))
+                    for i, m in zip(stored["ids"], stored["metadatas"] or [], strict=False)}
+        newer = [r for r in records if r.version >= versions.get(r.id, 0)]
+        if newer:
+            await self._call(lambda: collection.upsert(
+                ids=[r.id for r in newer], embeddings=[r.embedding for r in newer],
+                documents=[r.document for r in newer], metadatas=[r.metadata for r in newer]))
 
     async def user_rows(self, user_id: str) -> int:
         """The purge scan of one user: records in the collection with the user's `user_id`

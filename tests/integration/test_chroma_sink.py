@@ -185,3 +185,16 @@ async def test_a_memory_without_a_vector_is_kept_unsearchable_and_a_tombstone_re
     found = stored(client_factory, destination.collection_name)
     assert set(found) == {"m0"} and found["m0"]["metadata"]["state"] == "superseded"
     assert found["m0"]["embedding"] == [1.0] + [0.0] * (DIM - 1)
+
+
+async def test_a_batch_larger_than_one_chroma_call_is_written_in_chunks(client_factory: Factory,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import sinks.chroma as chroma_module
+
+    monkeypatch.setattr(chroma_module, "CHUNK", 3)
+    destination = await started(client_factory)
+    documents = [memory_document(f"m{i}", f"Fact number {i}.") for i in range(7)]
+    assert await destination.write([upsert(d) for d in documents]) == []
+    assert set(stored(client_factory, destination.collection_name)) == {f"m{i}" for i in range(7)}
+    assert await destination.write([delete(f"m{i}") for i in range(5)]) == []
+    assert set(stored(client_factory, destination.collection_name)) == {"m5", "m6"}
