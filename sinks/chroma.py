@@ -98,7 +98,11 @@ class ChromaDestination:
             if _is_transient(exc):
                 self._collection = None  # reconnect on the next call
                 raise TransientSinkError(f"chroma unavailable ({type(exc).__name__})") from None
-            raise PermanentSinkError(f"chroma refused the batch ({type(exc).__name__}: {exc})"[:500]) from None
+            # Never the error's text: Chroma's may quote a document or its metadata, and the
+            # reason of a dead letter is not sealed.
+            code = exc.code() if callable(getattr(exc, "code", None)) else None
+            raise PermanentSinkError(f"chroma refused the batch ({type(exc).__name__}"
+                                     f"{f' {code}' if code else ''})") from None
 
     def _open(self) -> Any:
         client = self._client_factory()
