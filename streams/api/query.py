@@ -11,6 +11,7 @@ categories: an answer carries no id or score of a memory outside them.
 """
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from pydantic import ValidationError
@@ -106,6 +107,15 @@ def visible_in(index: UserIndex, scope: Scope) -> Callable[[str], bool]:
     return sees
 
 
+def read_time_of(reference: datetime | None, clock: datetime | None) -> datetime | None:
+    """When a read happened, for the access it records: the query's "now", but never later than
+    the user's clock (a request dated in the future must not keep memories from ever expiring);
+    None when neither is known (a CI run under 500 slow connections met a user whose first
+    memories landed between reading the clock and ranking: `min` of nothing, a 500)."""
+    times = [t for t in (reference, clock) if t is not None]
+    return min(times) if times else None
+
+
 async def answer(app: MemstreamApp, request: QueryRequest, user_id: str,
                  principal: Principal | None) -> dict[str, Any]:
     """Answer one query for `user_id` (this worker owns the user). Raises `QueryError`."""
@@ -130,10 +140,9 @@ async def answer(app: MemstreamApp, request: QueryRequest, user_id: str,
                              get_counter(), delta, Retrieval.of(settings.read),
                              app.services.score_curve())
     response.items = scoped_items(response.items, scope, visible_in(index, scope))
-    # The read time is the query's "now", but never later than the user's clock: a request
-    # dated in the future must not keep memories from ever expiring.
-    read_time = (min(t for t in (plan.reference, clock) if t is not None)
-                 if hits and request.record_access else None)
+    if clock is None:  # the user's first memories were applied while the query was embedded
+        clock = app.store.user_clock(user_id)
+    read_time = read_time_of(plan.reference, clock) if hits and request.record_access else None
     if read_time is not None:
         await app.outputs.command(touch(user_id, [h.memory.id for h in hits], read_time,
                                         request.agent))
