@@ -321,30 +321,33 @@ def select(semantic: list[QueryHit], episodic: list[QueryHit], plan: QueryPlan,
         return spec is None or spec.rag_length is None or per_category[key] < spec.rag_length
 
     chosen: list[QueryHit] = []
+    taken: set[str] = set()
+    n_episodic = 0
+
+    def take(hit: QueryHit, episode: bool) -> None:
+        nonlocal n_episodic
+        per_category[hit.memory.category.casefold()] += 1
+        n_episodic += episode
+        taken.add(hit.memory.id)
+        chosen.append(hit)
+
     for hit in episodic[:min(plan.episodic_reserve, plan.episodic_cap)]:
         if fits(hit):
-            per_category[hit.memory.category.casefold()] += 1
-            chosen.append(hit)
-    n_episodic = len(chosen)
+            take(hit, True)
     by_id = {h.memory.id: h for h in [*semantic, *episodic]}
     for memory_id in covering:
         hit = by_id.get(memory_id)
-        if hit is not None and hit not in chosen and len(chosen) < plan.top_k and fits(hit):
-            per_category[hit.memory.category.casefold()] += 1
-            n_episodic += is_conversation_episode(hit.memory)
-            chosen.append(hit)
-    rest = sorted([*semantic, *(h for h in episodic if h not in chosen)], key=lambda h: -h.score)
-    for hit in rest:
+        if hit is not None and memory_id not in taken and len(chosen) < plan.top_k and fits(hit):
+            take(hit, is_conversation_episode(hit.memory))
+    for hit in sorted([*semantic, *episodic], key=lambda h: -h.score):
         if len(chosen) >= plan.top_k:
             break
-        if hit in chosen:
+        if hit.memory.id in taken:
             continue
         is_episode = is_conversation_episode(hit.memory)
         if (is_episode and n_episodic >= plan.episodic_cap) or not fits(hit):
             continue
-        per_category[hit.memory.category.casefold()] += 1
-        n_episodic += is_episode
-        chosen.append(hit)
+        take(hit, is_episode)
     return sorted(chosen, key=lambda h: -h.score)
 
 
