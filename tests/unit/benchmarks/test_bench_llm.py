@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,22 @@ def fake_server() -> Iterator[FakeChatAPI]:
     thread.join(60)
 
 
+def bench_against(fake_server: FakeChatAPI, monkeypatch: pytest.MonkeyPatch,
+                  ingest_batch: int = 1) -> dict[str, Any]:
+    """`run_llm_bench` on the first `TURNS` turns with the fake as an OpenAI-compatible server
+    (JSON mode, budgets no CPU runs out), the settings as they were afterwards."""
+    for name, value in {"LLM_PROVIDER": "openai", "OPENAI_BASE_URL": fake_server.base_url,
+                        "OPENAI_RESPONSE_FORMAT": "json_object", "TRIGGER_BUDGET_MS": "600000",
+                        "LLM_EXTRACT_BUDGET_MS": "600000"}.items():
+        monkeypatch.setenv(name, value)
+    get_settings.cache_clear()
+    try:
+        return run_llm_bench([CONV], Console(quiet=True), max_turns=TURNS, ingest_batch=ingest_batch)
+    finally:
+        monkeypatch.undo()
+        get_settings.cache_clear()
+
+
 def test_cut_keeps_the_first_turns_and_the_questions_they_answer() -> None:
     if not CONV.exists():
         pytest.skip(f"no LoCoMo conversation at {CONV}")
@@ -62,16 +79,7 @@ def test_the_llm_side_beside_the_rules(fake_server: FakeChatAPI, monkeypatch: py
     counted as answered, and the server's tokens come out per turn."""
     fake_server.script(Reply.json({"should_create": False, "confidence": 0.2, "decision": "skip", "facts": [],
                                    "same_fact": False}))
-    for name, value in {"LLM_PROVIDER": "openai", "OPENAI_BASE_URL": fake_server.base_url,
-                        "OPENAI_RESPONSE_FORMAT": "json_object", "TRIGGER_BUDGET_MS": "600000",
-                        "LLM_EXTRACT_BUDGET_MS": "600000"}.items():
-        monkeypatch.setenv(name, value)
-    get_settings.cache_clear()
-    try:
-        report = run_llm_bench([CONV], Console(quiet=True), max_turns=TURNS)
-    finally:
-        monkeypatch.undo()
-        get_settings.cache_clear()
+    report = bench_against(fake_server, monkeypatch)
 
     rules, llm = report["rules"], report["llm"]
     assert report["turns"] == TURNS and report["llm_mode"] == "hybrid"
@@ -95,16 +103,7 @@ def test_a_backlog_is_asked_about_a_threads_turns_together(fake_server: FakeChat
     batch's turns in one call, so there are fewer calls than turns asked."""
     fake_server.script(Reply.json({"turns": [{"n": n, "should_create": False, "confidence": 0.2,
                                               "decision": "skip", "facts": []} for n in range(1, 7)]}))
-    for name, value in {"LLM_PROVIDER": "openai", "OPENAI_BASE_URL": fake_server.base_url,
-                        "OPENAI_RESPONSE_FORMAT": "json_object", "TRIGGER_BUDGET_MS": "600000",
-                        "LLM_EXTRACT_BUDGET_MS": "600000"}.items():
-        monkeypatch.setenv(name, value)
-    get_settings.cache_clear()
-    try:
-        report = run_llm_bench([CONV], Console(quiet=True), max_turns=TURNS, ingest_batch=6)
-    finally:
-        monkeypatch.undo()
-        get_settings.cache_clear()
+    report = bench_against(fake_server, monkeypatch, ingest_batch=6)
 
     rules, llm = report["rules"], report["llm"]
     assert report["ingest_batch"] == 6
