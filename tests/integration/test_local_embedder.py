@@ -21,7 +21,8 @@ from streams.app.inprocess import InProcessPipeline
 from streams.providers.embedders.configured import build_embedder, embedder_profile
 from streams.providers.embedders.openai_embedder import OpenAIEmbedAnswerError, OpenAIEmbedder, OpenAIEmbedOptions
 from streams.settings import Settings
-from streams.tools.local_llm import LocalLLMUnavailable, LocalServer, model_path, serve, server_python
+from streams.tools.local_llm import LocalServer
+from tests.integration.local_server import local_server
 from topics.turns import Role, Turn
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -34,13 +35,7 @@ SMOLLM2_DIM = 576
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[LocalServer]:
-    try:
-        python = server_python()
-        gguf = model_path(python)
-    except LocalLLMUnavailable as exc:
-        pytest.skip(f"the local-llm packages cannot be built here: {exc}")
-    with serve(python, gguf, embedding=True) as running:
-        yield running
+    yield from local_server(embedding=True)
 
 
 def _settings(server: LocalServer, **overrides: object) -> Settings:

@@ -23,10 +23,11 @@ from streams.providers.llm.openai_provider import ResponseFormat
 from streams.providers.llm.parsing import json_object
 from streams.providers.llm.prompts import system_prompt
 from streams.settings import Settings
-from streams.tools.local_llm import LocalLLMUnavailable, LocalServer, model_path, serve, server_python
+from streams.tools.local_llm import LocalServer
 from streams.write.facts import FactPipeline
 from streams.write.trigger import rules_trigger
 from tests.unit.providers.conftest import sample
+from tests.integration.local_server import local_server
 from topics.turns import Role, Turn
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -47,13 +48,7 @@ def _turn(text: str, turn_id: str = "1") -> Turn:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[LocalServer]:
-    try:
-        python = server_python()
-        gguf = model_path(python)
-    except LocalLLMUnavailable as exc:
-        pytest.skip(f"the local-llm packages cannot be built here: {exc}")
-    with serve(python, gguf) as running:
-        yield running
+    yield from local_server()
 
 
 def _settings(server: LocalServer, **overrides: object) -> Settings:
