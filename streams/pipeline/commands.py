@@ -10,8 +10,9 @@ Run by `agents/commands.py` in the worker and by `streams.app.inprocess` without
 from __future__ import annotations
 
 import logging
+import functools
 import time
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from pydantic import ValidationError
 
@@ -105,10 +106,16 @@ class CommandsStage:
         command that cannot apply, is dead-lettered and the partition moves on; any other
         failure is retried, the partition waiting (`streams.pipeline.retries`). The command's
         events go out in one record, after its table writes (`Outputs.held_per_batch`)."""
+        notices: list[Callable[[], None]] = []
         async with self.outputs.held_per_batch(STAGE):
-            return await self._handle(record)
+            status = await self._handle(record, notices)
+        # Told only now, once the command's events are sent: a `?wait=1` answer then means
+        # its events are in `memory.events` (a sink reading on finds them).
+        for notice in notices:
+            notice()
+        return status
 
-    async def _handle(self, record: Record) -> str:
+    async def _handle(self, record: Record, notices: list[Callable[[], None]]) -> str:
         started = time.perf_counter()
         metrics.STAGE_RECORDS.labels(stage=STAGE).inc()
         command: Command | None = None
@@ -120,8 +127,8 @@ class CommandsStage:
                                              lambda: self._apply(command, clock))
             if self.observer is not None:
                 events = [e.model_dump(mode="json") for e in applied.events]
-                self.observer.applied(command.user_id, command.command_id, events,
-                                      binding=command.binding)
+                notices.append(functools.partial(self.observer.applied, command.user_id,
+                                                 command.command_id, events, binding=command.binding))
             return "applied"
         except SealError:
             await self._reject(record, command, "sealed_unreadable",

@@ -18,6 +18,7 @@ from sinks.chroma import make_client
 from sinks.pgvector_layout import user_prefixes
 from streams.app.topic_admin import create_topics
 from streams.app.topology import ALL_TOPICS
+from topics.names import MEMORY_EVENTS
 from streams.tools.broker import EmbeddedBroker
 from tests.integration.conftest import (
     PARTITIONS,
@@ -25,6 +26,7 @@ from tests.integration.conftest import (
     call,
     make_turn,
     produce,
+    read_all,
     unique_user,
     wait_processed,
 )
@@ -96,6 +98,12 @@ def test_a_worker_mirrors_memories_to_pgvector_and_chroma_and_a_purge_leaves_not
 
     status, body = asyncio.run(call(worker.api_url, "DELETE", f"/v1/users/{purged}?wait=1"))
     assert status == 200, body
+    # The purge's `purged` events must be in the log before "committed to the end" means
+    # anything: the end read first could be the one before them.
+    purged_ids = {e["event_id"] for c in body["commands"] for e in c["events"]}
+    assert purged_ids
+    asyncio.run(read_all(worker.broker_url, MEMORY_EVENTS,
+                         lambda e: e.get("event_id") in purged_ids, len(purged_ids)))
     asyncio.run(committed_to_end(worker.broker_url, worker.app_id))
 
     rows, text = pg_text(postgres_url, schema)

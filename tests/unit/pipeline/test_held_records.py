@@ -131,6 +131,28 @@ async def test_a_command_sends_each_of_its_events_in_a_record(pipeline):
     assert len(events) == len(sent) >= 2 and {e.kind for e in events} == {"purged"}
 
 
+async def test_a_waiting_request_is_told_a_command_applied_only_once_its_events_are_sent(pipeline):
+    """`?wait=1` answers when the observer hears; a sink that reads on must find the events."""
+    await pipeline.ingest_stage.handle_batch(BATCH)
+    await pipeline.dedup_stage.handle_batch(pipeline.topics.sent[names.MEMORY_CANDIDATES])
+    sent_when_told: list[int] = []
+
+    class Observer:
+        def applied(self, user_id: str, command_id: str, events: list, **_: object) -> None:
+            sent_when_told.append(len(pipeline.topics.sent[names.MEMORY_EVENTS]) - before)
+
+        def rejected(self, *_: object, **__: object) -> None:
+            raise AssertionError("the purge applies")
+
+    pipeline.commands_stage.observer = Observer()
+    before = len(pipeline.topics.sent[names.MEMORY_EVENTS])
+    purge = Command(command_id="p1", kind="purge_user", user_id="ana", ts="2024-05-02T10:00:00+00:00")  # type: ignore[arg-type]
+    record = Record(names.MEMORY_COMMANDS, 0, 0, b"ana", purge.model_dump_json().encode(), None)
+
+    assert await pipeline.commands_stage.handle(record) == "applied"
+    assert sent_when_told == [len(pipeline.topics.sent[names.MEMORY_EVENTS]) - before] and sent_when_told[0] >= 2
+
+
 def created(n: int) -> list[MemoryEvent]:
     return [MemoryEvent(event_id=f"e{i}", kind="created", user_id="ana", thread_id="t1",
                         memory_id=f"m{i}", rev=i, ts="2024-05-01T10:00:00+00:00",  # type: ignore[arg-type]
