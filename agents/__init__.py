@@ -3,7 +3,7 @@
 Which stages there are, what each reads, writes and dead-letters, and how its object is built is
 declared once in `streams.app.topology.STAGES`; `register_all(app, listeners)` adds the agent
 of each stage a worker runs (`streams.worker.build_worker`). A turn's way: `ingest`
-(chat.turns) → `dedup` (memory.candidates) → memory.events, read by `sse` and `sinks`;
+(chat.turns; with a deferred LLM, `enrich` too) → `dedup` (memory.candidates) → memory.events, read by `sse` and `sinks`;
 `commands` (memory.commands) changes memories on request.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from agents import commands, dedup, ingest, sinks, sse
+from agents import commands, dedup, enrich, ingest, sinks, sse
 from streams.app.stage_kit import NO_LISTENERS, StageListeners
 from streams.app.topology import STAGES
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from streams.app.topology import Stage
 
 AGENTS: dict[str, Callable[[MemstreamApp, Stage, StageListeners], Any]] = {
-    "ingest": ingest.register, "dedup": dedup.register, "commands": commands.register,
+    "ingest": ingest.register, "enrich": enrich.register, "dedup": dedup.register, "commands": commands.register,
     "sse": sse.register, "sinks": sinks.register,
 }
 """The agent of each stage of `STAGES`, by stage name."""

@@ -108,8 +108,7 @@ async def ingest_in_batches(pipeline: Any, turns: list[Turn], size: int) -> None
     for at in range(0, len(turns), size):
         for turn in turns[at:at + size]:
             await pipeline.send_turn(turn)
-        batch = [queue.popleft() for _ in range(len(queue))]
-        await pipeline.ingest_stage.handle_batch(batch)
+        await pipeline.ingest_records([queue.popleft() for _ in range(len(queue))])
         await pipeline.deliver(flush=False)
     await pipeline.deliver()
 
@@ -183,6 +182,8 @@ def run_llm_bench(files: list[Path], console: Console, *, local: bool = False,
         with_llm = one_side(llm, conversations, files, embedder, ingest_batch)
     return {"mode": "offline-llm", "files": [str(p) for p in files], "max_turns": max_turns,
             "ingest_batch": ingest_batch, "llm_batch_turns": llm.llm.llm_batch_turns,
+            "llm_extraction": llm.llm.llm_extraction if llm.llm.llm_mode == "hybrid" else "inline",
+            "llm_window_seconds": llm.llm.llm_window_seconds,
             "turns": sum(len(c.turns) for c in conversations),
             "questions": sum(len(c.scored_questions) for c in conversations),
             "llm_provider": llm.llm.llm_provider, "llm_mode": llm.llm.llm_mode,
@@ -193,7 +194,8 @@ def run_llm_bench(files: list[Path], console: Console, *, local: bool = False,
 def render_llm_report(report: dict[str, Any], console: Console) -> None:
     """The LLM-vs-rules table."""
     table = Table(title=f"LLM vs rules — {report['turns']} turns, {report['questions']} questions "
-                        f"({report['llm_provider']}, {report['llm_mode']}, ingest batch "
+                        f"({report['llm_provider']}, {report['llm_mode']}, "
+                        f"{report.get('llm_extraction', 'inline')}, ingest batch "
                         f"{report.get('ingest_batch', 1)})")
     table.add_column("figure")
     table.add_column("rules", justify="right")

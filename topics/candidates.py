@@ -46,6 +46,16 @@ class Fact(BaseModel):
     event_end: date | None = Field(None, description="Last day of the dates the fact mentions.")
 
 
+MAX_FACTS = 5
+"""The most facts one extraction keeps of a turn (`MAX_FACTS_PER_TURN`'s bound)."""
+MODEL_FACT_INDEX = 2 * MAX_FACTS + 1
+"""The first `fact_index` of the facts the model adds to a turn later (`LLM_EXTRACTION=deferred`,
+`streams.pipeline.enrich`): after the rules' and an inline model's (up to twice `MAX_FACTS`)
+and the episode, so that their memory ids never meet."""
+FACT_INDEXES = range(MODEL_FACT_INDEX + MAX_FACTS)
+"""Every `fact_index` a turn's candidates can have."""
+
+
 class Candidate(BaseModel):
     """Fact `fact_index` of `fact_count` from `turn`; memory ids derive from these."""
 

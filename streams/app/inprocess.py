@@ -20,6 +20,7 @@ Faust agents.
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from collections import Counter, defaultdict, deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -28,16 +29,18 @@ from typing import Any
 from streams.app.services import Services
 from streams.settings import Settings
 from streams.app.stage_kit import NO_LISTENERS, build_stage_kit
-from streams.app.topology import DLQ_OF, IN_PROCESS
+from streams.app.topology import DLQ_OF, IN_PROCESS, stage_named
 from streams.lifecycle.passes import LifecyclePass
 from streams.memory.access import touch
 from streams.pipeline.commands import CommandsStage
 from streams.pipeline.dedup import DedupStage
+from streams.pipeline.enrich import EnrichStage
 from streams.pipeline.ingest import IngestStage
 from streams.pipeline.records import Record
 from streams.privacy.crypto import master_key_of, new_key
 from streams.privacy.payloads import open_events
 from streams.privacy.sealed import TABLE_OWNERS
+from streams.guarded.llm import GuardedLLM
 from streams.providers.embedders import Embedder
 from streams.read import ranking
 from streams.read.fusion import Retrieval
@@ -101,15 +104,24 @@ class LocalTopics:
                 return
 
 
+def _turn_time(record: Record) -> datetime | None:
+    """When the turn of a `chat.turns` record was said (None for a record that is no turn)."""
+    try:
+        return Turn.model_validate_json(record.value or b"").ts
+    except ValueError:
+        return None
+
+
 class InProcessPipeline:
     """Turns in, memories in dicts, queries answered — the worker's stages, in this process."""
 
     def __init__(self, settings: Settings, embedder: Embedder,
-                 passes: Sequence[LifecyclePass] = ()) -> None:
-        """`passes`: lifecycle passes besides the service's own (`service_passes`)."""
+                 passes: Sequence[LifecyclePass] = (), llm: GuardedLLM | None = None) -> None:
+        """`passes`: lifecycle passes besides the service's own (`service_passes`); `llm`: the
+        model's questions (by default the settings')."""
         self.settings = settings
         self.topics = LocalTopics()
-        self.services = Services(settings, embedder=embedder)
+        self.services = Services(settings, embedder=embedder, llm=llm)
         self.raw_tables: dict[str, dict[Any, Any]] = {name: {} for name in TABLE_OWNERS}
         self.lifecycle_table: dict[Any, Any] = {}
         kit = build_stage_kit(settings, self.services, self.raw_tables, {}, self.lifecycle_table,
@@ -122,10 +134,39 @@ class InProcessPipeline:
         self.ingest_stage: IngestStage = stages["ingest"]
         self.dedup_stage: DedupStage = stages["dedup"]
         self.commands_stage: CommandsStage = stages["commands"]
-        self.consumers = Consumers(self.ingest_stage.handle, self.dedup_stage.handle_batch,
+        self.enrich_stage: EnrichStage | None = (
+            stage_named("enrich").build(kit, NO_LISTENERS) if self.services.llm.defers_extraction else None)
+        self.enrich_window: list[Record] = []
+        """Turns ingested and not yet asked about (`streams.pipeline.enrich`): a window is
+        asked once it spans `LLM_WINDOW_SECONDS` of the turns' own time, or holds
+        `LLM_WINDOW_TURNS`, and whatever is left when the turns are all delivered."""
+        self.consumers = Consumers(self._turn, self.dedup_stage.handle_batch,
                                    self.commands_stage.handle)
         self.weights = ranking.weights_of(settings.read)
         self.policy = load_policy(settings.read.categories_path)
+
+    async def _turn(self, record: Record) -> None:
+        await self.ingest_records([record])
+
+    async def ingest_records(self, records: list[Record]) -> None:
+        """Hand `records` (of `chat.turns`) to ingest as one batch, then to the enrich window."""
+        if len(records) == 1:
+            await self.ingest_stage.handle(records[0])
+        else:
+            await self.ingest_stage.handle_batch(records)
+        if self.enrich_stage is None:
+            return
+        self.enrich_window.extend(records)
+        llm = self.settings.llm
+        times = [ts for ts in map(_turn_time, self.enrich_window) if ts is not None]
+        spanned = bool(times) and (max(times) - min(times)).total_seconds() >= llm.llm_window_seconds
+        if spanned or len(self.enrich_window) >= llm.llm_window_turns:
+            await self._enrich()
+
+    async def _enrich(self) -> None:
+        window, self.enrich_window = self.enrich_window, []
+        if window and self.enrich_stage is not None:
+            await self.enrich_stage.handle_batch(window)
 
     async def send_turn(self, turn: Turn) -> None:
         await self.topics.send(names.CHAT_TURNS, turn.user_id.encode(), turn.model_dump_json().encode())
@@ -139,8 +180,14 @@ class InProcessPipeline:
         await self.deliver()
 
     async def deliver(self, flush: bool = True, commands_first: bool = False) -> None:
-        await self.topics.deliver(self.consumers, batch=self.settings.dedup.dedup_batch_size,
-                                  flush=flush, commands_first=commands_first)
+        """Deliver what is queued (`LocalTopics.deliver`); with `flush`, the enrich window's
+        turns are asked about too, and what that sends delivered."""
+        while True:
+            await self.topics.deliver(self.consumers, batch=self.settings.dedup.dedup_batch_size,
+                                      flush=flush, commands_first=commands_first)
+            if not (flush and self.enrich_window):
+                return
+            await self._enrich()
 
     def sent_events(self) -> list[MemoryEvent]:
         """Every memory event the stages sent so far, in order, opened (`open_events`)."""

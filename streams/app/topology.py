@@ -25,11 +25,13 @@ from streams.errors import MemstreamError
 from streams.app.stage_kit import StageKit, StageListeners
 from streams.pipeline.commands import CommandsStage
 from streams.pipeline.dedup import DedupStage
+from streams.pipeline.enrich import EnrichStage
 from streams.pipeline.ingest import IngestSettings, IngestStage
 from streams.pipeline.recent_events import RecentEvents
 from streams.pipeline.retries import RetryPolicy
 from streams.pipeline.sse import SseStage
 from streams.proactivity import ProactivityPolicy
+from streams.providers.llm.factory import defers_extraction
 from streams.language.dates import resolve_dates
 from topics import names
 from topics.dlq import DeadLetter
@@ -135,6 +137,10 @@ def _ingest(kit: StageKit, listeners: StageListeners) -> IngestStage:
                        vectors=kit.services.vectors)
 
 
+def _enrich(kit: StageKit, listeners: StageListeners) -> EnrichStage:
+    return EnrichStage(_ingest(kit, listeners))
+
+
 def _dedup(kit: StageKit, listeners: StageListeners) -> DedupStage:
     return DedupStage(kit.store, kit.services.embed, kit.services.llm, kit.outputs,
                       record_scope=kit.record_scope, vectors=kit.services.vectors,
@@ -173,6 +179,14 @@ STAGES: tuple[Stage, ...] = (
           batching=Batching(lambda s: s.write.ingest_batch_size, lambda s: s.write.ingest_batch_within_ms,
                             "INGEST_BATCH_SIZE"),
           also="the thread buffers and turn log"),
+    Stage("enrich", reads=names.CHAT_TURNS, writes=(names.MEMORY_CANDIDATES, names.MEMORY_EVENTS),
+          dead_letters=None, build=_enrich,
+          batching=Batching(lambda s: s.llm.llm_window_turns,
+                            lambda s: round(s.llm.llm_window_seconds * 1000), "LLM_WINDOW_TURNS"),
+          also="asks the model about the turns of a window together; what it adds to the "
+               "rules' facts follows as more candidates of the same turns",
+          when="only with an LLM in hybrid mode and LLM_EXTRACTION=deferred (the default)",
+          enabled=defers_extraction),
     Stage("dedup", reads=names.MEMORY_CANDIDATES,
           writes=(names.MEMORY_EVENTS, names.MEMORY_PROACTIVITY, names.MEMORY_PROGRESS),
           dead_letters=names.MEMORY_CANDIDATES_DLQ, build=_dedup, in_process=True,

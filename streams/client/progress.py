@@ -22,6 +22,7 @@ from aiokafka.errors import KafkaError
 
 from streams.client.errors import ApplyTimeout, ConsumeError
 from topics.names import MEMORY_PROGRESS
+from topics.candidates import MODEL_FACT_INDEX
 from topics.progress import TurnProgress, progress_entries
 from topics.turns import Turn
 
@@ -46,6 +47,10 @@ class Completion:
         key = (p["user_id"], p["thread_id"], p["turn_id"])
         if p["stage"] == "ingest":
             return p["fact_count"] == 0
+        if p["fact_index"] >= MODEL_FACT_INDEX:
+            # What a deferred model adds later (`streams.pipeline.enrich`) is not awaited: the
+            # turn is done once the rules' facts are applied.
+            return False
         seen = self.facts_seen.setdefault(key, set())
         seen.add(p["fact_index"])
         return len(seen) >= p["fact_count"]

@@ -1,7 +1,7 @@
 """`GuardedLLM`: the three LLM questions of the pipeline, each always answered.
 
 In the default `LLM_MODE=hybrid` the model adds to the rules: the trigger asks it only about turns
-the rules would not keep, and the classifier's facts join the rules' (`streams.guarded.hybrid`);
+the rules would not keep, and the classifier's facts join the rules' (`streams.write.hybrid`);
 the same-fact check is the model's alone when it answers.
 
 Every call runs under a hard time budget; a timeout, an error (429, 5xx, connection) or an answer
@@ -30,7 +30,7 @@ from typing import TypeAlias, TypeVar
 
 from pydantic import BaseModel
 
-from streams.guarded.hybrid import merged_facts
+from streams.write.hybrid import merged_facts
 from streams.memory.dedup import same_fact_heuristic
 from streams.language.captions import split_image_caption
 from streams.language.dates import resolve_dates
@@ -38,7 +38,7 @@ from streams.write.extraction import RulesExtractor, annotations, fit
 from streams.write.policy import find_secrets
 from streams.providers.llm.base import LLMProvider, Task
 from streams.providers.llm.errors import LLMError, LLMInvalidOutput, LLMTimeout
-from streams.providers.llm.factory import create_provider
+from streams.providers.llm.factory import create_provider, defers_extraction
 from streams.providers.llm.inputs import same_fact_input, turn_day, turns_input
 from streams.providers.llm.metrics import LLM_CALLS, LLM_FALLBACKS, LLM_SECONDS, LLM_TURNS
 from streams.providers.llm.parsing import parse_items, parse_output
@@ -133,6 +133,23 @@ class GuardedLLM:
     def hybrid(self) -> bool:
         """Whether the model's answers add to the rules' (`LLM_MODE=hybrid`) or replace them."""
         return self.settings.llm.llm_mode == "hybrid"
+
+    @property
+    def defers_extraction(self) -> bool:
+        """Whether ingest keeps to the rules and the enrich stage asks the model later
+        (`LLM_EXTRACTION=deferred`, hybrid only: replace mode needs the model's answer first);
+        decided from the settings, as the worker decides whether to run that stage."""
+        return self.provider is not None and defers_extraction(self.settings)
+
+    async def model_facts_many(self, items: Sequence[Asked]) -> list[list[Fact] | None]:
+        """The model's own facts of each `(turn, context)` of `items`, in order, a thread's
+        turns in one call (see `trigger_many`): None where it was not asked (a turn the rules
+        alone answer, no provider) or its answer fell back (counted). No rules are merged in:
+        the caller knows what the rules already stored."""
+        asked = [] if self.provider is None else [
+            i for i, (turn, _) in enumerate(items) if not rules_only(turn)]
+        answers = await self._ask_turns(Task.extract, items, asked, ExtractionItem, self._facts)
+        return [answers.get(i) for i in range(len(items))]
 
     async def trigger(self, turn: Turn, context_turns: Sequence[Turn] = ()) -> TriggerDecision:
         """Should `turn` become a memory candidate? (hot path: 250 ms budget, no retries)."""

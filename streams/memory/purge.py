@@ -27,11 +27,9 @@ from streams.memory.model import Memory
 from streams.memory.state import MemoryState
 from streams.memory.tables import candidate_key, command_key, thread_key
 from streams.privacy.placement import check_routed
+from topics.candidates import FACT_INDEXES
 from topics.commands import Command
 from topics.events import MemoryEvent
-
-FACT_INDEXES = range(6)
-"""Fact indexes a turn's candidates can have (up to 5 facts, then its episode)."""
 
 
 def purge_command(state: MemoryState, cmd: Command, key: str) -> Applied:

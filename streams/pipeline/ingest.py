@@ -156,6 +156,12 @@ class IngestStage:
         self.facts = FactPipeline(settings.write)
         self.episodes = rules_from(settings.episodic, settings.write)
 
+    @property
+    def asks_llm(self) -> bool:
+        """Whether a turn's facts wait for the model here; deferred, ingest keeps to the rules
+        and the enrich stage asks later (`streams.pipeline.enrich`)."""
+        return self.llm.provider is not None and not self.llm.defers_extraction
+
     async def with_vectors(self, plans: Sequence[TurnPlan]) -> None:
         """Embed every text of the plans' candidates once, in one model call, into the worker's
         `TextVectors`: the summaries, and for a fact of one turn the turns its context is made
@@ -192,7 +198,7 @@ class IngestStage:
         started = time.perf_counter()
         metrics.STAGE_RECORDS.labels(stage=STAGE).inc(len(records))
         plans: list[TurnPlan | None] = []
-        if self.llm.provider is not None and len(records) > 1:
+        if self.asks_llm and len(records) > 1:
             plans = await self._plans_asking_together(records)
         else:
             for record in records:
@@ -291,7 +297,7 @@ class IngestStage:
         prepared = self.prepare(turn, clock)
         if isinstance(prepared, TurnPlan):
             return prepared
-        if self.llm.provider is None:
+        if not self.asks_llm:
             result = self.facts.facts(turn, prepared.topics, prepared.observed.context)
         else:
             result = await self.facts.afacts(turn, prepared.topics, self.llm, prepared.observed.context)
@@ -390,6 +396,14 @@ class IngestStage:
         if not plan.candidates:
             await self.outputs.progress(clock.stamp(self._progress(turn, "skipped")))
             return 0
+        await self.send_candidates(plan, hold)
+        await self.outputs.progress(clock.stamp(
+            self._progress(turn, "candidates", len(plan.candidates))))
+        return len(plan.candidates)
+
+    async def send_candidates(self, plan: TurnPlan, hold: Callable[[CandidateItem], None]) -> None:
+        """Each of the plan's candidates: its `candidate` event, and the candidate to `hold`."""
+        turn = plan.turn
         for candidate in plan.candidates:
             fact, confidence = candidate.fact, candidate.confidence
             memory_id = ids.memory_id(turn.user_id, turn.thread_id, turn.turn_id, candidate.fact_index)
@@ -401,9 +415,6 @@ class IngestStage:
                 meta={"type": fact.type, "source_turn_id": turn.ref, "confidence": confidence},
             ))
             hold(candidate)
-        await self.outputs.progress(clock.stamp(
-            self._progress(turn, "candidates", len(plan.candidates))))
-        return len(plan.candidates)
 
     def consent_ack(self, turn: Turn) -> Literal["accept", "reject"] | None:
         """A short answer to a consent proposal said in chat (`streams.memory.consent`); the

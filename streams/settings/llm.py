@@ -72,6 +72,23 @@ class LlmSettings(Section):
         "one LLM call at most, when ingest has several at once (a backlog; each keeps its own "
         "answer, a turn the answer misses is the rules'); 1: a call a turn.",
     )
+    llm_extraction: Literal["deferred", "inline"] = Field(
+        "deferred",
+        description="hybrid: when the model is asked about a turn. deferred: ingest stores the "
+        "rules' facts at once and the enrich stage asks the model about the turns of the last "
+        "LLM_WINDOW_SECONDS together, a thread's turns in one call (its facts follow as more "
+        "candidates); inline: ingest asks before the turn's candidates go (its latency and a "
+        "call a turn in a live chat). replace mode is always inline.",
+    )
+    llm_window_seconds: float = Field(
+        120.0, ge=0.05, le=3600, description="deferred: how long the enrich stage gathers turns "
+        "before it asks the model about them (a chat's turns in one call; they are committed "
+        "only once asked, so a restart asks again).",
+    )
+    llm_window_turns: int = Field(
+        256, ge=1, le=4096, description="deferred: the most turns the enrich stage gathers "
+        "before it asks, whatever the time.",
+    )
     llm_extract_budget_ms: int = Field(2000, ge=1, description="Time budget of an LLM classifier call.")
     llm_same_fact_budget_ms: int = Field(1500, ge=1, description="Time budget of an LLM same-fact call.")
     llm_lifecycle_budget_ms: int = Field(

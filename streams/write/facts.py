@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from streams.write.hybrid import merged_facts
 from streams.write import procedural
 from streams.write.extraction import RulesExtractor
 from streams.settings import WriteSettings
@@ -25,6 +26,16 @@ class FactsLLM(Protocol):
     async def trigger_many(self, items: Sequence[tuple[Turn, Sequence[Turn]]]) -> list[TriggerDecision]: ...
 
     async def extract_many(self, items: Sequence[tuple[Turn, Sequence[Turn]]]) -> list[list[Fact]]: ...
+
+
+class ModelFacts(Protocol):
+    """What `FactPipeline.added_by_model` asks: `GuardedLLM.model_facts_many`."""
+
+    async def model_facts_many(self, items: Sequence[tuple[Turn, Sequence[Turn]]]) -> list[list[Fact] | None]: ...
+
+
+HOT_KINDS = (CommandKind.forget, CommandKind.dont_remember)
+"""Commands said in chat that are applied on the hot path: their turn stores nothing."""
 
 
 @dataclass(frozen=True)
@@ -48,7 +59,7 @@ class TurnFacts:
     command: ExplicitCommand | None = None
 
 
-__all__ = ["Asked", "FactPipeline", "TurnFacts", "candidates_of", "hot_command", "mentions_topic"]
+__all__ = ["Asked", "FactPipeline", "ModelFacts", "TurnFacts", "candidates_of", "hot_command", "mentions_topic"]
 
 
 class FactPipeline:
@@ -104,10 +115,39 @@ class FactPipeline:
             out.append(result)
         return out
 
+    async def added_by_model(self, asked: Sequence[Asked], llm: ModelFacts) -> list[TurnFacts]:
+        """Deferred hybrid extraction (`streams.pipeline.enrich`): for each turn, what the model
+        says that the rules did not, through the same policy. Ingest already stored the rules'
+        facts of these turns; the model is asked about every turn the rules would have kept
+        and every one they would not (its "skip" is the trigger), never about a turn that is a
+        command to forget, a procedure the rules keep whole, or one that carries a secret."""
+        decisions, ask = [], []
+        for i, a in enumerate(asked):
+            procedure = procedural.procedure_fact(a.turn, self.write.summary_max_chars)
+            decision = procedural.decision_for(rules_trigger(a.turn), procedure)
+            decisions.append(decision)
+            command = decision.command
+            if procedure is not None or (command is not None and command.kind in HOT_KINDS):
+                continue
+            if self.policy.refusal(a.turn.text, consented=True) is None:
+                ask.append(i)
+        answers = await llm.model_facts_many([(asked[i].turn, asked[i].context) for i in ask]) if ask else []
+        out = [TurnFacts([], d.confidence) for d in decisions]
+        for i, answer in zip(ask, answers):
+            if not answer:
+                continue
+            a, decision = asked[i], decisions[i]
+            kept_by_rules = (decision.should_create
+                             and decision.confidence >= self.write.trigger_confidence_min)
+            rules = self.extractor.extract(a.turn) if kept_by_rules else []
+            added = merged_facts(rules, answer)[len(rules):]
+            out[i] = self._filter(a.turn, decision, added, a.blocked_topics, a.context)
+        return out
+
     def _gate(self, turn: Turn, decision: TriggerDecision) -> TurnFacts | None:
         """An early answer: a hot-path command, nothing worth storing, or a secret in the turn."""
         command = decision.command
-        if command is not None and command.kind in (CommandKind.forget, CommandKind.dont_remember):
+        if command is not None and command.kind in HOT_KINDS:
             return TurnFacts([], decision.confidence, command=command)
         if not decision.should_create or decision.confidence < self.write.trigger_confidence_min:
             return TurnFacts([], decision.confidence)
@@ -162,14 +202,16 @@ def hot_command(turn: Turn, command: ExplicitCommand) -> Command:
 
 def candidates_of(turn: Turn, result: TurnFacts, episode: Fact | None = None,
                   episode_refs: Sequence[str] = (),
-                  context: tuple[str, str | None] | None = None) -> list[Candidate]:
+                  context: tuple[str, str | None] | None = None,
+                  first_index: int = 0) -> list[Candidate]:
     """The turn's candidates: its facts, each with `context` (the texts of the turn and of the
     one before, `streams.write.contextual.context_of`), then the episode it closes
-    (provenance: the window; no context)."""
+    (provenance: the window; no context). Indexes count from `first_index`
+    (`topics.candidates.MODEL_FACT_INDEX` for the facts the model adds later)."""
     facts = [*result.facts, *([episode] if episode is not None else [])]
     turn_text, previous = context or (None, None)
     return [
-        Candidate(turn=turn, fact=fact, fact_index=i, fact_count=len(facts),
+        Candidate(turn=turn, fact=fact, fact_index=first_index + i, fact_count=len(facts),
                   confidence=result.confidence,
                   source_refs=list(episode_refs) if fact is episode else [],
                   context_turn=None if fact is episode else turn_text,

@@ -69,6 +69,20 @@ def _openai(settings: Settings) -> OpenAIProvider:
     )
 
 
+def provider_choice(settings: Settings) -> str:
+    """The provider `LLM_PROVIDER` names, `auto` resolved: anthropic, bedrock, openai or none."""
+    choice = settings.llm.llm_provider
+    if choice == "auto":
+        return "anthropic" if _anthropic_key(settings) else "none"
+    return choice
+
+
+def defers_extraction(settings: Settings) -> bool:
+    """Whether the enrich stage asks the model, not ingest (`GuardedLLM.defers_extraction`)."""
+    return (provider_choice(settings) != "none" and settings.llm.llm_mode == "hybrid"
+            and settings.llm.llm_extraction == "deferred")
+
+
 def create_provider(settings: Settings) -> LLMProvider | None:
     """The configured provider, or None (the rules answer everything).
 
@@ -77,9 +91,7 @@ def create_provider(settings: Settings) -> LLMProvider | None:
     `MEMORY_TINY_LLM_MODEL_ID`, seed 002), when set, overrides the provider's model. Raises
     `LLMConfigError` for `anthropic` without a key, `openai` without a key or a base URL.
     """
-    choice = settings.llm.llm_provider
-    if choice == "auto":
-        choice = "anthropic" if _anthropic_key(settings) else "none"
+    choice = provider_choice(settings)
     if choice == "none":
         log.info(NO_LLM_MESSAGE)
         return None

@@ -2,21 +2,18 @@
 LLM's calls, fallbacks and tokens per turn read from its counters (a fake server answers)."""
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Iterator
 from typing import Any
 from pathlib import Path
 
 import pytest
-from aiohttp import web
 from rich.console import Console
 
 from benchmarks.bench_llm import cut, run_llm_bench
 from streams.settings import get_settings
-from streams.tools.locomo import load_conversation
-from tests.unit.providers.conftest import Reply, serve_route
-from tests.unit.providers.openai_fake import USAGE, FakeChatAPI
+from streams.tools.locomo import TURN_SPACING, load_conversation
+from tests.unit.providers.conftest import Reply
+from tests.unit.providers.openai_fake import USAGE, FakeChatAPI, fake_chat_in_thread
 
 CONV = Path(__file__).resolve().parents[3] / ".." / "shared" / "datasets" / "locomo" / "conv-30.json"
 TURNS = 12
@@ -27,33 +24,17 @@ def fake_server() -> Iterator[FakeChatAPI]:
     """The fake on a loop of its own thread: the bench runs its own loops (`asyncio.run`)."""
     if not CONV.exists():
         pytest.skip(f"no LoCoMo conversation at {CONV}")
-    fake = FakeChatAPI()
-    loop = asyncio.new_event_loop()
-    started = threading.Event()
-    runner: list[web.AppRunner] = []
-
-    async def start() -> None:
-        served, url = await serve_route("/v1/chat/completions", fake.handle)
-        runner.append(served)
-        fake.base_url = f"{url}/v1"
-        started.set()
-
-    thread = threading.Thread(target=lambda: (loop.run_until_complete(start()), loop.run_forever()))
-    thread.start()
-    started.wait(60)
-    yield fake
-    asyncio.run_coroutine_threadsafe(runner[0].cleanup(), loop).result(60)
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(60)
+    with fake_chat_in_thread() as fake:
+        yield fake
 
 
 def bench_against(fake_server: FakeChatAPI, monkeypatch: pytest.MonkeyPatch,
-                  ingest_batch: int = 1) -> dict[str, Any]:
+                  ingest_batch: int = 1, **env: str) -> dict[str, Any]:
     """`run_llm_bench` on the first `TURNS` turns with the fake as an OpenAI-compatible server
-    (JSON mode, budgets no CPU runs out), the settings as they were afterwards."""
+    (JSON mode, budgets no CPU runs out; `env` besides), the settings as they were afterwards."""
     for name, value in {"LLM_PROVIDER": "openai", "OPENAI_BASE_URL": fake_server.base_url,
                         "OPENAI_RESPONSE_FORMAT": "json_object", "TRIGGER_BUDGET_MS": "600000",
-                        "LLM_EXTRACT_BUDGET_MS": "600000"}.items():
+                        "LLM_EXTRACT_BUDGET_MS": "600000", **env}.items():
         monkeypatch.setenv(name, value)
     get_settings.cache_clear()
     try:
@@ -74,12 +55,41 @@ def test_cut_keeps_the_first_turns_and_the_questions_they_answer() -> None:
     assert len(short.questions) < len(conversation.questions)
 
 
+def skip_all(turns: int) -> Reply:
+    """A model that says no to every turn of a call of up to `turns`."""
+    return Reply.json({"turns": [{"n": n, "should_create": False, "confidence": 0.2, "decision": "skip",
+                                  "facts": []} for n in range(1, turns + 1)]})
+
+
+def test_by_default_the_model_is_asked_about_a_window_of_turns(fake_server: FakeChatAPI,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deferred (the default): the rules store every turn at once, and the model is asked about
+    the window's turns together, `LLM_BATCH_TURNS` a call: fewer calls than turns, no trigger."""
+    fake_server.script(skip_all(8))
+    report = bench_against(fake_server, monkeypatch)
+
+    rules, llm = report["rules"], report["llm"]
+    assert report["llm_extraction"] == "deferred"
+    assert llm["recall_any"] == rules["recall_any"] and llm["facts_per_turn"] == rules["facts_per_turn"]
+    figures = llm["llm"]
+    assert figures["trigger"]["calls"] == 0, "the model's skip is the trigger"
+    extract = figures["extract"]
+    assert extract["fallback_share"] == 0.0
+    # a window ends once it spans LLM_WINDOW_SECONDS of the turns' time (replayed TURN_SPACING apart)
+    per_window = int(report["llm_window_seconds"] / TURN_SPACING.total_seconds()) + 1
+    assert extract["turns_asked"] == TURNS
+    assert extract["calls"] == -(-TURNS // min(per_window, 8)) < TURNS
+    assert figures["tokens_per_turn"] == round(  # dedup's same-fact checks are calls too
+        len(fake_server.requests) * (USAGE["prompt_tokens"] + USAGE["completion_tokens"]) / TURNS, 1)
+
+
 def test_the_llm_side_beside_the_rules(fake_server: FakeChatAPI, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A model that says no to everything: in hybrid mode recall stays the rules', every call is
-    counted as answered, and the server's tokens come out per turn."""
+    """A model that says no to everything, asked inline (LLM_EXTRACTION=inline): in hybrid mode
+    recall stays the rules', every call is counted as answered, and the server's tokens come out
+    per turn."""
     fake_server.script(Reply.json({"should_create": False, "confidence": 0.2, "decision": "skip", "facts": [],
                                    "same_fact": False}))
-    report = bench_against(fake_server, monkeypatch)
+    report = bench_against(fake_server, monkeypatch, LLM_EXTRACTION="inline")
 
     rules, llm = report["rules"], report["llm"]
     assert report["turns"] == TURNS and report["llm_mode"] == "hybrid"
@@ -101,9 +111,8 @@ def test_a_backlog_is_asked_about_a_threads_turns_together(fake_server: FakeChat
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """`ingest_batch`: ingest takes the turns 6 at a time, and each question is asked about a
     batch's turns in one call, so there are fewer calls than turns asked."""
-    fake_server.script(Reply.json({"turns": [{"n": n, "should_create": False, "confidence": 0.2,
-                                              "decision": "skip", "facts": []} for n in range(1, 7)]}))
-    report = bench_against(fake_server, monkeypatch, ingest_batch=6)
+    fake_server.script(skip_all(6))
+    report = bench_against(fake_server, monkeypatch, ingest_batch=6, LLM_EXTRACTION="inline")
 
     rules, llm = report["rules"], report["llm"]
     assert report["ingest_batch"] == 6

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,3 +83,30 @@ async def fake_chat() -> AsyncIterator[FakeChatAPI]:
     yield fake
     fake.release.set()
     await runner.cleanup()
+
+
+@contextmanager
+def fake_chat_in_thread() -> Iterator[FakeChatAPI]:
+    """The fake on an event loop of its own thread, for callers that run their own loops
+    (`asyncio.run`) or another process (a worker)."""
+    fake = FakeChatAPI()
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+    runner: list[web.AppRunner] = []
+
+    async def start() -> None:
+        served, url = await serve_route("/v1/chat/completions", fake.handle)
+        runner.append(served)
+        fake.base_url = f"{url}/v1"
+        started.set()
+
+    thread = threading.Thread(target=lambda: (loop.run_until_complete(start()), loop.run_forever()))
+    thread.start()
+    started.wait(60)
+    try:
+        yield fake
+    finally:
+        loop.call_soon_threadsafe(fake.release.set)
+        asyncio.run_coroutine_threadsafe(runner[0].cleanup(), loop).result(60)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(60)
