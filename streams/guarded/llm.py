@@ -123,6 +123,7 @@ class GuardedLLM:
             Task.consolidate: settings.llm.llm_lifecycle_budget_ms / 1000,
             Task.insight: settings.llm.llm_lifecycle_budget_ms / 1000,
         }
+        self._slots: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings) -> GuardedLLM:
@@ -307,7 +308,21 @@ class GuardedLLM:
     async def _call(self, task: Task, user: str, parse: Callable[[str], R], turns: int) -> R | _Failed:
         """One provider call under `task`'s budget, its answer parsed by `parse` (raising
         `LLMError` for a bad one); `_Failed` with the reason when it gives none, counted as the
-        fallback of each of the `turns` it was about."""
+        fallback of each of the `turns` it was about. It waits for a slot first
+        (`LLM_MAX_CONCURRENT_CALLS`), outside its budget."""
+        async with self._slot():
+            return await self._call_now(task, user, parse, turns)
+
+    def _slot(self) -> asyncio.Semaphore:
+        """One of `LLM_MAX_CONCURRENT_CALLS` slots of the running loop (a semaphore belongs to
+        one loop; the benches and the tests run several, one after another)."""
+        loop = asyncio.get_running_loop()
+        slots = self._slots.get(loop)
+        if slots is None:
+            self._slots = {loop: (slots := asyncio.Semaphore(self.settings.llm.llm_max_concurrent_calls))}
+        return slots
+
+    async def _call_now(self, task: Task, user: str, parse: Callable[[str], R], turns: int) -> R | _Failed:
         provider = self.provider
         assert provider is not None
         budget = self.budgets_s[task]

@@ -89,6 +89,11 @@ class LlmSettings(Section):
         256, ge=1, le=4096, description="deferred: the most turns the enrich stage gathers "
         "before it asks, whatever the time.",
     )
+    llm_max_concurrent_calls: int = Field(
+        4, ge=1, le=256, description="LLM calls in flight at once, per worker, every task "
+        "together; more wait for a slot (outside their budget). A local server answers one at "
+        "a time: a window of many threads must not time them all out.",
+    )
     llm_extract_budget_ms: int = Field(2000, ge=1, description="Time budget of an LLM classifier call.")
     llm_same_fact_budget_ms: int = Field(1500, ge=1, description="Time budget of an LLM same-fact call.")
     llm_lifecycle_budget_ms: int = Field(

@@ -287,3 +287,38 @@ def test_the_extraction_schema_sent_has_no_facts_on_skip_and_some_otherwise() ->
     for answer in ({"n": 1, "decision": "skip", "facts": []},
                    {"n": 1, "decision": "semantic", "facts": [_fact("Caroline runs.")]}):
         ExtractionItem.model_validate(answer)  # each shape sent is one the validation accepts
+
+
+class Gate(Recording):
+    """A provider whose calls all wait until `release` is set, counting how many are in flight."""
+
+    def __init__(self, *answers: Any) -> None:
+        super().__init__(*answers)
+        self.in_flight = self.most_in_flight = 0
+        self.release = asyncio.Event()
+        self.arrived = asyncio.Event()
+
+    async def complete(self, task: Task, system: str, user: str, *, timeout_s: float,
+                       turns: int = 1) -> str:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        self.arrived.set()
+        try:
+            await self.release.wait()
+            return await super().complete(task, system, user, timeout_s=timeout_s, turns=turns)
+        finally:
+            self.in_flight -= 1
+
+
+async def test_no_more_calls_are_in_flight_than_the_setting_allows() -> None:
+    provider = Gate({"turns": [_item(1)]})
+    llm = _llm(provider, llm_max_concurrent_calls=2, **{"llm_extract_budget_ms": 600_000})
+    threads = [(t, ()) for i in range(5) for t in _turns(SAID[:1], thread=f"t{i}")]
+    asking = asyncio.ensure_future(llm.extract_many(threads))
+    await provider.arrived.wait()
+    for _ in range(3):
+        await asyncio.sleep(0)  # let every call that can start, start
+    assert provider.in_flight == 2, "five threads, five calls: two at a time"
+    provider.release.set()
+    answers = await asking
+    assert len(provider.calls) == 5 and len(answers) == 5 and provider.most_in_flight == 2
