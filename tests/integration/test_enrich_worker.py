@@ -89,3 +89,39 @@ def test_the_rules_store_a_turn_and_the_enrich_agent_adds_what_the_model_says(
     assert any("nurse" in s for s in stored)
     asked = extraction_requests(model, "Quorblat can say twenty words")
     assert asked, "the enrich agent asked the model"
+
+
+def test_a_window_cut_short_by_a_kill_is_asked_about_after_the_restart(
+        model: FakeChatAPI, tmp_path_factory) -> None:
+    """The window's turns are unacked until asked about: a worker killed mid-window leaves them
+    uncommitted, and the next one asks about them (the rules' facts are not made twice)."""
+    workdir: Path = tmp_path_factory.mktemp("enrich-kill")
+    broker = EmbeddedBroker(log_path=workdir / "broker.log").start()
+    try:
+        asyncio.run(create_topics(broker.url, ALL_TOPICS, PARTITIONS))
+        env = {"LLM_PROVIDER": "openai", "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "test-key",
+               "OPENAI_RESPONSE_FORMAT": "json_object", "LLM_EXTRACT_BUDGET_MS": "600000",
+               "LLM_SAME_FACT_BUDGET_MS": "600000"}
+        first = Worker(broker.url, workdir / "data", "memstream-enrich-kill", workdir / "worker.log",
+                       env={**env, "LLM_WINDOW_SECONDS": "3600"}).start()
+        user = unique_user("killed")
+        turns = [make_turn(user, "1", "My parrot Quorblat whistles the national anthem.")]
+        asyncio.run(produce(broker.url, turns))
+        asyncio.run(wait_processed(broker.url, turns))
+        by_rules = {m["id"] for m in asyncio.run(memories(first.api_url, user))}
+        assert by_rules and not extraction_requests(model, "whistles the national anthem"), \
+            "still in its window"
+        first.kill()
+
+        second = Worker(broker.url, workdir / "data", "memstream-enrich-kill", workdir / "worker2.log",
+                        env={**env, "LLM_WINDOW_SECONDS": "1"}).start()
+        try:
+            added_id = ids.memory_id(user, "t1", "1", MODEL_FACT_INDEX)
+            asyncio.run(read_all(broker.url, MEMORY_EVENTS,
+                                 lambda e: e.get("memory_id") == added_id and e.get("kind") == "created", 1))
+            after = {m["id"] for m in asyncio.run(memories(second.api_url, user))}
+            assert after == by_rules | {added_id}, "the rules' memories once, the model's added"
+        finally:
+            second.kill()
+    finally:
+        broker.stop()
