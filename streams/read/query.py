@@ -26,6 +26,7 @@ from streams.read.evidence import (
     CombiningKind, combining_kind, gather, part_relevance, parts, replaced_rows,
 )
 from streams.read.fusion import COSINE_ONLY, Retrieval, relevance
+from streams.read.neighbours import neighbours, with_neighbours
 from streams.read.categories import CategoryPolicy
 from streams.memory.consent import pending_note
 from streams.memory.model import Memory
@@ -190,6 +191,9 @@ class QueryLimits:
     gather_evidence: bool = True
     """Whether a combining question is answered with the evidence of each of its parts
     (`streams.read.evidence`, QUERY_GATHER_EVIDENCE)."""
+    neighbour_slots: int = 0
+    """Places of an answer after its first five for the memories said next to its best hits
+    (`streams.read.neighbours`, QUERY_NEIGHBOUR_SLOTS); 0: none."""
 
     @classmethod
     def of(cls, read: ReadSettings) -> "QueryLimits":
@@ -199,7 +203,8 @@ class QueryLimits:
                    recall_episodic=read.query_recall_episodic,
                    cold_tier_similarity=read.cold_tier_similarity,
                    bullets_threshold=read.query_threshold,
-                   gather_evidence=read.query_gather_evidence)
+                   gather_evidence=read.query_gather_evidence,
+                   neighbour_slots=read.query_neighbour_slots)
 
 
 @dataclass(frozen=True)
@@ -232,6 +237,8 @@ class QueryPlan:
     parts: tuple[str, ...] = ()
     """The clauses of a combining question that each need their own evidence (none when it
     does not split)."""
+    neighbour_slots: int = 0
+    """Places after the first five for the neighbours of the best hits (`QueryLimits`)."""
 
 
 def plan_query(request: QueryRequest, user_id: str, policy: CategoryPolicy, limits: QueryLimits,
@@ -268,6 +275,7 @@ def plan_query(request: QueryRequest, user_id: str, policy: CategoryPolicy, limi
         candidates=max(limits.candidates, top_k), include_archived=request.include_archived,
         cold_tier_similarity=limits.cold_tier_similarity, explain=request.explain,
         combining=combining, parts=clauses if len(clauses) > 1 else (),
+        neighbour_slots=limits.neighbour_slots,
     )
 
 
@@ -427,6 +435,18 @@ def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: Categ
         episodic = [h for h in scored if h.memory.type in EPISODE_TYPES]
     hits = select(_eligible(semantic, plan, policy), _eligible(episodic, plan, policy), plan, policy,
                   covering)
+    if plan.neighbour_slots > 0 and hits and len(index):
+        cols = index.columns()
+        per_category = Counter(h.memory.category.casefold() for h in hits)
+
+        def fits(memory: Memory) -> bool:
+            spec = policy.spec(memory.category.casefold())
+            return (spec is None or spec.rag_length is None
+                    or per_category[memory.category.casefold()] < spec.rag_length)
+
+        near = neighbours(index, hits, cosines, allowed & (cols.visible | cols.archived),
+                          plan.neighbour_slots, accept, fits)
+        hits = with_neighbours(hits, near, cosines, index, plan.top_k)
 
     header, header_tokens = "", 0
     if delta is not None:

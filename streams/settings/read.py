@@ -51,6 +51,14 @@ class ReadSettings(Section):
         "the archive and, for a change, the replaced values (streams/read/evidence.py); false "
         "ranks every query's memories one by one.",
     )
+    query_neighbour_slots: int = Field(
+        2, ge=0,
+        description="Places of an answer after its first five for memories said in the same "
+        "thread within minutes of its three best hits, ranked by their anchor's similarity "
+        "(decaying with the time between them) and their own, each with a source turn the "
+        "answer lacks: the other evidence of a question whose facts were said together "
+        "(streams/read/neighbours.py); 0 turns it off.",
+    )
     rank_relevance_min_spread: float = Field(
         0.3, gt=0.0, le=1.0, description="With RANK_RELEVANCE_NORM=pool, the smallest spread of "
         "the candidates' relevance that is stretched to [0, 1] (near-equal candidates stay near-equal).",
