@@ -288,6 +288,9 @@ def worker_env(llm_url: str, opensearch_port: int) -> dict[str, str]:
     return {
         "MEMSTREAM_API_KEYS": KEYS,
         "LLM_PROVIDER": "anthropic", "ANTHROPIC_API_KEY": "fake", "ANTHROPIC_BASE_URL": llm_url,
+        # The model on ingest's path, asked a turn at a time: the slow-stage and backlog alerts
+        # are provoked through it (deferred, the default, asks it a window of turns later).
+        "LLM_EXTRACTION": "inline",
         "LLM_MAX_RETRIES": "0", "TRIGGER_BUDGET_MS": budget, "LLM_EXTRACT_BUDGET_MS": budget,
         "LLM_SAME_FACT_BUDGET_MS": budget, "LLM_LIFECYCLE_BUDGET_MS": budget,
         "OPENSEARCH_URL": f"http://127.0.0.1:{opensearch_port}", "SINK_RETRY_ATTEMPTS": "2",
