@@ -17,7 +17,7 @@ from faust.types import AgentT, EventT, StreamT
 from streams.app.factory import MemstreamApp
 from streams.app.faust_compat import record_of
 from streams.app.stage_kit import StageListeners
-from streams.app.topology import Stage
+from streams.app.topology import Stage, TopologyError
 from streams.observability.stage_cpu import cpu_counted
 from streams.pipeline.enrich import TICK_SECONDS, TurnWindow
 
@@ -25,7 +25,10 @@ from streams.pipeline.enrich import TICK_SECONDS, TurnWindow
 def register(app: MemstreamApp, stage: Stage, listeners: StageListeners) -> AgentT:
     """The enrich agent."""
     handler = stage.build(app.kit, listeners)
-    llm = app.settings.llm
+    if stage.batching is None:
+        raise TopologyError(f"stage {stage.name} declares no window")
+    seconds = stage.batching.within_ms(app.settings) / 1000
+    turns = stage.batching.size(app.settings)
 
     async def enrich(stream: StreamT[Any]) -> None:
         """Gather the turns in windows, ask the model about each, ack its turns."""
@@ -38,7 +41,7 @@ def register(app: MemstreamApp, stage: Stage, listeners: StageListeners) -> Agen
                 await events.ack(event)
 
         window: TurnWindow[EventT[Any]] = TurnWindow(
-            ask, seconds=llm.llm_window_seconds, turns=llm.llm_window_turns,
+            ask, seconds=seconds, turns=turns,
             urgent=lambda: bool(app.faust.rebalancing or app.faust.should_stop))
 
         async def tick() -> None:

@@ -140,6 +140,8 @@ class InProcessPipeline:
         """Turns ingested and not yet asked about (`streams.pipeline.enrich`): a window is
         asked once it spans `LLM_WINDOW_SECONDS` of the turns' own time, or holds
         `LLM_WINDOW_TURNS`, and whatever is left when the turns are all delivered."""
+        self._window_span: tuple[datetime, datetime] | None = None
+        """The earliest and the latest time of the window's turns."""
         self.consumers = Consumers(self._turn, self.dedup_stage.handle_batch,
                                    self.commands_stage.handle)
         self.weights = ranking.weights_of(settings.read)
@@ -157,14 +159,17 @@ class InProcessPipeline:
         if self.enrich_stage is None:
             return
         self.enrich_window.extend(records)
+        for ts in filter(None, map(_turn_time, records)):
+            first, last = self._window_span or (ts, ts)
+            self._window_span = (min(first, ts), max(last, ts))
         llm = self.settings.llm
-        times = [ts for ts in map(_turn_time, self.enrich_window) if ts is not None]
-        spanned = bool(times) and (max(times) - min(times)).total_seconds() >= llm.llm_window_seconds
+        span = self._window_span
+        spanned = span is not None and (span[1] - span[0]).total_seconds() >= llm.llm_window_seconds
         if spanned or len(self.enrich_window) >= llm.llm_window_turns:
             await self._enrich()
 
     async def _enrich(self) -> None:
-        window, self.enrich_window = self.enrich_window, []
+        window, self.enrich_window, self._window_span = self.enrich_window, [], None
         if window and self.enrich_stage is not None:
             await self.enrich_stage.handle_batch(window)
 

@@ -179,17 +179,14 @@ class GuardedLLM:
     async def extract_many(self, items: Sequence[Asked]) -> list[list[Fact]]:
         """`extract` for each `(turn, context)` of `items`, in order, the turns of one thread in
         one call (see `trigger_many`); a turn the call did not answer is the rules'."""
-        asked = [] if self.provider is None else [
-            i for i, (turn, _) in enumerate(items) if not rules_only(turn)]
-        answers = await self._ask_turns(Task.extract, items, asked, ExtractionItem, self._facts)
         out: list[list[Fact]] = []
-        for i, (turn, _) in enumerate(items):
-            if i not in answers:
+        for (turn, _), answer in zip(items, await self.model_facts_many(items)):
+            if answer is None:
                 out.append(self.extractor.extract(turn))
             elif self.hybrid:
-                out.append(merged_facts(self.extractor.extract(turn), answers[i]))
+                out.append(merged_facts(self.extractor.extract(turn), answer))
             else:
-                out.append(answers[i])
+                out.append(answer)
         return out
 
     async def same_fact(self, a: str, b: str, *, a_entities: Sequence[str] = (),

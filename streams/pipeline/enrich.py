@@ -86,30 +86,29 @@ class EnrichStage:
 
     async def _plans(self, records: Sequence[Record]) -> list[tuple[Record, TurnPlan]]:
         """The turns worth asking about, asked together, and a plan for each that gained facts."""
-        asked: list[tuple[Record, Asked]] = []
+        asked: list[tuple[Record, Asked, list[dict[str, Any]]]] = []
         for record in records:
             with self.ingest.record_scope(record):
-                item = self._asked(record)
-            if item is not None:
-                asked.append((record, item))
+                found = self._asked(record)
+            if found is not None:
+                asked.append((record, *found))
         if not asked:
             return []
-        results = await self.ingest.facts.added_by_model([a for _, a in asked], self.ingest.llm)
+        results = await self.ingest.facts.added_by_model([a for _, a, _ in asked], self.ingest.llm)
         plans = []
-        for (record, item), result in zip(asked, results):
+        for (record, item, buffered), result in zip(asked, results):
             if not result.facts:
                 continue
-            with self.ingest.record_scope(record):
-                buffered = thread_turns(self.ingest.tables.buffers, item.turn)
             plan = TurnPlan(item.turn, StageClock.start(record, STAGE), outcome="candidates")
             plan.candidates = candidates_of(item.turn, result, context=context_of(item.turn, buffered),
                                             first_index=MODEL_FACT_INDEX)
             plans.append((record, plan))
         return plans
 
-    def _asked(self, record: Record) -> Asked | None:
-        """The record's turn with what it is understood with, or None when the model is not to
-        be asked: a record ingest refuses, memory off, an answer to a consent proposal."""
+    def _asked(self, record: Record) -> tuple[Asked, list[dict[str, Any]]] | None:
+        """The record's turn with what it is understood with (and its thread's buffered turns
+        up to it, its candidates' context), or None when the model is not to be asked: a
+        record ingest refuses, memory off, an answer to a consent proposal."""
         ingest = self.ingest
         try:
             turn = ingest.parse(record)
@@ -119,7 +118,7 @@ class EnrichStage:
             return None
         buffered = thread_turns(ingest.tables.buffers, turn)
         return Asked(turn, blocked_topics(ingest.tables.users, turn.user_id),
-                     [Turn.model_validate(t) for t in buffered])
+                     [Turn.model_validate(t) for t in buffered]), buffered
 
     async def _send(self, plans: Sequence[tuple[Record, TurnPlan]]) -> None:
         """Each plan's candidate events and candidates, one record of candidates per user as

@@ -137,19 +137,21 @@ class FactPipeline:
             if not answer:
                 continue
             a, decision = asked[i], decisions[i]
-            kept_by_rules = (decision.should_create
-                             and decision.confidence >= self.write.trigger_confidence_min)
-            rules = self.extractor.extract(a.turn) if kept_by_rules else []
+            rules = self.extractor.extract(a.turn) if self._keeps(decision) else []
             added = merged_facts(rules, answer)[len(rules):]
             out[i] = self._filter(a.turn, decision, added, a.blocked_topics, a.context)
         return out
+
+    def _keeps(self, decision: TriggerDecision) -> bool:
+        """Whether the trigger's decision keeps the turn (yes, confidently enough)."""
+        return decision.should_create and decision.confidence >= self.write.trigger_confidence_min
 
     def _gate(self, turn: Turn, decision: TriggerDecision) -> TurnFacts | None:
         """An early answer: a hot-path command, nothing worth storing, or a secret in the turn."""
         command = decision.command
         if command is not None and command.kind in HOT_KINDS:
             return TurnFacts([], decision.confidence, command=command)
-        if not decision.should_create or decision.confidence < self.write.trigger_confidence_min:
+        if not self._keeps(decision):
             return TurnFacts([], decision.confidence)
         secret = self.policy.refusal(turn.text, consented=True)
         if secret is not None:

@@ -46,15 +46,21 @@ def model() -> Iterator[FakeChatAPI]:
         yield fake
 
 
+def model_env(model: FakeChatAPI, *, window_seconds: int) -> dict[str, str]:
+    """A worker's settings for the fake model, its windows `window_seconds` long (budgets no
+    busy machine runs out)."""
+    return {"LLM_PROVIDER": "openai", "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "test-key",
+            "OPENAI_RESPONSE_FORMAT": "json_object", "LLM_WINDOW_SECONDS": str(window_seconds),
+            "LLM_EXTRACT_BUDGET_MS": "600000", "LLM_SAME_FACT_BUDGET_MS": "600000"}
+
+
 @pytest.fixture(scope="module")
 def enrich_worker(model: FakeChatAPI, tmp_path_factory) -> Iterable[Worker]:
     workdir: Path = tmp_path_factory.mktemp("enrich")
     broker = EmbeddedBroker(log_path=workdir / "broker.log").start()
     asyncio.run(create_topics(broker.url, ALL_TOPICS, PARTITIONS))
-    worker = Worker(broker.url, workdir / "data", "memstream-enrich", workdir / "worker.log", env={
-        "LLM_PROVIDER": "openai", "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "test-key",
-        "OPENAI_RESPONSE_FORMAT": "json_object", "LLM_WINDOW_SECONDS": "1",
-        "LLM_EXTRACT_BUDGET_MS": "600000", "LLM_SAME_FACT_BUDGET_MS": "600000"})
+    worker = Worker(broker.url, workdir / "data", "memstream-enrich", workdir / "worker.log",
+                    env=model_env(model, window_seconds=1))
     worker.start()
     try:
         yield worker
@@ -99,11 +105,8 @@ def test_a_window_cut_short_by_a_kill_is_asked_about_after_the_restart(
     broker = EmbeddedBroker(log_path=workdir / "broker.log").start()
     try:
         asyncio.run(create_topics(broker.url, ALL_TOPICS, PARTITIONS))
-        env = {"LLM_PROVIDER": "openai", "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "test-key",
-               "OPENAI_RESPONSE_FORMAT": "json_object", "LLM_EXTRACT_BUDGET_MS": "600000",
-               "LLM_SAME_FACT_BUDGET_MS": "600000"}
         first = Worker(broker.url, workdir / "data", "memstream-enrich-kill", workdir / "worker.log",
-                       env={**env, "LLM_WINDOW_SECONDS": "3600"}).start()
+                       env=model_env(model, window_seconds=3600)).start()
         user = unique_user("killed")
         turns = [make_turn(user, "1", "My parrot Quorblat whistles the national anthem.")]
         asyncio.run(produce(broker.url, turns))
@@ -114,7 +117,7 @@ def test_a_window_cut_short_by_a_kill_is_asked_about_after_the_restart(
         first.kill()
 
         second = Worker(broker.url, workdir / "data", "memstream-enrich-kill", workdir / "worker2.log",
-                        env={**env, "LLM_WINDOW_SECONDS": "1"}).start()
+                        env=model_env(model, window_seconds=1)).start()
         try:
             added_id = ids.memory_id(user, "t1", "1", MODEL_FACT_INDEX)
             asyncio.run(read_all(broker.url, MEMORY_EVENTS,
