@@ -70,10 +70,11 @@ def api_url(api: str | None) -> str:
 
 
 def setup_logging() -> None:
-    """Logging as LOG_LEVEL says (the service's commands call it first)."""
+    """Logging as LOG_LEVEL says (the service's commands call it first, so a setting that is
+    not valid ends them with `settings()`'s one line, not a traceback)."""
     from streams.observability.logs import configure
 
-    configure(get_settings().observability.log_level)
+    configure(settings().observability.log_level)
 
 
 def progress() -> Progress:

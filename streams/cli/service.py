@@ -6,8 +6,7 @@ from typing import Annotated
 
 import typer
 
-from streams.settings import get_settings
-from streams.cli.common import console, setup_logging
+from streams.cli.common import console, settings, setup_logging
 from streams.cli.keys import dev_admin_entries, with_kept_master_key
 
 service_app = typer.Typer()
@@ -27,12 +26,12 @@ def run(
     and the next run goes on where this one stopped. Ctrl-C stops everything it started.
     """
     setup_logging()
-    settings = get_settings()
-    data_dir = settings.kafka.data_dir
+    current = settings()
+    data_dir = current.kafka.data_dir
     if fresh:
         _start_fresh(data_dir, yes)
     broker = None
-    if settings.kafka.broker_is_embedded:
+    if current.kafka.broker_is_embedded:
         from streams.errors import BrokerError
         from streams.tools.broker import DiskStorage, EmbeddedBroker
 
@@ -43,7 +42,7 @@ def run(
             _delete_tables(data_dir)
         storage = DiskStorage(data_dir / BROKER_DIR, data_dir / "object-store.log")
         try:
-            broker = EmbeddedBroker(settings.kafka.embedded_broker_port, data_dir / "broker.log",
+            broker = EmbeddedBroker(current.kafka.embedded_broker_port, data_dir / "broker.log",
                                     storage=storage).start()
         except BrokerError as exc:
             storage.stop()
@@ -53,10 +52,10 @@ def run(
     try:
         from streams.worker import run_worker
 
-        extra_keys = dev_admin_entries(settings)
-        settings = with_kept_master_key(settings, make=True)
-        console.print(f"[green]worker[/] web API on http://{settings.api.web_host}:{settings.api.web_port}")
-        run_worker(settings, extra_keys, quiet_services=True)  # a console a person reads
+        extra_keys = dev_admin_entries(current)
+        current = with_kept_master_key(current, make=True)
+        console.print(f"[green]worker[/] web API on http://{current.api.web_host}:{current.api.web_port}")
+        run_worker(current, extra_keys, quiet_services=True)  # a console a person reads
     finally:
         if broker is not None:
             broker.stop()
@@ -100,7 +99,7 @@ def worker() -> None:
     from streams.errors import BrokerError
 
     try:
-        run_worker(get_settings())
+        run_worker(settings())
     except BrokerError as exc:  # unreachable, or refused the TLS or SASL settings (or they are wrong)
         console.print(f"[red]worker not started:[/] {exc}")
         raise typer.Exit(1)
@@ -116,9 +115,10 @@ def broker(port: Annotated[int, typer.Option(help="Port to listen on.")] = 9092)
     from streams.app.topic_admin import ensure_topics
     from streams.app.topology import ALL_TOPICS
 
-    data_dir = get_settings().kafka.data_dir
+    current = settings()
+    data_dir = current.kafka.data_dir
     with EmbeddedBroker(port, storage=DiskStorage(data_dir / BROKER_DIR, data_dir / "object-store.log")) as b:
-        ensure_topics(b.url, ALL_TOPICS, get_settings().kafka.topic_partitions)
+        ensure_topics(b.url, ALL_TOPICS, current.kafka.topic_partitions)
         console.print(f"embedded broker on {b.url}; topics created. Ctrl-C to stop.")
         try:
             signal.sigwait({signal.SIGINT, signal.SIGTERM})

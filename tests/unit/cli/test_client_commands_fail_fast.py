@@ -77,3 +77,13 @@ def test_a_broker_option_that_is_no_bootstrap_list_is_one_line() -> None:
     result = memstream("send", "--broker", "host:abc", "--user", "ana", "hi", env={})
     assert result.returncode == 1
     assert "the port 'abc' is not a number" in one_line(result)
+
+
+@pytest.mark.parametrize("command", ["run", "worker", "broker"])
+def test_a_service_command_with_a_setting_that_is_not_valid_is_one_line(command) -> None:
+    """A typo in a setting (LLM_EXTRACTION=defered) ends `memstream run` before it starts
+    anything, with one line naming the setting (exit 2), not a traceback."""
+    result = memstream(command, env={"LLM_EXTRACTION": "defered"})
+    assert result.returncode == 2
+    line = one_line(result)
+    assert line.startswith("invalid settings: LLM_EXTRACTION") and "deferred" in line
