@@ -52,6 +52,8 @@ DECAY_SECONDS = 150.0
 """The time constant of the anchor's share of a neighbour's score."""
 MIX = 0.5
 """The anchor's share of a neighbour's score (the rest: the neighbour's own cosine)."""
+RELATED_ANCHORS = 5
+"""How many of the answer's best hits bring in the memories linked to them (`related`)."""
 
 
 def neighbours(index: UserIndex, hits: Sequence[RankedHit], cosines: np.ndarray, mask: np.ndarray,
@@ -64,8 +66,7 @@ def neighbours(index: UserIndex, hits: Sequence[RankedHit], cosines: np.ndarray,
     if slots <= 0 or len(hits) <= START:
         return []
     kept = hits[:START + slots]
-    chosen = {h.memory.id for h in kept}
-    said = {turn for h in kept for turn in h.memory.source_turn_ids}
+    chosen, said = _held(kept)
     created = index.columns().created
     best: dict[int, float] = {}
     for hit in hits[:ANCHORS]:
@@ -76,14 +77,59 @@ def neighbours(index: UserIndex, hits: Sequence[RankedHit], cosines: np.ndarray,
         distance = np.abs(created - created[row])
         for other in np.flatnonzero(mask & (distance <= WINDOW_SECONDS)):
             memory = index.stored(index.ids[other])
-            if (memory is None or memory.id in chosen or memory.thread_id != thread
-                    or memory.type != "semantic" or not memory.source_turn_ids
-                    or set(memory.source_turn_ids) <= said):
+            if memory is None or memory.thread_id != thread or not _adds(memory, chosen, said):
                 continue
             score = (MIX * hit.similarity * float(np.exp(-distance[other] / DECAY_SECONDS))
                      + (1 - MIX) * float(cosines[other]))
             if score > best.get(int(other), -np.inf):
                 best[int(other)] = score
+    return _best_new(index, best, slots, accept, fits)
+
+
+def related(index: UserIndex, hits: Sequence[RankedHit], cosines: np.ndarray, mask: np.ndarray,
+            slots: int, start: int, accept: Callable[[Memory], bool] | None = None,
+            fits: Callable[[Memory], bool] | None = None) -> list[tuple[Memory, float]]:
+    """The best `slots` memories the relations layer links to the first `RELATED_ANCHORS` of
+    `hits` (the `related_to` edges the link stage wrote, seed 001 §2), as (memory, score), best
+    first: each scored `MIX` x (the anchor's cosine x the edge's strength) + (1 - `MIX`) x its
+    own cosine, a semantic memory of a row in `mask` that `accept` and `fits` take, none of
+    the first `start + slots` hits, each adding a source turn they and the ones before it lack.
+    A memory linked to an answer's best hits is about the same thing said another time: the
+    other occurrence of an event, the other half of a "both" (issue 53)."""
+    if slots <= 0 or len(hits) <= start:
+        return []
+    chosen, said = _held(hits[:start + slots])
+    best: dict[int, float] = {}
+    for hit in hits[:RELATED_ANCHORS]:
+        for other_id, strength in hit.memory.relations.items():
+            row = index.row(other_id)
+            memory = index.stored(other_id)
+            if row is None or memory is None or not mask[row] or not _adds(memory, chosen, said):
+                continue
+            score = MIX * hit.similarity * strength + (1 - MIX) * float(cosines[row])
+            if score > best.get(row, -np.inf):
+                best[row] = score
+    return _best_new(index, best, slots, accept, fits)
+
+
+def _held(kept: Sequence[RankedHit]) -> tuple[set[str], set[str]]:
+    """The ids of `kept` hits and the source turns they come from."""
+    return ({h.memory.id for h in kept},
+            {turn for h in kept for turn in h.memory.source_turn_ids})
+
+
+def _adds(memory: Memory, chosen: set[str], said: set[str]) -> bool:
+    """Whether `memory` may join an answer holding `chosen` (ids) from `said` (turns): a
+    semantic memory not in it with a source turn it lacks."""
+    return (memory.id not in chosen and memory.type == "semantic" and bool(memory.source_turn_ids)
+            and not set(memory.source_turn_ids) <= said)
+
+
+def _best_new(index: UserIndex, best: dict[int, float], slots: int,
+              accept: Callable[[Memory], bool] | None,
+              fits: Callable[[Memory], bool] | None) -> list[tuple[Memory, float]]:
+    """The `slots` best rows of `best` (row -> score) as served memories, each with a source
+    turn the ones before it lack, that `accept` and `fits` take."""
     out: list[tuple[Memory, float]] = []
     taken: set[str] = set()
     for row, score in sorted(best.items(), key=lambda kv: (-kv[1], kv[0])):
@@ -101,18 +147,18 @@ def neighbours(index: UserIndex, hits: Sequence[RankedHit], cosines: np.ndarray,
 
 
 def with_neighbours(hits: list[H], found: Sequence[tuple[Memory, float]],
-                    cosines: np.ndarray, index: UserIndex, top_k: int) -> list[H]:
-    """`hits` (ranked) with the `found` neighbours after the first `START`, at most `top_k`
+                    cosines: np.ndarray, index: UserIndex, top_k: int, start: int = START) -> list[H]:
+    """`hits` (ranked) with the `found` memories after the first `start`, at most `top_k`
     items. A neighbour shows the ranking and calibrated scores of the item whose place it
     takes, so scores stay non-increasing along the answer (a threshold keeps a prefix)."""
-    if not found or len(hits) <= START:
+    if not found or len(hits) <= start:
         return hits[:top_k]
-    slot = hits[START]
+    slot = hits[start]
     ids = {m.id for m, _ in found}
     placed = []
     for memory, _ in found:
         row = index.row(memory.id)
         similarity = float(cosines[row]) if row is not None else slot.similarity
         placed.append(replace(slot, memory=memory, similarity=similarity, relevance=similarity))
-    rest = [h for h in hits[START:] if h.memory.id not in ids]
-    return [*hits[:START], *placed, *rest][:top_k]
+    rest = [h for h in hits[start:] if h.memory.id not in ids]
+    return [*hits[:start], *placed, *rest][:top_k]

@@ -11,6 +11,7 @@ latency benchmark call the same code.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Sequence
@@ -26,7 +27,7 @@ from streams.read.evidence import (
     CombiningKind, combining_kind, gather, part_relevance, parts, replaced_rows,
 )
 from streams.read.fusion import COSINE_ONLY, Retrieval, relevance
-from streams.read.neighbours import neighbours, with_neighbours
+from streams.read.neighbours import START, neighbours, related, with_neighbours
 from streams.read.categories import CategoryPolicy
 from streams.memory.consent import pending_note
 from streams.memory.model import Memory
@@ -194,6 +195,9 @@ class QueryLimits:
     neighbour_slots: int = 0
     """Places of an answer after its first five for the memories said next to its best hits
     (`streams.read.neighbours`, QUERY_NEIGHBOUR_SLOTS); 0: none."""
+    related_slots: int = 0
+    """Places after those for the memories the relations layer links to the best hits
+    (`streams.read.neighbours.related`, QUERY_RELATED_SLOTS); 0: none."""
 
     @classmethod
     def of(cls, read: ReadSettings) -> "QueryLimits":
@@ -204,7 +208,8 @@ class QueryLimits:
                    cold_tier_similarity=read.cold_tier_similarity,
                    bullets_threshold=read.query_threshold,
                    gather_evidence=read.query_gather_evidence,
-                   neighbour_slots=read.query_neighbour_slots)
+                   neighbour_slots=read.query_neighbour_slots,
+                   related_slots=read.query_related_slots)
 
 
 @dataclass(frozen=True)
@@ -239,6 +244,8 @@ class QueryPlan:
     does not split)."""
     neighbour_slots: int = 0
     """Places after the first five for the neighbours of the best hits (`QueryLimits`)."""
+    related_slots: int = 0
+    """Places after the neighbours' for the memories linked to the best hits (`QueryLimits`)."""
 
 
 def plan_query(request: QueryRequest, user_id: str, policy: CategoryPolicy, limits: QueryLimits,
@@ -275,7 +282,7 @@ def plan_query(request: QueryRequest, user_id: str, policy: CategoryPolicy, limi
         candidates=max(limits.candidates, top_k), include_archived=request.include_archived,
         cold_tier_similarity=limits.cold_tier_similarity, explain=request.explain,
         combining=combining, parts=clauses if len(clauses) > 1 else (),
-        neighbour_slots=limits.neighbour_slots,
+        neighbour_slots=limits.neighbour_slots, related_slots=limits.related_slots,
     )
 
 
@@ -435,18 +442,8 @@ def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: Categ
         episodic = [h for h in scored if h.memory.type in EPISODE_TYPES]
     hits = select(_eligible(semantic, plan, policy), _eligible(episodic, plan, policy), plan, policy,
                   covering)
-    if plan.neighbour_slots > 0 and hits and len(index):
-        cols = index.columns()
-        per_category = Counter(h.memory.category.casefold() for h in hits)
-
-        def fits(memory: Memory) -> bool:
-            spec = policy.spec(memory.category.casefold())
-            return (spec is None or spec.rag_length is None
-                    or per_category[memory.category.casefold()] < spec.rag_length)
-
-        near = neighbours(index, hits, cosines, allowed & (cols.visible | cols.archived),
-                          plan.neighbour_slots, accept, fits)
-        hits = with_neighbours(hits, near, cosines, index, plan.top_k)
+    if (plan.neighbour_slots > 0 or plan.related_slots > 0) and hits and len(index):
+        hits = _with_nearby(index, hits, cosines, allowed, accept, plan, policy)
 
     header, header_tokens = "", 0
     if delta is not None:
@@ -469,6 +466,27 @@ def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: Categ
         reference_time=plan.reference,
     )
     return response, hits
+
+
+def _with_nearby(index: UserIndex, hits: list[QueryHit], cosines: np.ndarray, allowed: np.ndarray,
+                 accept: Callable[[Memory], bool] | None, plan: QueryPlan, policy: CategoryPolicy) -> list[QueryHit]:
+    """`hits` with, after the first five, the memories said next to the best ones
+    (`neighbour_slots`) and then those the relations layer links to them (`related_slots`),
+    within the categories' `rag_length` (`streams.read.neighbours`)."""
+    cols = index.columns()
+    mask = allowed & (cols.visible | cols.archived)
+    per_category = Counter(h.memory.category.casefold() for h in hits)
+
+    def fits(memory: Memory) -> bool:
+        spec = policy.spec(memory.category.casefold())
+        return (spec is None or spec.rag_length is None
+                or per_category[memory.category.casefold()] < spec.rag_length)
+
+    near = neighbours(index, hits, cosines, mask, plan.neighbour_slots, accept, fits)
+    hits = with_neighbours(hits, near, cosines, index, plan.top_k)
+    start = START + len(near)
+    linked = related(index, hits, cosines, mask, plan.related_slots, start, accept, fits)
+    return with_neighbours(hits, linked, cosines, index, plan.top_k, start)
 
 
 def _item(index: UserIndex, hit: QueryHit, tokens: int, mode: ReturnMode,

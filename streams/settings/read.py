@@ -51,6 +51,13 @@ class ReadSettings(Section):
         "the archive and, for a change, the replaced values (streams/read/evidence.py); false "
         "ranks every query's memories one by one.",
     )
+    query_model_parts: bool = Field(
+        True,
+        description="With a model configured (LLM_PROVIDER), a question that combines facts is "
+        "split into its searches by the model (one call within LLM_QUERY_BUDGET_MS, the same "
+        "question's answer kept for the next time; streams/read/model_parts.py); the rules "
+        "split it when there is no model, it fails or this is false.",
+    )
     query_neighbour_slots: int = Field(
         2, ge=0,
         description="Places of an answer after its first five for memories said in the same "
@@ -58,6 +65,13 @@ class ReadSettings(Section):
         "(decaying with the time between them) and their own, each with a source turn the "
         "answer lacks: the other evidence of a question whose facts were said together "
         "(streams/read/neighbours.py); 0 turns it off.",
+    )
+    query_related_slots: int = Field(
+        1, ge=0,
+        description="Places of an answer after the neighbours' for memories the relations "
+        "layer links (related_to) to its five best hits, ranked by their anchor's similarity "
+        "times the link's strength and their own, each with a source turn the answer lacks: "
+        "the same thing said another time (streams/read/neighbours.py); 0 turns it off.",
     )
     rank_relevance_min_spread: float = Field(
         0.3, gt=0.0, le=1.0, description="With RANK_RELEVANCE_NORM=pool, the smallest spread of "

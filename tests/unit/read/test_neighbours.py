@@ -38,10 +38,12 @@ def index_of(*pairs: tuple[Memory, float]) -> UserIndex:
     return index
 
 
-def answer(index: UserIndex, top_k: int = 10, slots: int | None = None) -> list[str]:
+def answer(index: UserIndex, top_k: int = 10, slots: int | None = None,
+           related_slots: int | None = None) -> list[str]:
     request = QueryRequest.model_validate_json(json.dumps(
         {"agent": "supervisor", "query": "what about Ana", "top_k": top_k, "return": "full"}))
-    limits = defaults.limits() if slots is None else defaults.limits(neighbour_slots=slots)
+    changes = {"neighbour_slots": slots, "related_slots": related_slots}
+    limits = defaults.limits(**{k: v for k, v in changes.items() if v is not None})
     plan = plan_query(request, "u", POLICY, limits, NOW)
     response, hits = execute(index, Q, plan, POLICY, defaults.weights(), get_counter(), retrieval=DENSE)
     assert [h.memory.id for h in hits] == [item["id"] for item in response.items]
@@ -90,3 +92,21 @@ def test_two_slots_at_most_and_none_in_a_short_answer():
     got = answer(index)
     assert got[5:7] == ["n0", "n1"] and not {"n2", "n3"} & set(got)
     assert answer(index, top_k=5) == answer(index, top_k=5, slots=0)
+
+
+def test_a_memory_linked_to_a_best_hit_takes_the_place_after_the_neighbours():
+    """The relations layer's `related_to` edges bring in the same thing said another time:
+    another thread, months away, too weakly similar to rank (QUERY_RELATED_SLOTS=1)."""
+    linked = mem("linked", "s9", T0 - timedelta(days=90))
+    same_turn = mem("linked-same-turn", "s1", T0 - timedelta(days=90), turn="anchor")
+    anchor = mem("anchor", "s1", T0).model_copy(
+        update={"relations": {"linked": 0.8, "linked-same-turn": 0.9}})
+    index = index_of((anchor, 0.95), *fillers(), (mem("next", "s1", T0 + timedelta(seconds=60)), 0.3),
+                     (linked, 0.2), (same_turn, 0.2))
+    without = answer(index, related_slots=0)
+    assert "linked" not in without
+    got = answer(index)
+    assert got[:6] == without[:6], "the first five and the neighbour are left as they were"
+    assert got[6] == "linked" and "linked-same-turn" not in got
+    assert got[7:] == without[6:9]
+    assert answer(index, slots=0)[5] == "linked", "without neighbours it takes the sixth place"
