@@ -131,6 +131,7 @@ async def answer(app: MemstreamApp, request: QueryRequest, user_id: str,
         scope = Scope.of(principal, settings.read.categories_path).narrowed(plan.categories)
     except AccessDenied as exc:
         raise QueryForbidden(str(exc)) from None
+    plan = await app.services.model_parts.planned(plan)  # a model call only for an allowed query
     vector = (await app.services.embed([plan.text]))[0]
     index = app.store.user_index(user_id)
     delta = None

@@ -212,8 +212,8 @@ class InProcessPipeline:
         recorded as the route records it (a `touch` command, applied on the next delivery)."""
         request = QueryRequest(agent=agent, query=text, top_k=top_k, **{"return": "full"})
         clock = self.store.user_clock(user_id)
-        plan = plan_query(request, user_id, self.policy, QueryLimits.of(self.settings.read),
-                          clock)
+        plan = await self.services.model_parts.planned(
+            plan_query(request, user_id, self.policy, QueryLimits.of(self.settings.read), clock))
         vector = (await self.services.embed([plan.text]))[0]
         _, hits = execute(self.store.index().user(user_id), vector, plan, self.policy,
                           self.weights, get_counter(), retrieval=Retrieval.of(self.settings.read),

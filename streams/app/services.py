@@ -22,6 +22,7 @@ from streams.providers.embedders.configured import build_embedder, embedder_key,
 from streams.providers.embedders.cpu import embed_measured
 from streams.guarded.llm import GuardedLLM
 from streams.read.calibration import ScoreCurve, curve_for
+from streams.read.model_parts import ModelParts
 from streams.write.contextual import TextVectors
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,7 @@ class Services:
         self._embedder = embedder
         self._llm = llm
         self._dedup_config: tuple[tuple[Settings, Embedder | None], DedupConfig] | None = None
+        self._model_parts: ModelParts | None = None
         self.vectors = TextVectors()
         """The latest facts' texts' embeddings, made by ingest and read by dedup
         (`streams.write.contextual.TextVectors`)."""
@@ -104,6 +106,16 @@ class Services:
         if self._llm is None:
             self._llm = GuardedLLM.from_settings(self.settings)
         return self._llm
+
+    @property
+    def model_parts(self) -> ModelParts:
+        """The searches of a combining question, from the model when one is configured and
+        QUERY_MODEL_PARTS is on (`streams.read.model_parts`), created once: its answers are
+        kept for the worker's life."""
+        if self._model_parts is None:
+            use = self.llm.configured and self.settings.read.query_model_parts
+            self._model_parts = ModelParts(self.llm.query_parts if use else None)
+        return self._model_parts
 
     def profile(self) -> EmbedderProfile:
         """The embedder profile's dedup bands, with any override from the settings applied.

@@ -22,6 +22,7 @@ whose budget runs out when they say so, never because the machine is slow.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -47,6 +48,7 @@ from streams.providers.llm.schemas import (
     MAX_BATCH_TURNS,
     ExtractionItem,
     ExtractionOutput,
+    QueryPartsOutput,
     SameFactOutput,
     TriggerItem,
     TriggerOutput,
@@ -122,6 +124,7 @@ class GuardedLLM:
             Task.same_fact: settings.llm.llm_same_fact_budget_ms / 1000,
             Task.consolidate: settings.llm.llm_lifecycle_budget_ms / 1000,
             Task.insight: settings.llm.llm_lifecycle_budget_ms / 1000,
+            Task.query_parts: settings.llm.llm_query_budget_ms / 1000,
         }
         self._slots: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
 
@@ -215,6 +218,15 @@ class GuardedLLM:
         if self.provider is None:
             return None
         return await self._ask(task, user, schema, lambda out: out)
+
+    async def query_parts(self, question: str) -> list[str] | None:
+        """The searches the model says `question` needs, one per fact its answer takes
+        (`Task.query_parts`, within LLM_QUERY_BUDGET_MS); None when no provider is configured
+        or it failed (counted as a fallback): the rules split the question then."""
+        if self.provider is None:
+            return None
+        return await self._ask(Task.query_parts, json.dumps({"question": question}),
+                               QueryPartsOutput, lambda out: list(out.parts))
 
     async def aclose(self) -> None:
         if self.provider is not None:

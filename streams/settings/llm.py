@@ -96,6 +96,10 @@ class LlmSettings(Section):
     )
     llm_extract_budget_ms: int = Field(2000, ge=1, description="Time budget of an LLM classifier call.")
     llm_same_fact_budget_ms: int = Field(1500, ge=1, description="Time budget of an LLM same-fact call.")
+    llm_query_budget_ms: int = Field(
+        1500, ge=1, description="Time budget of the read path's LLM call: the searches a "
+        "question that combines facts needs (QUERY_MODEL_PARTS); past it the rules' parts answer.",
+    )
     llm_lifecycle_budget_ms: int = Field(
         10000, ge=1, description="Time budget of a background LLM call (consolidation summary, "
         "theory-of-mind insights); never on the hot path.",

@@ -7,17 +7,19 @@ from typing import Protocol, runtime_checkable
 
 class Task(str, Enum):
     """The questions memstream asks a tiny LLM: three on the write path (docs/architecture.md#write-path), two in the
-    background lifecycle passes (`streams/lifecycle/`: consolidation, theory-of-mind insights)."""
+    background lifecycle passes (`streams/lifecycle/`: consolidation, theory-of-mind insights), one on the read
+    path (the searches a question that combines facts needs: `streams/read/model_parts.py`)."""
 
     trigger = "trigger"
     extract = "extract"
     same_fact = "same_fact"
     consolidate = "consolidate"
     insight = "insight"
+    query_parts = "query_parts"
 
 
 MAX_TOKENS: dict[Task, int] = {Task.trigger: 150, Task.extract: 900, Task.same_fact: 30,
-                               Task.consolidate: 200, Task.insight: 220}
+                               Task.consolidate: 200, Task.insight: 220, Task.query_parts: 160}
 """Output token caps of a call about one turn: small answers keep latency low; extraction needs
 room for 3 facts."""
 

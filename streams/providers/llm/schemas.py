@@ -195,3 +195,19 @@ class InsightOutput(_Output):
     """Theory-of-mind insights (seed 001 §3): 0–3 of them (empty: nothing worth noting)."""
 
     insights: Annotated[list[InsightItem], _first(3)] = Field(default_factory=list, json_schema_extra=_most(3))
+
+
+MAX_QUERY_PARTS = 4
+"""The most searches a question is split into (each is one more lexical search of the index)."""
+QUERY_PART_MAX_CHARS = 200
+
+QueryPart = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1,
+                                             max_length=QUERY_PART_MAX_CHARS)]
+
+
+class QueryPartsOutput(_Output):
+    """The searches a question that combines facts needs, one per fact its answer takes
+    (`streams.read.model_parts`): 1 to `MAX_QUERY_PARTS` short queries."""
+
+    parts: Annotated[list[QueryPart], _first(MAX_QUERY_PARTS)] = Field(
+        min_length=1, json_schema_extra=_most(MAX_QUERY_PARTS))

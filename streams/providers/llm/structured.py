@@ -17,6 +17,7 @@ from streams.providers.llm.schemas import (
     ConsolidationOutput,
     ExtractionBatch,
     InsightOutput,
+    QueryPartsOutput,
     SameFactOutput,
     TriggerBatch,
 )
@@ -24,6 +25,7 @@ from streams.providers.llm.schemas import (
 OUTPUTS: dict[Task, type[BaseModel]] = {
     Task.trigger: TriggerBatch, Task.extract: ExtractionBatch, Task.same_fact: SameFactOutput,
     Task.consolidate: ConsolidationOutput, Task.insight: InsightOutput,
+    Task.query_parts: QueryPartsOutput,
 }
 """The output model of each task's call (the trigger and extraction answer for several turns)."""
 
