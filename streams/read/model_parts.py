@@ -37,7 +37,9 @@ class ModelParts:
 
     async def planned(self, plan: QueryPlan) -> QueryPlan:
         """`plan` with the model's parts when it is a combining question and the model named
-        two searches or more, each with a word a lexical search can match; else `plan`."""
+        two searches or more that each share a word with the question (a name, the thing
+        asked about: a search of nothing the question says is the model's invention, as a
+        small model that copies its prompt's example names writes); else `plan`."""
         if self.model is None or plan.combining is None:
             return plan
         parts = self._known.get(plan.text)
@@ -45,7 +47,8 @@ class ModelParts:
             answered = await self.model(plan.text)
             if answered is None:
                 return plan
-            parts = tuple(dict.fromkeys(p for p in answered if tokenize_text(p)))
+            asked = set(tokenize_text(plan.text))
+            parts = tuple(dict.fromkeys(p for p in answered if asked & set(tokenize_text(p))))
             self._known[plan.text] = parts
             if len(self._known) > self.cache_size:
                 self._known.popitem(last=False)

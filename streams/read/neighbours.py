@@ -17,7 +17,7 @@ process, the same memories).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import Field, replace
 from typing import Any, ClassVar, Protocol, TypeVar
 
@@ -147,10 +147,13 @@ def _best_new(index: UserIndex, best: dict[int, float], slots: int,
 
 
 def with_neighbours(hits: list[H], found: Sequence[tuple[Memory, float]],
-                    cosines: np.ndarray, index: UserIndex, top_k: int, start: int = START) -> list[H]:
+                    cosines: np.ndarray, index: UserIndex, top_k: int, start: int = START,
+                    keep: Collection[str] = ()) -> list[H]:
     """`hits` (ranked) with the `found` memories after the first `start`, at most `top_k`
-    items. A neighbour shows the ranking and calibrated scores of the item whose place it
-    takes, so scores stay non-increasing along the answer (a threshold keeps a prefix)."""
+    items: the items they displace are the last ones not in `keep` (the ids an answer must
+    hold: each part's evidence of a combining question, `streams.read.evidence.gather`). A
+    placed memory shows the ranking and calibrated scores of the item whose place it takes, so
+    scores stay non-increasing along the answer (a threshold keeps a prefix)."""
     if not found or len(hits) <= start:
         return hits[:top_k]
     slot = hits[start]
@@ -161,4 +164,10 @@ def with_neighbours(hits: list[H], found: Sequence[tuple[Memory, float]],
         similarity = float(cosines[row]) if row is not None else slot.similarity
         placed.append(replace(slot, memory=memory, similarity=similarity, relevance=similarity))
     rest = [h for h in hits[start:] if h.memory.id not in ids]
-    return [*hits[:start], *placed, *rest][:top_k]
+    out = [*hits[:start], *placed, *rest]
+    over = len(out) - top_k
+    if over > 0:
+        dropped = [i for i in range(len(out) - 1, start + len(placed) - 1, -1)
+                   if out[i].memory.id not in keep][:over]
+        out = [h for i, h in enumerate(out) if i not in set(dropped)]
+    return out[:top_k]

@@ -363,7 +363,28 @@ def select(semantic: list[QueryHit], episodic: list[QueryHit], plan: QueryPlan,
         if (is_episode and n_episodic >= plan.episodic_cap) or not fits(hit):
             continue
         take(hit, is_episode)
-    return sorted(chosen, key=lambda h: -h.score)
+    return cover_early(sorted(chosen, key=lambda h: -h.score), covering, COVER_BY)
+
+
+COVER_BY = 5
+"""Places of an answer within which each part's evidence of a combining question stands."""
+
+
+def cover_early(ranked: list[QueryHit], covering: Sequence[str], by: int) -> list[QueryHit]:
+    """`ranked` with the hits of `covering` (each part's best memory) that rank below place
+    `by` moved up to end the first `by` places, in their order, the items they displace moving
+    down: an agent that reads the top of an answer (or asks for fewer items) gets each part's
+    evidence, not paraphrases of one. A moved hit shows the scores of the first item it
+    displaces, so scores stay non-increasing along the answer (a threshold keeps a prefix)."""
+    wanted = set(covering)
+    late = [h for h in ranked[by:] if h.memory.id in wanted]
+    if not late:
+        return ranked
+    at = max(1, by - len(late))
+    slot = ranked[at]
+    moved = [replace(h, score=slot.score, calibrated=slot.calibrated) for h in late]
+    rest = [h for h in ranked[at:] if h.memory.id not in {m.memory.id for m in late}]
+    return [*ranked[:at], *moved, *rest]
 
 
 def bullet(memory: Memory) -> str:
@@ -443,7 +464,7 @@ def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: Categ
     hits = select(_eligible(semantic, plan, policy), _eligible(episodic, plan, policy), plan, policy,
                   covering)
     if (plan.neighbour_slots > 0 or plan.related_slots > 0) and hits and len(index):
-        hits = _with_nearby(index, hits, cosines, allowed, accept, plan, policy)
+        hits = _with_nearby(index, hits, cosines, allowed, accept, plan, policy, covering)
 
     header, header_tokens = "", 0
     if delta is not None:
@@ -469,10 +490,12 @@ def execute(index: UserIndex, vector: np.ndarray, plan: QueryPlan, policy: Categ
 
 
 def _with_nearby(index: UserIndex, hits: list[QueryHit], cosines: np.ndarray, allowed: np.ndarray,
-                 accept: Callable[[Memory], bool] | None, plan: QueryPlan, policy: CategoryPolicy) -> list[QueryHit]:
+                 accept: Callable[[Memory], bool] | None, plan: QueryPlan, policy: CategoryPolicy,
+                 covering: Sequence[str] = ()) -> list[QueryHit]:
     """`hits` with, after the first five, the memories said next to the best ones
     (`neighbour_slots`) and then those the relations layer links to them (`related_slots`),
-    within the categories' `rag_length` (`streams.read.neighbours`)."""
+    within the categories' `rag_length` (`streams.read.neighbours`); the memories of
+    `covering` (each part's evidence, `select`) are never the ones they displace."""
     cols = index.columns()
     mask = allowed & (cols.visible | cols.archived)
     per_category = Counter(h.memory.category.casefold() for h in hits)
@@ -483,10 +506,10 @@ def _with_nearby(index: UserIndex, hits: list[QueryHit], cosines: np.ndarray, al
                 or per_category[memory.category.casefold()] < spec.rag_length)
 
     near = neighbours(index, hits, cosines, mask, plan.neighbour_slots, accept, fits)
-    hits = with_neighbours(hits, near, cosines, index, plan.top_k)
+    hits = with_neighbours(hits, near, cosines, index, plan.top_k, keep=covering)
     start = START + len(near)
     linked = related(index, hits, cosines, mask, plan.related_slots, start, accept, fits)
-    return with_neighbours(hits, linked, cosines, index, plan.top_k, start)
+    return with_neighbours(hits, linked, cosines, index, plan.top_k, start, keep=covering)
 
 
 def _item(index: UserIndex, hit: QueryHit, tokens: int, mode: ReturnMode,

@@ -82,6 +82,7 @@ async def test_a_question_one_memory_answers_asks_no_model(
     (Reply.error(500), "server_error"),
     (Reply.json({"parts": []}), "invalid_output"),
     (Reply.json({"parts": ["Ana paints watercolours"]}), None),  # valid, but one search
+    (Reply.json({"parts": ["Ben", "Cy goes camping", "Ana"]}), None),  # one shares the question's words
 ])
 async def test_a_failed_or_single_answer_leaves_the_rules_parts(
         llm: GuardedLLM, fake_api: FakeMessagesAPI, reply: Reply, reason: str | None) -> None:

@@ -124,3 +124,28 @@ def test_a_replaced_value_says_so_in_the_context():
     assert "Ana commutes by car. (replaced since)" in response.context.replace("] (replaced since) ", "] ") or \
         "(replaced since) Ana commutes by car." in response.context
     assert response.cold_tier == "combining"
+
+
+def test_each_parts_evidence_stands_in_the_first_five_places_and_is_never_displaced():
+    """Twelve memories about the dog match best; the job's memory is the answer's by its part
+    only. In an answer of ten it stands within the first five (not last, below nine
+    paraphrases of the dog), with scores still non-increasing; the two memories said next to
+    the best hit (its neighbours) displace other items, never it."""
+    at = datetime(2024, 5, 1, 12, tzinfo=timezone.utc)
+    dogs = [(mem(f"dog{i}", f"Ana's dog {w} today.", created_at=at, thread_id=f"s{i + 1}"), 0.9 - i / 100)
+            for i, w in enumerate(["barked", "slept", "ran", "ate", "played", "swam", "hid", "dug",
+                                   "howled", "chewed", "jumped", "rolled"])]
+    nearby = [(mem(f"near{i}", f"Ana bought flowers {i}.", created_at=at, thread_id="s1"), 0.25)
+              for i in range(2)]
+    index = index_of(*dogs, (mem("job", "Ana started a new job at the bakery."), 0.3), *nearby)
+    question = "Did Ana get the dog before or after her new job?"
+    request = QueryRequest.model_validate_json(json.dumps(
+        {"agent": "supervisor", "query": question, "top_k": 10}))
+    plan = plan_query(request, "u", POLICY, defaults.limits(), NOW)
+    response, _ = execute(index, Q, plan, POLICY, defaults.weights(), get_counter(),
+                          retrieval=defaults.retrieval())
+    got = [item["id"] for item in response.items]
+    assert "job" in got[:5]
+    assert {"near0", "near1"} <= set(got), "the neighbours took their places"
+    scores = [item["score"] for item in response.items]
+    assert scores == sorted(scores, reverse=True)

@@ -110,3 +110,19 @@ def test_a_memory_linked_to_a_best_hit_takes_the_place_after_the_neighbours():
     assert got[6] == "linked" and "linked-same-turn" not in got
     assert got[7:] == without[6:9]
     assert answer(index, slots=0)[5] == "linked", "without neighbours it takes the sixth place"
+
+
+def test_the_items_they_displace_are_never_the_ones_an_answer_must_hold():
+    """`keep` (each part's evidence of a combining question): the last item stays, the two
+    before it leave for the two neighbours."""
+    from streams.read.neighbours import with_neighbours
+    from streams.read.query import QueryHit
+
+    index = index_of(*fillers(12))
+    hits = [QueryHit(index.served(f"f{i}"), 0.9 - i / 50, 1.0 - i / 10) for i in range(10)]
+    found = [(index.served("f10"), 0.5), (index.served("f11"), 0.4)]
+    cosines = index.query_similarities(Q)
+    got = [h.memory.id for h in with_neighbours(hits, found, cosines, index, 10, keep={"f9"})]
+    assert got == ["f0", "f1", "f2", "f3", "f4", "f10", "f11", "f5", "f6", "f9"]
+    plain = [h.memory.id for h in with_neighbours(hits, found, cosines, index, 10)]
+    assert plain[-1] == "f7"
