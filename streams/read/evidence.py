@@ -57,10 +57,21 @@ def combining_kind(text: str) -> CombiningKind | None:
     return None
 
 
+_PAIR = re.compile(r"\b([A-Z][\w'-]*)\s+and\s+([A-Z][\w'-]*)\b")
+"""Two names joined by "and" ("Jon and Gina", "Nike and Gatorade")."""
+
+
 def parts(text: str) -> list[str]:
     """The clauses of a question that each need their own evidence, each with words a lexical
-    search can match; one part (the question) when it does not split. A part without a word of
-    its own ("or", "after") is dropped."""
+    search can match; one part (the question) when it does not split. Two names joined by
+    "and" share the rest of the question: each is a part with all of it ("Did Jon and Gina both
+    dance?" -> "Did Jon both dance?", "Did Gina both dance?"), since each one's evidence says
+    what is asked about them. Otherwise the question splits at its conjunctions; a part
+    without a word of its own ("or", "after") is dropped."""
+    pair = _PAIR.search(text)
+    if pair is not None:
+        return [f"{text[:pair.start()]}{name}{text[pair.end():]}".strip(" ?.!")
+                for name in pair.groups()]
     clauses = [c.strip(" ?.!") for c in _SPLIT.split(text)]
     kept = [c for c in clauses if c and tokenize_text(c)]
     return kept if len(kept) > 1 else [text]

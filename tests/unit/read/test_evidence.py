@@ -44,7 +44,9 @@ def test_a_question_that_combines_facts_is_told_by_its_wording(question, kind):
 def test_a_question_splits_into_the_clauses_that_need_their_own_evidence():
     assert parts("Did Ana adopt the dog before or after her new job?") == [
         "Did Ana adopt the dog", "her new job"]
-    assert parts("What do Ana and Ben both like?") == ["What do Ana", "Ben", "like"]
+    # two names share the rest of the question: each one's evidence says what is asked
+    assert parts("What do Ana and Ben both like?") == ["What do Ana both like", "What do Ben both like"]
+    assert parts("Did Ana sign with Nike and Adidas?") == ["Did Ana sign with Nike", "Did Ana sign with Adidas"]
     assert parts("How has Ana's commute changed?") == ["How has Ana's commute changed?"]
 
 
