@@ -147,3 +147,43 @@ async def test_the_answer_holds_the_evidence_of_each_search_the_model_named(
     rules = planned()
     assert not {"paint", "camp", "pottery"} & answer(rules)
     assert answer(await ModelParts(llm.query_parts).planned(rules)) == {"paint", "camp", "pottery"}
+
+
+async def test_the_query_route_asks_the_model_only_for_an_allowed_combining_query(
+        llm: GuardedLLM, fake_api: FakeMessagesAPI, tmp_path, minilm_embedder) -> None:
+    """`streams.api.query.answer` over an in-process pipeline whose model is the fake: a
+    combining question is answered with the evidence of the model's searches; a question one
+    memory answers, and a query the agent may not make, never reach the model."""
+    from types import SimpleNamespace
+
+    from streams.api import auth
+    from streams.api.query import answer as query_answer
+    from streams.app.inprocess import InProcessPipeline
+    from streams.read.errors import QueryForbidden
+
+    fake_api.script(Reply.json(MODEL_PARTS))
+    pipeline = InProcessPipeline(llm.settings.with_values(table_store="memory://", data_dir=tmp_path),
+                                 minilm_embedder, llm=llm)
+    docs = [mem("paint", "Ana paints watercolours on Sundays."),
+            mem("camp", "Ana goes camping with her brother."),
+            mem("pottery", "Ana signed up for a pottery class."),
+            *[mem(f"x{i}", f"Ana's activities at work kept her busy in week {i}.") for i in range(8)]]
+    state = pipeline.store.state()
+    for doc, vector in zip(docs, np.asarray(minilm_embedder.embed([d.summary for d in docs]))):
+        state.store(doc.model_copy(update={"user_id": "ana"}), vector)
+    pipeline.store.tables.flush()
+    app = SimpleNamespace(store=pipeline.store, settings=pipeline.settings, services=pipeline.services,
+                          outputs=pipeline.outputs)
+    admin = auth.Principal("ops", "admin")
+
+    def request(question: str, agent: str = "supervisor") -> QueryRequest:
+        return QueryRequest.model_validate_json(json.dumps(
+            {"agent": agent, "query": question, "top_k": 5, "record_access": False}))
+
+    with pytest.raises(QueryForbidden):
+        await query_answer(app, request(QUESTION), "ana", auth.Principal("planner", "agent"))
+    await query_answer(app, request("What is Ana's job?"), "ana", admin)
+    assert fake_api.requests == []
+    body = await asyncio.wait_for(query_answer(app, request(QUESTION), "ana", admin), HANG_GUARD_S)
+    assert {"paint", "camp", "pottery"} <= {item["id"] for item in body["items"]}
+    assert len(fake_api.requests) == 1
