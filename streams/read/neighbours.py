@@ -54,6 +54,9 @@ MIX = 0.5
 """The anchor's share of a neighbour's score (the rest: the neighbour's own cosine)."""
 RELATED_ANCHORS = 5
 """How many of the answer's best hits bring in the memories linked to them (`related`)."""
+ENTITY_STRENGTH = 0.8
+"""The link strength of two memories of one entity (`same_entity`): as strong as a close
+`related_to` edge (those start at LINK_MIN)."""
 
 
 def neighbours(index: UserIndex, hits: Sequence[RankedHit], cosines: np.ndarray, mask: np.ndarray,
@@ -95,13 +98,17 @@ def related(index: UserIndex, hits: Sequence[RankedHit], cosines: np.ndarray, ma
     own cosine, a semantic memory of a row in `mask` that `accept` and `fits` take, none of
     the first `start + slots` hits, each adding a source turn they and the ones before it lack.
     A memory linked to an answer's best hits is about the same thing said another time: the
-    other occurrence of an event, the other half of a "both" (issue 53)."""
+    other occurrence of an event, the other half of a "both" (issue 53). A memory of the same
+    entity (its entity key but for the last part: `profile:pet:luna:age` and
+    `profile:pet:luna:breed`) counts as linked at `ENTITY_STRENGTH`."""
     if slots <= 0 or len(hits) <= start:
         return []
     chosen, said = _held(hits[:start + slots])
     best: dict[int, float] = {}
     for hit in hits[:RELATED_ANCHORS]:
-        for other_id, strength in hit.memory.relations.items():
+        links = {**{m.id: ENTITY_STRENGTH for m in same_entity(index, hit.memory)},
+                 **hit.memory.relations}
+        for other_id, strength in links.items():
             row = index.row(other_id)
             memory = index.stored(other_id)
             if row is None or memory is None or not mask[row] or not _adds(memory, chosen, said):
@@ -110,6 +117,17 @@ def related(index: UserIndex, hits: Sequence[RankedHit], cosines: np.ndarray, ma
             if score > best.get(row, -np.inf):
                 best[row] = score
     return _best_new(index, best, slots, accept, fits)
+
+
+def same_entity(index: UserIndex, memory: Memory) -> list[Memory]:
+    """The other visible memories of `memory`'s entity: an entity key like its own but for the
+    last part (the attribute); none when it has no key of two parts or more."""
+    key = memory.entity_key
+    if not key or ":" not in key:
+        return []
+    entity = key.rsplit(":", 1)[0]
+    return [m for m in index.with_entity_key(lambda k: k.rsplit(":", 1)[0] == entity)
+            if m.id != memory.id]
 
 
 def _held(kept: Sequence[RankedHit]) -> tuple[set[str], set[str]]:

@@ -126,3 +126,17 @@ def test_the_items_they_displace_are_never_the_ones_an_answer_must_hold():
     assert got == ["f0", "f1", "f2", "f3", "f4", "f10", "f11", "f5", "f6", "f9"]
     plain = [h.memory.id for h in with_neighbours(hits, found, cosines, index, 10)]
     assert plain[-1] == "f7"
+
+
+def test_a_memory_of_the_same_entity_counts_as_linked():
+    """Entity keys `profile:pet:luna:age` and `profile:pet:luna:breed`: one entity, two
+    attributes; no `related_to` edge between them, months apart, in other threads."""
+    anchor = mem("anchor", "s1", T0).model_copy(update={"entity_key": "profile:pet:luna:age"})
+    breed = mem("breed", "s9", T0 - timedelta(days=90)).model_copy(
+        update={"entity_key": "profile:pet:luna:breed"})
+    other = mem("other", "s8", T0 - timedelta(days=90)).model_copy(
+        update={"entity_key": "profile:pet:rex:breed"})
+    index = index_of((anchor, 0.95), *fillers(), (breed, 0.2), (other, 0.25))
+    got = answer(index, slots=0)
+    assert got[5] == "breed" and "other" not in got
+    assert "breed" not in answer(index, slots=0, related_slots=0)
