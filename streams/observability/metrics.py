@@ -276,6 +276,7 @@ LIFECYCLE_PASSES = ("forgetting", "promotion", "consolidation", "insights", "con
 def _start_at_zero() -> None:
     for stage in STAGES:
         STAGE_RECORDS.labels(stage=stage)
+        STAGE_STALLED.labels(stage=stage)  # 0: not stalled (a gauge's child starts at 0)
         DLQ_RECORDS.labels(stage=stage, reason="")
         DLQ_FAILURES.labels(stage=stage, reason="")
     for outcome in ("candidates", "skipped", "command", "dlq"):

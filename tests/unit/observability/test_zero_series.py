@@ -31,5 +31,6 @@ def test_a_fresh_scrape_has_a_series_for_every_counter_a_dashboard_shows_quiet()
              "memstream_turns_total"]
     assert [name for name in quiet if name not in series] == []
     assert 'memstream_commands_total{kind="purge_user"}' in exposition
+    assert 'memstream_stage_stalled{stage="dedup"} 0.0' in exposition, "a stage is not stalled until it is"
     # An open label is left empty: Prometheus stores the series without it.
     assert 'memstream_dlq_records_total{reason="",stage="commands"}' in exposition
