@@ -185,7 +185,7 @@ def with_neighbours(hits: list[H], found: Sequence[tuple[Memory, float]],
     out = [*hits[:start], *placed, *rest]
     over = len(out) - top_k
     if over > 0:
-        dropped = [i for i in range(len(out) - 1, start + len(placed) - 1, -1)
-                   if out[i].memory.id not in keep][:over]
-        out = [h for i, h in enumerate(out) if i not in set(dropped)]
+        dropped = set([i for i in range(len(out) - 1, start + len(placed) - 1, -1)
+                       if out[i].memory.id not in keep][:over])  # the last ones first
+        out = [h for i, h in enumerate(out) if i not in dropped]
     return out[:top_k]

@@ -383,7 +383,8 @@ def cover_early(ranked: list[QueryHit], covering: Sequence[str], by: int) -> lis
     at = max(1, by - len(late))
     slot = ranked[at]
     moved = [replace(h, score=slot.score, calibrated=slot.calibrated) for h in late]
-    rest = [h for h in ranked[at:] if h.memory.id not in {m.memory.id for m in late}]
+    late_ids = {h.memory.id for h in late}
+    rest = [h for h in ranked[at:] if h.memory.id not in late_ids]
     return [*ranked[:at], *moved, *rest]
 
 
