@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from streams.settings import Settings
 from streams.memory.candidates import apply_candidate
 from streams.memory.model import Memory
 from streams.memory.state import MemoryState
@@ -20,12 +19,11 @@ from streams.privacy.crypto import new_key
 from streams.privacy.sealed import TABLE_OWNERS
 from streams.providers.embedders import MINILM_PROFILE
 from streams.guarded.llm import GuardedLLM
-from streams.providers.llm import AnthropicProvider
 from tests.unit.providers.conftest import (  # noqa: F401 - fake_api is a fixture
-    AMPLE_BUDGETS,
     FakeMessagesAPI,
     Reply,
     fake_api,
+    guarded_over,
 )
 from topics.candidates import Candidate, Fact
 from topics.turns import Turn
@@ -91,10 +89,5 @@ def snapshot(state: MemoryState) -> tuple[dict[Any, Any], ...]:
 @pytest.fixture
 async def fake_llm(fake_api: FakeMessagesAPI) -> AsyncIterator[GuardedLLM]:
     """A GuardedLLM over the local fake of the Messages API (`fake_api` scripts its answers)."""
-    s = Settings(anthropic_api_key="test-key", anthropic_base_url=fake_api.base_url,  # type: ignore[arg-type]
-                 llm_lifecycle_budget_ms=600_000, **AMPLE_BUDGETS)
-    provider = AnthropicProvider.build(api_key="test-key", model=s.llm.anthropic_model,
-                                       base_url=fake_api.base_url, max_retries=0)
-    llm = GuardedLLM(provider, s)
-    yield llm
-    await llm.aclose()
+    async with guarded_over(fake_api, llm_lifecycle_budget_ms=600_000) as llm:
+        yield llm

@@ -14,6 +14,7 @@ import asyncio
 import json
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -21,7 +22,9 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from streams.guarded.llm import GuardedLLM
 from streams.observability.metrics import REGISTRY
+from streams.providers.llm import AnthropicProvider
 from streams.settings import Settings
 from topics.turns import Role, Turn
 
@@ -154,6 +157,21 @@ class ManualDeadline:
             if not answer.done():
                 answer.cancel()
                 await asyncio.gather(answer, return_exceptions=True)
+
+
+@asynccontextmanager
+async def guarded_over(fake_api: FakeMessagesAPI, **overrides: Any) -> AsyncIterator[GuardedLLM]:
+    """A GuardedLLM over the real AsyncAnthropic client of `fake_api` (no retries), with
+    `AMPLE_BUDGETS` and `overrides` as its settings; closed on leaving."""
+    s = settings(anthropic_api_key="test-key", anthropic_base_url=fake_api.base_url,
+                 **{**AMPLE_BUDGETS, **overrides})
+    provider = AnthropicProvider.build(api_key="test-key", model=s.llm.anthropic_model,
+                                       base_url=fake_api.base_url, max_retries=0)
+    llm = GuardedLLM(provider, s)
+    try:
+        yield llm
+    finally:
+        await llm.aclose()
 
 
 def settings(**overrides: Any) -> Settings:

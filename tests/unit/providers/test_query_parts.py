@@ -15,7 +15,7 @@ import pytest
 from streams.guarded.llm import GuardedLLM
 from streams.memory.model import Memory
 from streams.memory.vector_index import UserIndex
-from streams.providers.llm import AnthropicProvider, Task
+from streams.providers.llm import Task
 from streams.providers.llm.prompts import system_prompt
 from streams.read.categories import load_policy
 from streams.read.model_parts import ModelParts
@@ -23,7 +23,7 @@ from streams.read.query import QueryPlan, execute, plan_query
 from streams.read.token_budget import get_counter
 from tests import defaults
 from tests.unit.providers.conftest import (
-    AMPLE_BUDGETS, HANG_GUARD_S, FakeMessagesAPI, Reply, fallbacks, settings,
+    HANG_GUARD_S, FakeMessagesAPI, Reply, fallbacks, guarded_over, settings,
 )
 from topics.query import QueryRequest
 
@@ -37,13 +37,8 @@ MODEL_PARTS = {"parts": ["Ana paints watercolours", "Ana goes camping", "Ana sig
 
 @pytest.fixture
 async def llm(fake_api: FakeMessagesAPI) -> AsyncIterator[GuardedLLM]:
-    s = settings(anthropic_api_key="test-key", anthropic_base_url=fake_api.base_url,
-                 llm_query_budget_ms=600_000, **AMPLE_BUDGETS)
-    provider = AnthropicProvider.build(api_key="test-key", model=s.llm.anthropic_model,
-                                       base_url=fake_api.base_url, max_retries=0)
-    guarded = GuardedLLM(provider, s)
-    yield guarded
-    await guarded.aclose()
+    async with guarded_over(fake_api, llm_query_budget_ms=600_000) as guarded:
+        yield guarded
 
 
 def planned(question: str = QUESTION) -> QueryPlan:
