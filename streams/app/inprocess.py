@@ -23,7 +23,7 @@ import time
 from datetime import datetime
 from collections import Counter, defaultdict, deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from streams.app.services import Services
@@ -206,14 +206,20 @@ class InProcessPipeline:
         return Counter(p.outcome for p in progress if p.stage == "dedup")
 
     async def query(self, user_id: str, text: str, top_k: int, *, agent: str = "supervisor",
-                    record_access: bool = False) -> list[QueryHit]:
+                    record_access: bool = False, parts: Sequence[str] | None = None) -> list[QueryHit]:
         """The user's best memories for `text`, answered as the query route answers `agent`
         (`memory.query` in full mode: policy, tiers, ranking); with `record_access`, the read is
-        recorded as the route records it (a `touch` command, applied on the next delivery)."""
+        recorded as the route records it (a `touch` command, applied on the next delivery).
+        `parts`: the searches the answer needs, given in place of the rules' or the model's
+        (`benchmarks.ceilings` gives the evidence turns' texts: what a perfect model could
+        name), the question then answered as a combining one."""
         request = QueryRequest(agent=agent, query=text, top_k=top_k, **{"return": "full"})
         clock = self.store.user_clock(user_id)
-        plan = await self.services.model_parts.planned(
-            plan_query(request, user_id, self.policy, QueryLimits.of(self.settings.read), clock))
+        plan = plan_query(request, user_id, self.policy, QueryLimits.of(self.settings.read), clock)
+        if parts is None:
+            plan = await self.services.model_parts.planned(plan)
+        else:
+            plan = replace(plan, combining=plan.combining or "list", parts=tuple(parts))
         vector = (await self.services.embed([plan.text]))[0]
         _, hits = execute(self.store.index().user(user_id), vector, plan, self.policy,
                           self.weights, get_counter(), retrieval=Retrieval.of(self.settings.read),

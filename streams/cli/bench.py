@@ -324,6 +324,22 @@ def bench_combining(
     _show(run_combining(labelled, console), as_json, render)
 
 
+@bench_app.command("ceilings")
+def bench_ceilings(
+    files: Annotated[list[Path], typer.Argument(help="LoCoMo conversation files (any, by path).", exists=True, dir_okay=False)],
+    as_json: JsonOpt = False,
+) -> None:
+    """How far a read path can go on the memories as written: LoCoMo through the worker's
+    stages in process with the defaults, every question asked as the defaults ask it, with its
+    evidence turns as its parts (a perfect model's searches), with the top 100 reordered
+    evidence first (a perfect reranker), and on a replay with the lifecycle off; and how many
+    questions have all their evidence stored at all."""
+    require_benches()
+    from benchmarks.ceilings import render, run_ceilings
+
+    _show(run_ceilings(files, console), as_json, render)
+
+
 @bench_app.command("policy")
 def bench_policy(
     files: Annotated[list[Path], typer.Argument(help="LoCoMo conversation files: real turns that must pass.", exists=True, dir_okay=False)],
