@@ -173,18 +173,24 @@ def run_ceilings(files: Sequence[Path], console: Console | None = None) -> dict[
 
 
 def render(report: dict[str, Any], console: Console) -> None:
-    table = RichTable(title=f"ceilings: {report['questions']} questions, "
-                            f"{len(report['files'])} conversations")
-    table.add_column("asked as")
-    for column in (*(f"any@{k}" for k in KS), *(f"all@{k}" for k in KS), "words@10",
-                   *(f"all@10 c{c}" for c in CATEGORIES)):
-        table.add_column(column, justify="right")
+    """Two tables that fit an 80-column terminal: recall per row, then all@10 per category."""
+    recall = RichTable(title=f"ceilings: {report['questions']} questions, "
+                             f"{len(report['files'])} conversations")
+    by_category = RichTable(title="all@10 per LoCoMo category")
+    for table in (recall, by_category):
+        table.add_column("asked as")
+    for column in (*(f"any@{k}" for k in KS), *(f"all@{k}" for k in KS), "words@10"):
+        recall.add_column(column, justify="right")
+    for c in CATEGORIES:
+        by_category.add_column(f"cat {c}", justify="right")
     for name, r in report["rows"].items():
-        table.add_row(name, *(f"{r['recall_any'][str(k)]:.3f}" for k in KS),
-                      *(f"{r['recall_all'][str(k)]:.3f}" for k in KS),
-                      f"{r['context_words_mean_at']['10']:.1f}",
-                      *(f"{r['recall_all_at_10_per_category'][str(c)]:.3f}" for c in CATEGORIES))
-    console.print(table)
+        recall.add_row(name, *(f"{r['recall_any'][str(k)]:.3f}" for k in KS),
+                       *(f"{r['recall_all'][str(k)]:.3f}" for k in KS),
+                       f"{r['context_words_mean_at']['10']:.1f}")
+        by_category.add_row(name, *(f"{r['recall_all_at_10_per_category'][str(c)]:.3f}"
+                                    for c in CATEGORIES))
+    console.print(recall)
+    console.print(by_category)
     stored = report["evidence_stored"]
     console.print(f"all evidence stored (any k): in active memories {stored['active']:.3f}, "
                   f"in active or archived ones {stored['active_or_archived']:.3f}")

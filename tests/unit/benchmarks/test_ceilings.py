@@ -23,14 +23,17 @@ def test_an_answer_without_the_evidence_keeps_its_order() -> None:
     assert oracle_order(["D9:9"], items) == items
 
 
-def test_the_report_renders_from_its_json_too() -> None:
+def test_the_report_renders_from_its_json_in_a_terminal_of_80_columns() -> None:
     rows = Rows()
-    rows.add("defaults", 1, ["D1:1"], [("a", ["s:D1:1"])])
+    for row in ("defaults", "oracle parts", "oracle order", "lifecycle off"):
+        rows.add(row, 1, ["D1:1"], [("a", ["s:D1:1"])])
     report = {"files": ["x.json"], "questions": 1, "pool": 100, "rows": rows.summary(),
               "evidence_stored": {"active": 1.0, "active_or_archived": 1.0}}
-    console = Console(record=True, width=200)
+    console = Console(record=True, width=80)
     render(json.loads(json.dumps(report)), console)
-    assert "1.000" in console.export_text()
+    text = console.export_text()
+    assert "1.000" in text and "lifecycle off" in text and "words@10" in text
+    assert "…" not in text  # no column cut short
 
 
 def test_the_parts_given_to_a_query_are_searched_for_its_answer() -> None:
